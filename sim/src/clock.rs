@@ -1,0 +1,238 @@
+//! Per-node clocks.
+//!
+//! madsim has one global clock (the simulator's "true time"). Real nodes disagree about time, and
+//! the systems we model read two different clocks, so every node carries its own [`NodeClock`]:
+//!
+//! * a **monotonic** clock: true time since the node last booted (it restarts at zero when the node
+//!   restarts, like `CLOCK_MONOTONIC` / Python's `time.monotonic()` on Linux);
+//! * a **wall** clock: true time plus an offset that can drift (parts per million) and be stepped
+//!   forward or backward (NTP steps, VM restores), like `time.time()`.
+//!
+//! The wall clock is a piecewise-linear function of true time (the shape of TigerBeetle's simulated
+//! time: linear segments with steps). It is pure and integer-only, so the same inputs always give the
+//! same readings in debug and release builds. Monotonic clocks run at the true rate: drift models an
+//! undisciplined wall clock, which is what the modelled systems compare against.
+//!
+//! All times are microseconds. True time is `u64` since the start of the run; wall readings are `i64`
+//! microseconds relative to [`EPOCH_UNIX_US`] (the wall time of true time zero on a node with no
+//! offset), so they can be negative for a node whose clock is behind.
+
+/// Unix time (microseconds) that wall reading 0 stands for: 2026-01-01T00:00:00Z.
+pub const EPOCH_UNIX_US: i64 = 1_767_225_600_000_000;
+
+const PPM: i128 = 1_000_000;
+
+/// One linear piece of a wall clock: from true time `from_us` on, `wall = wall_at_from_us +
+/// elapsed + elapsed * drift_ppm / 1e6` (rounded toward negative infinity).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Segment {
+    from_us: u64,
+    wall_at_from_us: i64,
+    drift_ppm: i64,
+}
+
+impl Segment {
+    fn wall_at(&self, t_us: u64) -> i64 {
+        let dt = (t_us - self.from_us) as i128;
+        self.wall_at_from_us + (dt + (dt * self.drift_ppm as i128).div_euclid(PPM)) as i64
+    }
+}
+
+/// A node's clocks. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct NodeClock {
+    segments: Vec<Segment>,
+    boot_us: u64,
+}
+
+impl NodeClock {
+    /// A clock whose wall reading at true time 0 is `offset_us`, drifting by `drift_ppm`, booted at
+    /// true time 0.
+    pub fn new(offset_us: i64, drift_ppm: i64) -> Self {
+        NodeClock {
+            segments: vec![Segment { from_us: 0, wall_at_from_us: offset_us, drift_ppm }],
+            boot_us: 0,
+        }
+    }
+
+    fn segment_at(&self, t_us: u64) -> &Segment {
+        // Segments are appended in true-time order; readings of the past use the piece in force then.
+        let i = self.segments.partition_point(|s| s.from_us <= t_us);
+        &self.segments[i.saturating_sub(1)]
+    }
+
+    /// Wall reading at true time `t_us`.
+    pub fn wall_at(&self, t_us: u64) -> i64 {
+        self.segment_at(t_us).wall_at(t_us)
+    }
+
+    /// Offset of the wall clock from true time at `t_us` (wall - true).
+    pub fn offset_at(&self, t_us: u64) -> i64 {
+        self.wall_at(t_us) - t_us as i64
+    }
+
+    /// Monotonic reading (time since boot) at true time `t_us`.
+    pub fn mono_at(&self, t_us: u64) -> u64 {
+        t_us.saturating_sub(self.boot_us)
+    }
+
+    /// True time of the last boot.
+    pub fn boot_us(&self) -> u64 {
+        self.boot_us
+    }
+
+    /// Current drift in ppm.
+    pub fn drift_ppm(&self) -> i64 {
+        self.segments.last().expect("a clock has a segment").drift_ppm
+    }
+
+    fn push(&mut self, seg: Segment) {
+        let last = self.segments.last().expect("a clock has a segment");
+        assert!(seg.from_us >= last.from_us, "clock changes must be applied in true-time order");
+        if seg.from_us == last.from_us {
+            *self.segments.last_mut().unwrap() = seg;
+        } else {
+            self.segments.push(seg);
+        }
+    }
+
+    /// Step the wall clock by `delta_us` (positive: forward) at true time `t_us`.
+    pub fn step(&mut self, t_us: u64, delta_us: i64) {
+        let wall = self.wall_at(t_us) + delta_us;
+        let drift_ppm = self.drift_ppm();
+        self.push(Segment { from_us: t_us, wall_at_from_us: wall, drift_ppm });
+    }
+
+    /// Change the drift rate from true time `t_us` on (the reading itself is continuous).
+    pub fn set_drift(&mut self, t_us: u64, drift_ppm: i64) {
+        let wall = self.wall_at(t_us);
+        self.push(Segment { from_us: t_us, wall_at_from_us: wall, drift_ppm });
+    }
+
+    /// The node booted at true time `t_us`: the monotonic clock restarts at zero; the wall clock
+    /// (battery-backed, NTP-set) carries on.
+    pub fn reboot(&mut self, t_us: u64) {
+        self.boot_us = t_us;
+    }
+
+    /// The earliest true time `>= now_us` at which the wall clock reads at least `wall_us`, assuming
+    /// no further steps or drift changes (callers re-arm when the clock changes).
+    pub fn true_time_for_wall(&self, wall_us: i64, now_us: u64) -> u64 {
+        let seg = self.segment_at(now_us);
+        if seg.wall_at(now_us) >= wall_us {
+            return now_us;
+        }
+        // Solve wall_at(t) >= wall_us on the current piece; start from the exact rational solution and
+        // correct the rounding by scanning a few microseconds.
+        let need = (wall_us - seg.wall_at_from_us) as i128;
+        let rate = PPM + seg.drift_ppm as i128;
+        let mut dt = if rate <= 0 { need } else { (need * PPM + rate - 1).div_euclid(rate) };
+        dt = dt.max((now_us - seg.from_us) as i128);
+        while dt > 0 && seg.wall_at(seg.from_us + (dt - 1) as u64) >= wall_us {
+            dt -= 1;
+        }
+        while seg.wall_at(seg.from_us + dt as u64) < wall_us {
+            dt += 1;
+        }
+        (seg.from_us + dt as u64).max(now_us)
+    }
+}
+
+/// Formats a wall reading as an RFC 3339 UTC timestamp with microseconds (`2026-01-01T00:00:05.000000Z`).
+pub fn format_rfc3339(wall_us: i64) -> String {
+    let unix_us = EPOCH_UNIX_US + wall_us;
+    let secs = unix_us.div_euclid(1_000_000);
+    let micros = unix_us.rem_euclid(1_000_000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's well-known civil-from-days algorithm).
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_and_drift() {
+        let c = NodeClock::new(5_000_000, 100);
+        assert_eq!(c.wall_at(0), 5_000_000);
+        // 100 ppm over 10 s = 1 ms fast.
+        assert_eq!(c.wall_at(10_000_000), 15_001_000);
+        let slow = NodeClock::new(0, -100);
+        assert_eq!(slow.wall_at(10_000_000), 9_999_000);
+    }
+
+    #[test]
+    fn steps_are_piecewise_and_history_is_kept() {
+        let mut c = NodeClock::new(0, 0);
+        c.step(10_000_000, -30_000_000);
+        assert_eq!(c.wall_at(9_999_999), 9_999_999);
+        assert_eq!(c.wall_at(10_000_000), -20_000_000);
+        assert_eq!(c.wall_at(20_000_000), -10_000_000);
+        c.step(20_000_000, 60_000_000);
+        assert_eq!(c.wall_at(20_000_000), 50_000_000);
+        // The past is read with the piece that was in force.
+        assert_eq!(c.wall_at(15_000_000), -15_000_000);
+        assert_eq!(c.offset_at(25_000_000), 30_000_000);
+    }
+
+    #[test]
+    fn monotonic_restarts_at_boot() {
+        let mut c = NodeClock::new(1_000, 0);
+        assert_eq!(c.mono_at(7_000_000), 7_000_000);
+        c.reboot(7_000_000);
+        assert_eq!(c.mono_at(7_000_000), 0);
+        assert_eq!(c.mono_at(9_500_000), 2_500_000);
+        // Wall carries on across a reboot.
+        assert_eq!(c.wall_at(9_500_000), 9_501_000);
+    }
+
+    #[test]
+    fn inverse_is_exact_with_drift() {
+        for ppm in [-500, -1, 0, 1, 37, 500, 100_000] {
+            let mut c = NodeClock::new(-3_000_000, 0);
+            c.set_drift(1_000_000, ppm);
+            for target in [0i64, 1, 999_999, 60_000_000, 123_456_789] {
+                let t = c.true_time_for_wall(target, 1_000_000);
+                assert!(c.wall_at(t) >= target, "ppm {ppm} target {target}");
+                if t > 1_000_000 {
+                    assert!(c.wall_at(t - 1) < target, "not earliest: ppm {ppm} target {target}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn inverse_of_the_past_is_now() {
+        let c = NodeClock::new(0, 0);
+        assert_eq!(c.true_time_for_wall(5, 100), 100);
+    }
+
+    #[test]
+    fn rfc3339() {
+        assert_eq!(format_rfc3339(0), "2026-01-01T00:00:00.000000Z");
+        assert_eq!(format_rfc3339(-1), "2025-12-31T23:59:59.999999Z");
+        assert_eq!(format_rfc3339(86_400_000_000 * 59 + 3_723_000_001), "2026-03-01T01:02:03.000001Z");
+    }
+}

@@ -1,0 +1,499 @@
+//! The simulated etcd: a [`store::Store`] state machine behind a thin async service that owns
+//! faults and timing (the split madsim and TigerBeetle both use), and the [`Client`] models use.
+//!
+//! The service runs as process `etcd` on its own node, so partitions, pauses and crashes hit it like
+//! a real server. The store is durable across crashes (etcd is a replicated store); watches and
+//! in-flight requests are not. On recovery, with `lease_ttl_reset_on_restart` (etcd 3.4 without
+//! lease checkpointing, the default), every lease gets its full TTL again.
+//!
+//! Service faults (see `fault::FaultKind`): unavailable (refused, not applied), ambiguous timeout
+//! (the client times out; the request is applied or not, with equal probability), slow (extra
+//! service time, requests queue), garbled (applied, but the client cannot decode the reply).
+
+pub mod store;
+
+use crate::event::{DeleteCause, Event, NodeIx};
+use crate::net::{stream, Call, Endpoint, StreamRx, StreamTx};
+use crate::rng;
+use crate::sync::Notify;
+use crate::world::{Host, Proc, World};
+use futures::StreamExt;
+use rand::Rng;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+pub use store::{CmpOp, Compare, EventKind, KeyValue, Op, OpResult, Store, StoreError, Target, Txn, TxnResponse, WatchEvent};
+
+/// Options of the simulated server.
+#[derive(Clone, Debug)]
+pub struct EtcdConfig {
+    /// Reset every lease's remaining TTL to its full TTL when the server recovers (etcd 3.4).
+    pub lease_ttl_reset_on_restart: bool,
+    /// Minimum lease TTL (s).
+    pub min_ttl_s: i64,
+}
+
+impl Default for EtcdConfig {
+    fn default() -> Self {
+        EtcdConfig { lease_ttl_reset_on_restart: true, min_ttl_s: store::DEFAULT_MIN_TTL_S }
+    }
+}
+
+/// What a client can see go wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EtcdError {
+    /// No answer in time; the request may have been applied.
+    Timeout,
+    /// The server refused the request (not applied).
+    Unavailable,
+    /// The reply could not be decoded (the request was applied). Client libraries raise a
+    /// non-etcd exception here, which callers treat as unexpected.
+    Garbled,
+    /// etcd returned an error.
+    Store(StoreError),
+}
+
+impl EtcdError {
+    /// True for the errors an etcd client library reports as its own exception type (timeouts,
+    /// connection failures and server errors), false for unexpected ones.
+    pub fn is_etcd_exception(&self) -> bool {
+        !matches!(self, EtcdError::Garbled)
+    }
+}
+
+/// A request to the server.
+pub enum Request {
+    Range { key: String, prefix: bool, revision: i64 },
+    Txn(Txn),
+    Grant { ttl_s: i64 },
+    KeepAlive { lease: i64 },
+    Revoke { lease: i64 },
+    TimeToLive { lease: i64 },
+    Compact { revision: i64 },
+    Status,
+    Watch { key: String, prefix: bool, start_revision: i64, tx: StreamTx<WatchMsg> },
+}
+
+impl Request {
+    fn name(&self) -> &'static str {
+        match self {
+            Request::Range { .. } => "range",
+            Request::Txn(_) => "txn",
+            Request::Grant { .. } => "lease-grant",
+            Request::KeepAlive { .. } => "lease-keepalive",
+            Request::Revoke { .. } => "lease-revoke",
+            Request::TimeToLive { .. } => "lease-ttl",
+            Request::Compact { .. } => "compact",
+            Request::Status => "status",
+            Request::Watch { .. } => "watch",
+        }
+    }
+}
+
+/// A successful response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    Range { kvs: Vec<KeyValue>, revision: i64 },
+    Txn(TxnResponse),
+    Grant { lease: i64, ttl_s: i64 },
+    KeepAlive { ttl_s: i64 },
+    Revoke { revision: i64 },
+    TimeToLive { ttl_s: i64, granted_ttl_s: i64 },
+    Compact { revision: i64 },
+    Status { revision: i64, compact_revision: i64 },
+    Watch,
+}
+
+type Reply = Result<Response, EtcdError>;
+
+/// A message on a watch stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchMsg {
+    /// Changes, in revision order.
+    Events(Vec<WatchEvent>),
+    /// The watch was cancelled because its start revision was compacted.
+    Canceled { compact_revision: i64 },
+}
+
+struct Watcher {
+    key: String,
+    prefix: bool,
+    tx: StreamTx<WatchMsg>,
+}
+
+struct Shared {
+    node: NodeIx,
+    cfg: EtcdConfig,
+    store: RefCell<Store>,
+    endpoint: Endpoint<Request, Reply>,
+    booted: Cell<bool>,
+    leases_changed: Notify,
+}
+
+/// The simulated etcd service (cheap to clone).
+#[derive(Clone)]
+pub struct Etcd(Rc<Shared>);
+
+/// Default client request timeout (the models' etcd client libraries use bounded HTTP requests).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Etcd {
+    /// Installs etcd as the services of `node` (it starts at every boot of that node).
+    pub fn install(world: &World, node: NodeIx, cfg: EtcdConfig) -> Etcd {
+        let min_ttl = cfg.min_ttl_s;
+        let etcd = Etcd(Rc::new(Shared {
+            node,
+            cfg,
+            store: RefCell::new(Store::new(min_ttl)),
+            endpoint: Endpoint::new(node),
+            booted: Cell::new(false),
+            leases_changed: Notify::new(),
+        }));
+        let e = etcd.clone();
+        world.set_services(node, Rc::new(move |host: &Host| e.start(host)));
+        etcd
+    }
+
+    /// The node etcd runs on.
+    pub fn node(&self) -> NodeIx {
+        self.0.node
+    }
+
+    /// Read access to the store (for tests and inspection).
+    pub fn with_store<R>(&self, f: impl FnOnce(&Store) -> R) -> R {
+        f(&self.0.store.borrow())
+    }
+
+    /// A client for a process.
+    pub fn client(&self, proc: &Proc) -> Client {
+        Client { endpoint: self.0.endpoint.clone(), proc: proc.clone(), timeout: REQUEST_TIMEOUT }
+    }
+
+    fn start(&self, host: &Host) {
+        let world = host.world().clone();
+        let proc = host.spawn_process("etcd");
+        let now_ms = self.now_ms(&world);
+        if self.0.booted.replace(true) {
+            if self.0.cfg.lease_ttl_reset_on_restart {
+                self.0.store.borrow_mut().reset_lease_ttls(now_ms);
+            }
+            proc.emit(Event::EtcdRecover { lease_ttl_reset: self.0.cfg.lease_ttl_reset_on_restart });
+        }
+        let watchers: Rc<RefCell<Vec<Watcher>>> = Rc::default();
+        let inbox = self.0.endpoint.open();
+        let server = Server { etcd: self.clone(), world: world.clone(), watchers, rng: RefCell::new(rng::rng_for(world.seed(), "etcd-faults")) };
+        let server = Rc::new(server);
+        let s = server.clone();
+        proc.spawn("server", async move { s.serve(inbox).await });
+        proc.spawn("lessor", async move { server.lessor().await });
+        self.0.leases_changed.notify();
+    }
+
+    fn now_ms(&self, world: &World) -> i64 {
+        world.wall_us(self.0.node).div_euclid(1000)
+    }
+}
+
+struct Server {
+    etcd: Etcd,
+    world: World,
+    watchers: Rc<RefCell<Vec<Watcher>>>,
+    rng: RefCell<rand_chacha::ChaCha8Rng>,
+}
+
+impl Server {
+    fn node(&self) -> NodeIx {
+        self.etcd.0.node
+    }
+
+    fn chance(&self, percent: u32) -> bool {
+        percent > 0 && self.rng.borrow_mut().random_range(0..100) < percent
+    }
+
+    async fn serve(&self, mut inbox: futures::channel::mpsc::UnboundedReceiver<Call<Request, Reply>>) {
+        while let Some(call) = inbox.next().await {
+            let faults = self.world.service_faults(self.node());
+            let Call { caller, from, req, reply } = call;
+            if faults.unavailable {
+                reply.send(Err(EtcdError::Unavailable));
+                continue;
+            }
+            if faults.slow_us > 0 {
+                madsim::time::sleep(Duration::from_micros(faults.slow_us)).await;
+            }
+            self.expire_due();
+            if self.chance(faults.ambiguous_percent) {
+                let applied = self.rng.borrow_mut().random_bool(0.5);
+                let op = req.name().to_string();
+                if applied {
+                    let _ = self.handle(&caller, from, req);
+                }
+                reply.lose();
+                self.world.emit(self.node(), Event::EtcdAmbiguous { op, applied, client: caller });
+                continue;
+            }
+            let garbled = self.chance(faults.garbled_percent);
+            let resp = self.handle(&caller, from, req);
+            reply.send(if garbled { Err(EtcdError::Garbled) } else { resp });
+        }
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.etcd.now_ms(&self.world)
+    }
+
+    fn handle(&self, caller: &str, from: NodeIx, req: Request) -> Reply {
+        let now_ms = self.now_ms();
+        let store_err = EtcdError::Store;
+        match req {
+            Request::Range { key, prefix, revision } => {
+                let (kvs, revision) = self.etcd.0.store.borrow().range(&key, prefix, revision).map_err(store_err)?;
+                Ok(Response::Range { kvs, revision })
+            }
+            Request::Txn(txn) => {
+                let (resp, events) = self.etcd.0.store.borrow_mut().txn(&txn).map_err(store_err)?;
+                self.publish(&events, |_| DeleteCause::Client { client: caller.to_string() }, caller);
+                Ok(Response::Txn(resp))
+            }
+            Request::Grant { ttl_s } => {
+                let (lease, ttl_s) = self.etcd.0.store.borrow_mut().grant(ttl_s, now_ms);
+                self.world.emit(self.node(), Event::EtcdLeaseGrant { lease, ttl_s, client: caller.to_string() });
+                self.etcd.0.leases_changed.notify();
+                Ok(Response::Grant { lease, ttl_s })
+            }
+            Request::KeepAlive { lease } => Ok(Response::KeepAlive { ttl_s: self.etcd.0.store.borrow_mut().keep_alive(lease, now_ms) }),
+            Request::Revoke { lease } => {
+                let (revision, events) = self.etcd.0.store.borrow_mut().revoke(lease).map_err(store_err)?;
+                self.publish(&events, |_| DeleteCause::LeaseRevoked { lease, client: caller.to_string() }, caller);
+                Ok(Response::Revoke { revision })
+            }
+            Request::TimeToLive { lease } => {
+                let (ttl_s, granted_ttl_s) = self.etcd.0.store.borrow().time_to_live(lease, now_ms).map_err(store_err)?;
+                Ok(Response::TimeToLive { ttl_s, granted_ttl_s })
+            }
+            Request::Compact { revision } => {
+                let r = self.etcd.0.store.borrow_mut().compact(revision).map_err(store_err)?;
+                self.world.emit(self.node(), Event::EtcdCompact { rev: revision, client: caller.to_string() });
+                Ok(Response::Compact { revision: r })
+            }
+            Request::Status => {
+                let s = self.etcd.0.store.borrow();
+                Ok(Response::Status { revision: s.revision(), compact_revision: s.compact_revision() })
+            }
+            Request::Watch { key, prefix, start_revision, tx } => {
+                let _ = from;
+                let past = if start_revision > 0 {
+                    match self.etcd.0.store.borrow().events_since(&key, prefix, start_revision) {
+                        Ok(e) => e,
+                        Err(StoreError::Compacted { compact_revision }) => {
+                            tx.send(WatchMsg::Canceled { compact_revision });
+                            return Ok(Response::Watch);
+                        }
+                        Err(e) => return Err(EtcdError::Store(e)),
+                    }
+                } else {
+                    Vec::new()
+                };
+                if !past.is_empty() {
+                    tx.send(WatchMsg::Events(past));
+                }
+                self.watchers.borrow_mut().push(Watcher { key, prefix, tx });
+                Ok(Response::Watch)
+            }
+        }
+    }
+
+    /// Emits trace events for changes and pushes them to matching watchers.
+    fn publish(&self, events: &[WatchEvent], cause: impl Fn(&WatchEvent) -> DeleteCause, client: &str) {
+        if events.is_empty() {
+            return;
+        }
+        for e in events {
+            let ev = match e.kind {
+                EventKind::Put => Event::EtcdPut {
+                    key: e.kv.key.clone(),
+                    value: e.kv.value.clone(),
+                    rev: e.kv.mod_revision,
+                    version: e.kv.version,
+                    lease: e.kv.lease,
+                    client: client.to_string(),
+                },
+                EventKind::Delete => Event::EtcdDelete {
+                    key: e.kv.key.clone(),
+                    rev: e.kv.mod_revision,
+                    prev_value: e.prev_value.clone(),
+                    cause: cause(e),
+                },
+            };
+            self.world.emit(self.node(), ev);
+        }
+        let mut watchers = self.watchers.borrow_mut();
+        watchers.retain(|w| !w.tx.is_closed());
+        for w in watchers.iter() {
+            let mine: Vec<WatchEvent> = events.iter().filter(|e| store::in_range(&e.kv.key, &w.key, w.prefix)).cloned().collect();
+            if !mine.is_empty() {
+                w.tx.send(WatchMsg::Events(mine));
+            }
+        }
+    }
+
+    fn expire_due(&self) {
+        let now_ms = self.now_ms();
+        let expired = self.etcd.0.store.borrow_mut().expire(now_ms);
+        for (lease, events) in expired {
+            self.world.emit(self.node(), Event::EtcdLeaseExpire { lease });
+            self.publish(&events, |_| DeleteCause::LeaseExpired { lease }, "etcd");
+        }
+    }
+
+    /// Expires leases at their deadline on the etcd node's wall clock, re-arming whenever a lease is
+    /// granted or the clock is stepped or changes rate.
+    async fn lessor(&self) {
+        let node = self.node();
+        let clock_changed = self.world.clock_notify(node);
+        loop {
+            let (cg, lg) = (clock_changed.generation(), self.etcd.0.leases_changed.generation());
+            self.expire_due();
+            let next = self.etcd.0.store.borrow().next_expiry_ms();
+            let wake = futures::future::select(clock_changed.changed_since(cg), self.etcd.0.leases_changed.changed_since(lg));
+            match next {
+                Some(ms) => {
+                    let at = self.world.true_time_for_wall(node, ms * 1000);
+                    let sleep = madsim::time::sleep_until(self.world.instant_at(at));
+                    futures::future::select(Box::pin(sleep), wake).await;
+                }
+                None => {
+                    wake.await;
+                }
+            }
+        }
+    }
+}
+
+/// A process's etcd client (like `etcd3gw` or `etcd-client`): every call is bounded by a timeout.
+#[derive(Clone)]
+pub struct Client {
+    endpoint: Endpoint<Request, Reply>,
+    proc: Proc,
+    timeout: Duration,
+}
+
+/// An open watch.
+pub struct Watch {
+    rx: StreamRx<WatchMsg>,
+}
+
+impl Watch {
+    /// The next message; never returns if the stream broke (bound it with a timeout).
+    pub async fn next(&mut self) -> WatchMsg {
+        self.rx.next().await
+    }
+}
+
+impl Client {
+    async fn call(&self, req: Request) -> Reply {
+        let world = self.proc.world();
+        match self.endpoint.call(world, self.proc.node(), self.proc.ident(), req, self.timeout).await {
+            Ok(r) => r,
+            Err(_) => Err(EtcdError::Timeout),
+        }
+    }
+
+    /// Reads one key.
+    pub async fn get(&self, key: &str) -> Result<Option<KeyValue>, EtcdError> {
+        match self.call(Request::Range { key: key.into(), prefix: false, revision: 0 }).await? {
+            Response::Range { mut kvs, .. } => Ok(kvs.pop()),
+            r => unreachable!("range answered {r:?}"),
+        }
+    }
+
+    /// Reads a key or prefix at a revision (0 = current); returns the key-values and the header revision.
+    pub async fn range(&self, key: &str, prefix: bool, revision: i64) -> Result<(Vec<KeyValue>, i64), EtcdError> {
+        match self.call(Request::Range { key: key.into(), prefix, revision }).await? {
+            Response::Range { kvs, revision } => Ok((kvs, revision)),
+            r => unreachable!("range answered {r:?}"),
+        }
+    }
+
+    /// Runs a transaction.
+    pub async fn txn(&self, txn: Txn) -> Result<TxnResponse, EtcdError> {
+        match self.call(Request::Txn(txn)).await? {
+            Response::Txn(r) => Ok(r),
+            r => unreachable!("txn answered {r:?}"),
+        }
+    }
+
+    /// Puts a key (lease 0 = none); returns the new revision.
+    pub async fn put(&self, key: &str, value: &str, lease: i64) -> Result<i64, EtcdError> {
+        let txn = Txn { success: vec![Op::Put { key: key.into(), value: value.into(), lease }], ..Default::default() };
+        Ok(self.txn(txn).await?.revision)
+    }
+
+    /// Deletes a key; returns how many keys were deleted.
+    pub async fn delete(&self, key: &str) -> Result<i64, EtcdError> {
+        let txn = Txn { success: vec![Op::Delete { key: key.into(), prefix: false }], ..Default::default() };
+        match self.txn(txn).await?.results.first() {
+            Some(OpResult::Delete { deleted }) => Ok(*deleted),
+            r => unreachable!("delete answered {r:?}"),
+        }
+    }
+
+    /// Grants a lease; returns (id, ttl).
+    pub async fn grant(&self, ttl_s: i64) -> Result<(i64, i64), EtcdError> {
+        match self.call(Request::Grant { ttl_s }).await? {
+            Response::Grant { lease, ttl_s } => Ok((lease, ttl_s)),
+            r => unreachable!("grant answered {r:?}"),
+        }
+    }
+
+    /// Keeps a lease alive; returns its TTL (0 if it no longer exists).
+    pub async fn keep_alive(&self, lease: i64) -> Result<i64, EtcdError> {
+        match self.call(Request::KeepAlive { lease }).await? {
+            Response::KeepAlive { ttl_s } => Ok(ttl_s),
+            r => unreachable!("keep-alive answered {r:?}"),
+        }
+    }
+
+    /// Revokes a lease.
+    pub async fn revoke(&self, lease: i64) -> Result<i64, EtcdError> {
+        match self.call(Request::Revoke { lease }).await? {
+            Response::Revoke { revision } => Ok(revision),
+            r => unreachable!("revoke answered {r:?}"),
+        }
+    }
+
+    /// Remaining and granted TTL of a lease.
+    pub async fn time_to_live(&self, lease: i64) -> Result<(i64, i64), EtcdError> {
+        match self.call(Request::TimeToLive { lease }).await? {
+            Response::TimeToLive { ttl_s, granted_ttl_s } => Ok((ttl_s, granted_ttl_s)),
+            r => unreachable!("ttl answered {r:?}"),
+        }
+    }
+
+    /// Compacts history up to `revision`.
+    pub async fn compact(&self, revision: i64) -> Result<i64, EtcdError> {
+        match self.call(Request::Compact { revision }).await? {
+            Response::Compact { revision } => Ok(revision),
+            r => unreachable!("compact answered {r:?}"),
+        }
+    }
+
+    /// Current and compacted revision.
+    pub async fn status(&self) -> Result<(i64, i64), EtcdError> {
+        match self.call(Request::Status).await? {
+            Response::Status { revision, compact_revision } => Ok((revision, compact_revision)),
+            r => unreachable!("status answered {r:?}"),
+        }
+    }
+
+    /// Opens a watch on a key or prefix from `start_revision` (0 = from now).
+    pub async fn watch(&self, key: &str, prefix: bool, start_revision: i64) -> Result<Watch, EtcdError> {
+        let world = self.proc.world();
+        let (tx, rx) = stream(world, self.endpoint.node(), self.proc.node());
+        self.call(Request::Watch { key: key.into(), prefix, start_revision, tx }).await?;
+        Ok(Watch { rx })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,465 @@
+//! The etcd state machine: a synchronous, serializable MVCC key-value store with leases.
+//!
+//! It follows etcd 3.4's semantics (shared/spec/etcd.md):
+//! * one cluster-wide revision, starting at 1; every transaction that changes at least one key
+//!   bumps it by exactly one, and all its changes share that revision (with sub-revisions for
+//!   order); reads, failed compares with read-only branches, lease grants and keep-alives do not;
+//! * each live key has `create_revision`, `mod_revision`, `version` (1 on create, +1 per put) and
+//!   `lease`; a missing key compares as version = create = mod = lease = 0, and a value compare on
+//!   it is false; deleting a key and putting it again starts over at version 1;
+//! * historical reads and watches below the compacted revision fail with `Compacted`;
+//! * leases expire on the etcd node's clock with millisecond resolution, and an expired or revoked
+//!   lease deletes all its keys in one revision.
+//!
+//! Time enters only as `now_ms` arguments (the etcd node's wall clock), so the store is a pure
+//! state machine that unit tests and conformance tests drive directly.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A key's state as etcd returns it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: String,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+    pub version: i64,
+    pub lease: i64,
+}
+
+/// A change as a watcher sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchEvent {
+    /// Put or delete.
+    pub kind: EventKind,
+    /// For a put, the key's new state; for a delete, the key with `mod_revision` = the deletion's
+    /// revision and every other field zero/empty.
+    pub kv: KeyValue,
+    /// Sub-revision (order within the transaction).
+    pub sub: i64,
+    /// The value before a delete (for traces; etcd returns it with `prev_kv`).
+    pub prev_value: String,
+}
+
+/// Kind of change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum EventKind {
+    Put,
+    Delete,
+}
+
+/// Errors etcd itself returns (transport errors live in `etcd::EtcdError`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StoreError {
+    /// The requested revision has been compacted (`etcdserver: mvcc: required revision has been compacted`).
+    Compacted { compact_revision: i64 },
+    /// The requested revision is in the future.
+    FutureRevision,
+    /// The lease does not exist (`etcdserver: requested lease not found`).
+    LeaseNotFound,
+}
+
+/// What a compare looks at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    Value(String),
+    Version(i64),
+    CreateRevision(i64),
+    ModRevision(i64),
+    Lease(i64),
+}
+
+/// Comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CmpOp {
+    Equal,
+    NotEqual,
+    Less,
+    Greater,
+}
+
+/// One guard of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compare {
+    pub key: String,
+    pub op: CmpOp,
+    pub target: Target,
+}
+
+/// One operation of a transaction branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    Range { key: String, prefix: bool },
+    Put { key: String, value: String, lease: i64 },
+    Delete { key: String, prefix: bool },
+}
+
+/// Result of one operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OpResult {
+    Range { kvs: Vec<KeyValue> },
+    Put,
+    Delete { deleted: i64 },
+}
+
+/// A transaction: if every compare holds, run `success`, else `failure`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Txn {
+    pub compare: Vec<Compare>,
+    pub success: Vec<Op>,
+    pub failure: Vec<Op>,
+}
+
+/// Result of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnResponse {
+    pub succeeded: bool,
+    /// Header revision: the store's revision after the transaction.
+    pub revision: i64,
+    pub results: Vec<OpResult>,
+}
+
+#[derive(Clone, Debug)]
+struct Version {
+    main: i64,
+    sub: i64,
+    kv: Option<KeyValue>,
+}
+
+#[derive(Clone, Debug)]
+struct Lease {
+    ttl_s: i64,
+    expiry_ms: i64,
+    keys: BTreeSet<String>,
+}
+
+/// The store. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Store {
+    revision: i64,
+    compact_revision: i64,
+    keys: BTreeMap<String, Vec<Version>>,
+    leases: BTreeMap<i64, Lease>,
+    next_lease: i64,
+    min_ttl_s: i64,
+}
+
+/// etcd's minimum lease TTL with default election settings (1 s election timeout): 2 s.
+pub const DEFAULT_MIN_TTL_S: i64 = 2;
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new(DEFAULT_MIN_TTL_S)
+    }
+}
+
+/// Whether key `k` is `key` (or, with `prefix`, starts with it).
+pub fn in_range(k: &str, key: &str, prefix: bool) -> bool {
+    if prefix {
+        k.starts_with(key)
+    } else {
+        k == key
+    }
+}
+
+impl Store {
+    /// A fresh store (revision 1) whose leases have at least `min_ttl_s`.
+    pub fn new(min_ttl_s: i64) -> Self {
+        Store {
+            revision: 1,
+            compact_revision: 0,
+            keys: BTreeMap::new(),
+            leases: BTreeMap::new(),
+            next_lease: 0x3a5f_0000_0000_0001,
+            min_ttl_s,
+        }
+    }
+
+    /// Current revision.
+    pub fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    /// Last compacted revision (0 = never).
+    pub fn compact_revision(&self) -> i64 {
+        self.compact_revision
+    }
+
+    fn live(&self, key: &str) -> Option<&KeyValue> {
+        self.keys.get(key).and_then(|v| v.last()).and_then(|v| v.kv.as_ref())
+    }
+
+    fn keys_in<'a>(&'a self, key: &'a str, prefix: bool) -> impl Iterator<Item = (&'a String, &'a Vec<Version>)> + 'a {
+        use std::ops::Bound;
+        self.keys.range::<str, _>((Bound::Included(key), Bound::Unbounded)).take_while(move |(k, _)| in_range(k, key, prefix))
+    }
+
+    /// Reads a key (or a prefix) at `revision` (0 = current). Returns the key-values and the header
+    /// revision.
+    pub fn range(&self, key: &str, prefix: bool, revision: i64) -> Result<(Vec<KeyValue>, i64), StoreError> {
+        let at = if revision <= 0 { self.revision } else { revision };
+        if at > self.revision {
+            return Err(StoreError::FutureRevision);
+        }
+        if at < self.compact_revision {
+            return Err(StoreError::Compacted { compact_revision: self.compact_revision });
+        }
+        let kvs = self
+            .keys_in(key, prefix)
+            .filter_map(|(_, versions)| {
+                let i = versions.partition_point(|v| v.main <= at);
+                versions[..i].last().and_then(|v| v.kv.clone())
+            })
+            .collect();
+        Ok((kvs, self.revision))
+    }
+
+    fn compare(&self, c: &Compare) -> bool {
+        let kv = self.live(&c.key);
+        let ord = match (&c.target, kv) {
+            (Target::Value(_), None) => return false,
+            (Target::Value(v), Some(kv)) => kv.value.as_str().cmp(v.as_str()),
+            (Target::Version(n), kv) => kv.map_or(0, |k| k.version).cmp(n),
+            (Target::CreateRevision(n), kv) => kv.map_or(0, |k| k.create_revision).cmp(n),
+            (Target::ModRevision(n), kv) => kv.map_or(0, |k| k.mod_revision).cmp(n),
+            (Target::Lease(n), kv) => kv.map_or(0, |k| k.lease).cmp(n),
+        };
+        match c.op {
+            CmpOp::Equal => ord.is_eq(),
+            CmpOp::NotEqual => ord.is_ne(),
+            CmpOp::Less => ord.is_lt(),
+            CmpOp::Greater => ord.is_gt(),
+        }
+    }
+
+    /// Runs a transaction. Returns the response and the changes it made (for watchers).
+    pub fn txn(&mut self, txn: &Txn) -> Result<(TxnResponse, Vec<WatchEvent>), StoreError> {
+        let succeeded = txn.compare.iter().all(|c| self.compare(c));
+        let ops = if succeeded { &txn.success } else { &txn.failure };
+        // Validate first: an unknown lease fails the whole transaction with nothing applied.
+        for op in ops {
+            if let Op::Put { lease, .. } = op {
+                if *lease != 0 && !self.leases.contains_key(lease) {
+                    return Err(StoreError::LeaseNotFound);
+                }
+            }
+        }
+        let rev = self.revision + 1;
+        let mut sub = 0i64;
+        let mut events = Vec::new();
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            match op {
+                Op::Range { key, prefix } => {
+                    // Reads inside a transaction see the transaction's earlier writes.
+                    let kvs = self.keys_in(key, *prefix).filter_map(|(_, v)| v.last().and_then(|v| v.kv.clone())).collect();
+                    results.push(OpResult::Range { kvs });
+                }
+                Op::Put { key, value, lease } => {
+                    events.push(self.put_at(rev, sub, key, value, *lease));
+                    sub += 1;
+                    results.push(OpResult::Put);
+                }
+                Op::Delete { key, prefix } => {
+                    let doomed: Vec<String> = self
+                        .keys_in(key, *prefix)
+                        .filter(|(_, v)| v.last().is_some_and(|v| v.kv.is_some()))
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for k in &doomed {
+                        events.push(self.delete_at(rev, sub, k));
+                        sub += 1;
+                    }
+                    results.push(OpResult::Delete { deleted: doomed.len() as i64 });
+                }
+            }
+        }
+        if !events.is_empty() {
+            self.revision = rev;
+        }
+        Ok((TxnResponse { succeeded, revision: self.revision, results }, events))
+    }
+
+    fn put_at(&mut self, rev: i64, sub: i64, key: &str, value: &str, lease: i64) -> WatchEvent {
+        let prev = self.live(key).cloned();
+        if let Some(p) = &prev {
+            if p.lease != 0 && p.lease != lease {
+                if let Some(l) = self.leases.get_mut(&p.lease) {
+                    l.keys.remove(key);
+                }
+            }
+        }
+        if lease != 0 {
+            self.leases.get_mut(&lease).expect("validated").keys.insert(key.to_string());
+        }
+        let kv = KeyValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            create_revision: prev.as_ref().map_or(rev, |p| p.create_revision),
+            mod_revision: rev,
+            version: prev.as_ref().map_or(1, |p| p.version + 1),
+            lease,
+        };
+        self.keys.entry(key.to_string()).or_default().push(Version { main: rev, sub, kv: Some(kv.clone()) });
+        WatchEvent { kind: EventKind::Put, kv, sub, prev_value: prev.map(|p| p.value).unwrap_or_default() }
+    }
+
+    fn delete_at(&mut self, rev: i64, sub: i64, key: &str) -> WatchEvent {
+        let prev = self.live(key).cloned().expect("deleting a live key");
+        if prev.lease != 0 {
+            if let Some(l) = self.leases.get_mut(&prev.lease) {
+                l.keys.remove(key);
+            }
+        }
+        self.keys.get_mut(key).expect("live key").push(Version { main: rev, sub, kv: None });
+        let kv = KeyValue { key: key.to_string(), mod_revision: rev, ..Default::default() };
+        WatchEvent { kind: EventKind::Delete, kv, sub, prev_value: prev.value }
+    }
+
+    /// `put` as a one-operation transaction.
+    pub fn put(&mut self, key: &str, value: &str, lease: i64) -> Result<(i64, Vec<WatchEvent>), StoreError> {
+        let txn = Txn { success: vec![Op::Put { key: key.into(), value: value.into(), lease }], ..Default::default() };
+        self.txn(&txn).map(|(r, e)| (r.revision, e))
+    }
+
+    /// `delete` (of a key or a prefix) as a one-operation transaction; returns how many were deleted.
+    pub fn delete(&mut self, key: &str, prefix: bool) -> (i64, i64, Vec<WatchEvent>) {
+        let txn = Txn { success: vec![Op::Delete { key: key.into(), prefix }], ..Default::default() };
+        let (r, e) = self.txn(&txn).expect("deletes cannot fail");
+        let deleted = match r.results[0] {
+            OpResult::Delete { deleted } => deleted,
+            _ => unreachable!(),
+        };
+        (deleted, r.revision, e)
+    }
+
+    /// Grants a lease of `ttl_s` (raised to the minimum TTL) at `now_ms`. Returns (id, ttl).
+    pub fn grant(&mut self, ttl_s: i64, now_ms: i64) -> (i64, i64) {
+        let ttl_s = ttl_s.max(self.min_ttl_s);
+        let id = self.next_lease;
+        self.next_lease += 1;
+        self.leases.insert(id, Lease { ttl_s, expiry_ms: now_ms + ttl_s * 1000, keys: BTreeSet::new() });
+        (id, ttl_s)
+    }
+
+    /// Keeps a lease alive: resets its remaining TTL to the granted TTL and returns it; an unknown
+    /// or already expired lease returns 0.
+    pub fn keep_alive(&mut self, id: i64, now_ms: i64) -> i64 {
+        match self.leases.get_mut(&id) {
+            Some(l) if l.expiry_ms > now_ms => {
+                l.expiry_ms = now_ms + l.ttl_s * 1000;
+                l.ttl_s
+            }
+            _ => 0,
+        }
+    }
+
+    /// Remaining and granted TTL of a lease (remaining rounded up to whole seconds).
+    pub fn time_to_live(&self, id: i64, now_ms: i64) -> Result<(i64, i64), StoreError> {
+        match self.leases.get(&id) {
+            Some(l) if l.expiry_ms > now_ms => Ok(((l.expiry_ms - now_ms + 999) / 1000, l.ttl_s)),
+            _ => Err(StoreError::LeaseNotFound),
+        }
+    }
+
+    fn drop_lease(&mut self, id: i64) -> Vec<WatchEvent> {
+        let Some(lease) = self.leases.remove(&id) else { return Vec::new() };
+        let rev = self.revision + 1;
+        let events: Vec<WatchEvent> = lease
+            .keys
+            .iter()
+            .filter(|k| self.live(k).is_some_and(|kv| kv.lease == id))
+            .cloned()
+            .collect::<Vec<_>>()
+            .iter()
+            .enumerate()
+            .map(|(sub, k)| self.delete_at(rev, sub as i64, k))
+            .collect();
+        if !events.is_empty() {
+            self.revision = rev;
+        }
+        events
+    }
+
+    /// Revokes a lease, deleting its keys in one revision.
+    pub fn revoke(&mut self, id: i64) -> Result<(i64, Vec<WatchEvent>), StoreError> {
+        if !self.leases.contains_key(&id) {
+            return Err(StoreError::LeaseNotFound);
+        }
+        let events = self.drop_lease(id);
+        Ok((self.revision, events))
+    }
+
+    /// Expires every lease whose deadline is at or before `now_ms`. Returns each expired lease with
+    /// the deletions it caused (one revision per lease).
+    pub fn expire(&mut self, now_ms: i64) -> Vec<(i64, Vec<WatchEvent>)> {
+        let due: Vec<i64> = self.leases.iter().filter(|(_, l)| l.expiry_ms <= now_ms).map(|(id, _)| *id).collect();
+        due.into_iter().map(|id| (id, self.drop_lease(id))).collect()
+    }
+
+    /// The earliest lease deadline (etcd clock, ms), if any lease exists.
+    pub fn next_expiry_ms(&self) -> Option<i64> {
+        self.leases.values().map(|l| l.expiry_ms).min()
+    }
+
+    /// After a restart without lease checkpointing (etcd 3.4), every lease gets its full TTL again.
+    pub fn reset_lease_ttls(&mut self, now_ms: i64) {
+        for l in self.leases.values_mut() {
+            l.expiry_ms = now_ms + l.ttl_s * 1000;
+        }
+    }
+
+    /// Compacts history up to `rev`: older versions become unreadable.
+    pub fn compact(&mut self, rev: i64) -> Result<i64, StoreError> {
+        if rev > self.revision {
+            return Err(StoreError::FutureRevision);
+        }
+        if rev <= self.compact_revision {
+            return Err(StoreError::Compacted { compact_revision: self.compact_revision });
+        }
+        self.compact_revision = rev;
+        self.keys.retain(|_, versions| {
+            let i = versions.partition_point(|v| v.main <= rev);
+            // Keep the version in force at `rev` (unless it is a deletion) and everything newer.
+            let keep_from = if i > 0 && versions[i - 1].kv.is_some() { i - 1 } else { i };
+            versions.drain(..keep_from);
+            !versions.is_empty()
+        });
+        Ok(self.revision)
+    }
+
+    /// Every change to `key` (or the prefix) with revision `>= start`, in revision order; fails if
+    /// `start` is below the compacted revision.
+    pub fn events_since(&self, key: &str, prefix: bool, start: i64) -> Result<Vec<WatchEvent>, StoreError> {
+        if start < self.compact_revision {
+            return Err(StoreError::Compacted { compact_revision: self.compact_revision });
+        }
+        let mut out = Vec::new();
+        for (k, versions) in self.keys_in(key, prefix) {
+            let i = versions.partition_point(|v| v.main < start);
+            for (j, v) in versions.iter().enumerate().skip(i) {
+                let prev_value = if j > 0 { versions[j - 1].kv.as_ref().map(|p| p.value.clone()).unwrap_or_default() } else { String::new() };
+                out.push(match &v.kv {
+                    Some(kv) => WatchEvent { kind: EventKind::Put, kv: kv.clone(), sub: v.sub, prev_value },
+                    None => WatchEvent {
+                        kind: EventKind::Delete,
+                        kv: KeyValue { key: k.clone(), mod_revision: v.main, ..Default::default() },
+                        sub: v.sub,
+                        prev_value,
+                    },
+                });
+            }
+        }
+        out.sort_by_key(|e| (e.kv.mod_revision, e.sub));
+        Ok(out)
+    }
+}
+
+impl Default for KeyValue {
+    fn default() -> Self {
+        KeyValue { key: String::new(), value: String::new(), create_revision: 0, mod_revision: 0, version: 0, lease: 0 }
+    }
+}

@@ -1,0 +1,178 @@
+//! The typed event stream.
+//!
+//! Simulated services and model code emit an [`Event`] at every state change that an invariant or
+//! a report needs. The world stamps each with its index, true time, node and that node's wall
+//! reading (a [`Record`]), hands it to the scenario's monitor synchronously, and folds it into the
+//! trace hash. The vocabulary lives here, below the models, so that reports can read traces without
+//! depending on the models.
+
+use crate::fault::FaultKind;
+use serde::{Deserialize, Serialize};
+
+/// How a process ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExitStatus {
+    /// It called exit with this code.
+    Code { code: i32 },
+    /// It was killed (crash, node crash): no cleanup ran.
+    Killed,
+}
+
+/// Why an etcd key went away.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "kebab-case")]
+pub enum DeleteCause {
+    /// A client's delete (or txn delete); `client` is `host:pid`.
+    Client { client: String },
+    /// Its lease expired on the etcd node's clock.
+    LeaseExpired { lease: i64 },
+    /// Its lease was revoked by a client.
+    LeaseRevoked { lease: i64, client: String },
+}
+
+/// Everything that can happen in a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Event {
+    // ---- the world ----
+    /// A scheduled fault started (`id` is its position in the schedule).
+    FaultStart { id: u32, fault: FaultKind },
+    /// A fault with a duration ended (or was healed by the liveness phase).
+    FaultEnd { id: u32 },
+    /// Faults stop; the monitor now checks liveness.
+    LivenessPhase,
+    /// The node booted (`boot` counts from 1).
+    NodeBoot { boot: u32 },
+    /// The node crashed.
+    NodeCrash,
+    /// The node stopped being scheduled.
+    NodePause,
+    /// The node runs again.
+    NodeResume,
+    /// A process started.
+    ProcessStart { pid: u32, name: String },
+    /// A process ended.
+    ProcessExit { pid: u32, name: String, status: ExitStatus },
+    /// A task was dropped silently (no cleanup ran).
+    TaskDeath { pid: u32, task: String },
+    /// A task will not be polled until `until_ms` (true time).
+    TaskStall { pid: u32, task: String, until_ms: u64 },
+    /// The node's wall clock jumped.
+    ClockStep { delta_ms: i64 },
+    /// The node's wall clock drift changed.
+    ClockDrift { ppm: i64 },
+
+    // ---- the simulated etcd ----
+    /// A key was created or updated.
+    EtcdPut { key: String, value: String, rev: i64, version: i64, lease: i64, client: String },
+    /// A key was deleted.
+    EtcdDelete { key: String, rev: i64, prev_value: String, cause: DeleteCause },
+    /// A lease was granted.
+    EtcdLeaseGrant { lease: i64, ttl_s: i64, client: String },
+    /// A lease expired on the etcd node's clock (its keys' deletions follow).
+    EtcdLeaseExpire { lease: i64 },
+    /// The store was compacted at `rev`.
+    EtcdCompact { rev: i64, client: String },
+    /// etcd came back after a crash; with `lease_ttl_reset` every lease got its full TTL again.
+    EtcdRecover { lease_ttl_reset: bool },
+    /// A request timed out at the client but was (or was not) applied.
+    EtcdAmbiguous { op: String, applied: bool, client: String },
+
+    // ---- Calico (networking-calico's OpenStack driver) ----
+    /// The elector tries to create the election key.
+    CalicoCampaign { id: String },
+    /// The elector created the election key and is master.
+    CalicoWon { id: String, lease: i64 },
+    /// The elector refreshed its lease and key.
+    CalicoRefresh { id: String },
+    /// The elector stopped being master (`reason`: why), without deleting the key.
+    CalicoLost { id: String, reason: String },
+    /// The shared mastership stamp changed (`stamp_us` on the host's clock; 0 = cleared).
+    CalicoStamp { stamp_us: i64 },
+    /// The elector deleted a stale key naming a dead process on its own host.
+    CalicoDeadPidCleanup { id: String, stale: String },
+    /// The elector's cleanup ran (graceful stop or exit on an unexpected error).
+    CalicoStepDown { id: String, deleted: bool },
+    /// The elector hit an unexpected error; its process exits with status 1.
+    CalicoElectorCrash { id: String, error: String },
+    /// A master-only side effect (`worker`: which worker, `action`: what it did).
+    CalicoMasterOnly { pid: u32, worker: String, action: String },
+    /// `is_master()` answered false because the stamp was stale (logged as a warning upstream).
+    CalicoStaleStamp { age_ms: i64 },
+    /// A watcher worker started or stopped its master-only watch.
+    CalicoWatcher { worker: String, running: bool },
+}
+
+impl Event {
+    /// The event's type name as it appears in the trace (`fault-start`, `calico-won`, ...).
+    pub fn name(&self) -> &'static str {
+        use Event::*;
+        match self {
+            FaultStart { .. } => "fault-start",
+            FaultEnd { .. } => "fault-end",
+            LivenessPhase => "liveness-phase",
+            NodeBoot { .. } => "node-boot",
+            NodeCrash => "node-crash",
+            NodePause => "node-pause",
+            NodeResume => "node-resume",
+            ProcessStart { .. } => "process-start",
+            ProcessExit { .. } => "process-exit",
+            TaskDeath { .. } => "task-death",
+            TaskStall { .. } => "task-stall",
+            ClockStep { .. } => "clock-step",
+            ClockDrift { .. } => "clock-drift",
+            EtcdPut { .. } => "etcd-put",
+            EtcdDelete { .. } => "etcd-delete",
+            EtcdLeaseGrant { .. } => "etcd-lease-grant",
+            EtcdLeaseExpire { .. } => "etcd-lease-expire",
+            EtcdCompact { .. } => "etcd-compact",
+            EtcdRecover { .. } => "etcd-recover",
+            EtcdAmbiguous { .. } => "etcd-ambiguous",
+            CalicoCampaign { .. } => "calico-campaign",
+            CalicoWon { .. } => "calico-won",
+            CalicoRefresh { .. } => "calico-refresh",
+            CalicoLost { .. } => "calico-lost",
+            CalicoStamp { .. } => "calico-stamp",
+            CalicoDeadPidCleanup { .. } => "calico-dead-pid-cleanup",
+            CalicoStepDown { .. } => "calico-step-down",
+            CalicoElectorCrash { .. } => "calico-elector-crash",
+            CalicoMasterOnly { .. } => "calico-master-only",
+            CalicoStaleStamp { .. } => "calico-stale-stamp",
+            CalicoWatcher { .. } => "calico-watcher",
+        }
+    }
+}
+
+/// Index of a node in the world (in creation order).
+pub type NodeIx = u16;
+
+/// An event as the world saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Position in the run's event stream, from 0.
+    pub index: u64,
+    /// True time, microseconds since the start of the run.
+    pub t_us: u64,
+    /// The node it happened on.
+    pub node: NodeIx,
+    /// That node's wall clock reading (see `clock`).
+    pub local_us: i64,
+    /// What happened.
+    pub event: Event,
+}
+
+/// One line of the JSON-lines trace: a [`Record`] with the node's name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceLine {
+    /// Position in the event stream.
+    pub i: u64,
+    /// True time (µs).
+    pub t_us: u64,
+    /// Node name.
+    pub node: String,
+    /// The node's wall clock (µs relative to `clock::EPOCH_UNIX_US`).
+    pub local_us: i64,
+    /// The event.
+    pub ev: Event,
+}

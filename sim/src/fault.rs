@@ -1,0 +1,116 @@
+//! Faults as data.
+//!
+//! A run's faults are a [`Schedule`]: a list of timed [`Fault`]s, each with a start time and a
+//! duration. Schedules are generated from the seed by a scenario, printed, written into replay
+//! files and re-run exactly; the world applies them (see `World::apply_fault`). A fault with a
+//! duration ends by itself (a partition heals, a paused node resumes, a crashed node reboots); an
+//! instantaneous one (`dur_ms == 0`) such as a clock step or a silent task death does not.
+
+use serde::{Deserialize, Serialize};
+
+/// One scheduled fault.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fault {
+    /// True time (ms since the start of the run) at which the fault starts.
+    pub at_ms: u64,
+    /// How long it lasts (ms); 0 for instantaneous faults.
+    #[serde(default)]
+    pub dur_ms: u64,
+    /// What happens.
+    #[serde(flatten)]
+    pub kind: FaultKind,
+}
+
+/// The fault vocabulary. Node names refer to the scenario's nodes (`h1`, `etcd`, ...).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// Messages between the two groups are dropped in both directions. A complete partition lists
+    /// every node; a partial one leaves some nodes (that still reach both sides) out of both groups.
+    Partition { a: Vec<String>, b: Vec<String> },
+    /// Messages from `from` to `to` are dropped; the other direction works.
+    Simplex { from: Vec<String>, to: Vec<String> },
+    /// Every message to or from `node` is dropped.
+    Isolate { node: String },
+    /// Every message to or from `node` takes `extra_ms` longer.
+    Latency { node: String, extra_ms: u64 },
+    /// The node stops running (a VM or GC stall); its clocks keep going. Resumes after `dur_ms`.
+    Pause { node: String },
+    /// The node crashes (all in-memory state lost) and boots again after `dur_ms`.
+    Crash { node: String },
+    /// The node's wall clock jumps by `delta_ms` (negative: backward).
+    ClockStep { node: String, delta_ms: i64 },
+    /// The node's wall clock drifts at `ppm` from now on (for `dur_ms`, then back to 0; 0 = for good).
+    Drift { node: String, ppm: i64 },
+    /// The named task on the node is dropped at once: no cleanup code runs.
+    TaskDeath { node: String, task: String },
+    /// The named task is not polled for `dur_ms` (its process stays up).
+    TaskStall { node: String, task: String },
+    /// The newest live process with this name on the node is killed (no cleanup); its parent
+    /// decides whether to respawn it.
+    ProcessCrash { node: String, process: String },
+    /// The node's services are stopped gracefully (each top-level process is asked to terminate),
+    /// and started again after `dur_ms` without rebooting the host.
+    ServiceRestart { node: String },
+    /// The service on `node` refuses every request (not applied).
+    ServiceUnavailable { node: String },
+    /// `percent` of the requests to the service on `node` time out at the client; each of those is
+    /// applied or not with equal probability.
+    ServiceAmbiguous { node: String, percent: u32 },
+    /// The service on `node` takes `extra_ms` longer per request (requests queue behind each other).
+    ServiceSlow { node: String, extra_ms: u64 },
+    /// `percent` of the replies of the service on `node` are applied but arrive garbled (the client
+    /// library raises an unexpected, non-protocol error).
+    ServiceGarbled { node: String, percent: u32 },
+}
+
+impl FaultKind {
+    /// The nodes this fault touches (used to decide which monitors' obligations it disturbs).
+    pub fn nodes(&self) -> Vec<&str> {
+        use FaultKind::*;
+        match self {
+            Partition { a, b } => a.iter().chain(b).map(|s| s.as_str()).collect(),
+            Simplex { from, to } => from.iter().chain(to).map(|s| s.as_str()).collect(),
+            Isolate { node }
+            | Latency { node, .. }
+            | Pause { node }
+            | Crash { node }
+            | ClockStep { node, .. }
+            | Drift { node, .. }
+            | TaskDeath { node, .. }
+            | TaskStall { node, .. }
+            | ProcessCrash { node, .. }
+            | ServiceRestart { node }
+            | ServiceUnavailable { node }
+            | ServiceAmbiguous { node, .. }
+            | ServiceSlow { node, .. }
+            | ServiceGarbled { node, .. } => vec![node.as_str()],
+        }
+    }
+
+    /// A short human-readable description, e.g. `pause h2` or `partition [h1] | [etcd, h2]`.
+    pub fn describe(&self) -> String {
+        use FaultKind::*;
+        match self {
+            Partition { a, b } => format!("partition [{}] | [{}]", a.join(", "), b.join(", ")),
+            Simplex { from, to } => format!("simplex [{}] -> [{}] cut", from.join(", "), to.join(", ")),
+            Isolate { node } => format!("isolate {node}"),
+            Latency { node, extra_ms } => format!("+{extra_ms} ms latency at {node}"),
+            Pause { node } => format!("pause {node}"),
+            Crash { node } => format!("crash {node}"),
+            ClockStep { node, delta_ms } => format!("clock step {delta_ms:+} ms on {node}"),
+            Drift { node, ppm } => format!("drift {ppm:+} ppm on {node}"),
+            TaskDeath { node, task } => format!("silent death of {node}/{task}"),
+            TaskStall { node, task } => format!("stall of {node}/{task}"),
+            ProcessCrash { node, process } => format!("crash of process {node}/{process}"),
+            ServiceRestart { node } => format!("graceful service restart on {node}"),
+            ServiceUnavailable { node } => format!("{node} unavailable"),
+            ServiceAmbiguous { node, percent } => format!("{percent}% ambiguous timeouts at {node}"),
+            ServiceSlow { node, extra_ms } => format!("{node} slow by {extra_ms} ms"),
+            ServiceGarbled { node, percent } => format!("{percent}% garbled replies from {node}"),
+        }
+    }
+}
+
+/// A run's fault schedule, ordered by start time.
+pub type Schedule = Vec<Fault>;

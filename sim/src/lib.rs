@@ -1,0 +1,26 @@
+//! faultline's simulated world.
+//!
+//! * [`runtime`]: one madsim runtime per seed on a fresh thread, a pool for many seeds, and the
+//!   driver that applies the fault schedule and runs the liveness phase;
+//! * [`world`]: nodes, processes and named tasks, the event bus, fault application;
+//! * [`clock`]: per-node monotonic and wall clocks;
+//! * [`net`]: latency, partitions, calls and server-push streams;
+//! * [`etcd`]: a simulated etcd v3 server and its client;
+//! * [`event`], [`fault`], [`monitor`]: the typed vocabulary shared with models, scenarios and reports.
+
+pub mod clock;
+pub mod etcd;
+pub mod event;
+pub mod fault;
+pub mod monitor;
+pub mod net;
+pub mod rng;
+pub mod runtime;
+pub mod sync;
+pub mod world;
+
+pub use event::{Event, NodeIx, Record};
+pub use fault::{Fault, FaultKind, Schedule};
+pub use monitor::{Failure, Kind, Monitor, Violation};
+pub use runtime::{Outcome, SimConfig};
+pub use world::{Host, NetSpec, NodeSpec, Proc, World};

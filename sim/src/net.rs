@@ -1,0 +1,205 @@
+//! The simulated network: latency, partitions, request/response calls and server-push streams.
+//!
+//! madsim's own network has one global latency range and no partial partitions, so faultline carries
+//! messages itself. A message from A to B takes the run's base latency (drawn per message) plus the
+//! extra latency of any `Latency` fault on A or B, and is dropped if a partition rule cuts A->B at
+//! the instant it would arrive. Nothing is retransmitted: like a TCP connection whose peer has gone
+//! silent, a caller learns about a loss only through its own timeout.
+
+use crate::event::NodeIx;
+use crate::world::World;
+use futures::channel::{mpsc, oneshot};
+use futures::StreamExt;
+use rand::Rng;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+impl World {
+    /// Whether a message from `from` to `to` gets through now.
+    pub fn reachable(&self, from: NodeIx, to: NodeIx) -> bool {
+        if from == to {
+            return true;
+        }
+        let net = self.0.net.borrow();
+        !net.rules.values().any(|r| {
+            (r.from.contains(&from) && r.to.contains(&to)) || (r.both_ways && r.from.contains(&to) && r.to.contains(&from))
+        })
+    }
+
+    /// One-way latency for a message from `from` to `to` sent now.
+    pub fn latency(&self, from: NodeIx, to: NodeIx) -> Duration {
+        let mut net = self.0.net.borrow_mut();
+        let (lo, hi) = (net.spec.latency_min_us, net.spec.latency_max_us.max(net.spec.latency_min_us));
+        let base = net.rng.random_range(lo..=hi);
+        let extra: u64 = net.extra_us.values().filter(|(n, _)| *n == from || *n == to).map(|(_, e)| e).sum();
+        Duration::from_micros(base + extra)
+    }
+}
+
+/// A request as a server sees it.
+pub struct Call<Req, Resp> {
+    /// The caller's identity (`host:pid`).
+    pub caller: String,
+    /// The caller's node.
+    pub from: NodeIx,
+    /// The request.
+    pub req: Req,
+    /// Where the response goes.
+    pub reply: Responder<Resp>,
+}
+
+/// The way back to a caller.
+pub struct Responder<Resp>(oneshot::Sender<Option<Resp>>);
+
+impl<Resp> Responder<Resp> {
+    /// Sends the response back (it travels over the network and may be lost).
+    pub fn send(self, resp: Resp) {
+        let _ = self.0.send(Some(resp));
+    }
+
+    /// Drops the response on the floor: the caller times out (used for ambiguous failures).
+    pub fn lose(self) {
+        let _ = self.0.send(None);
+    }
+}
+
+/// The address of a request/response service on a node. The server side calls [`Endpoint::open`]
+/// at every boot; requests sent while it is down are lost.
+pub struct Endpoint<Req, Resp> {
+    node: NodeIx,
+    inbox: Rc<RefCell<Option<mpsc::UnboundedSender<Call<Req, Resp>>>>>,
+}
+
+impl<Req, Resp> Clone for Endpoint<Req, Resp> {
+    fn clone(&self) -> Self {
+        Endpoint { node: self.node, inbox: self.inbox.clone() }
+    }
+}
+
+/// Why a call failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RpcError {
+    /// No response arrived in time (the request or the response was lost, or the server is down,
+    /// paused or slow). The request may or may not have been applied.
+    Timeout,
+}
+
+impl<Req, Resp> Endpoint<Req, Resp> {
+    /// A service address on `node`.
+    pub fn new(node: NodeIx) -> Self {
+        Endpoint { node, inbox: Rc::new(RefCell::new(None)) }
+    }
+
+    /// The node serving it.
+    pub fn node(&self) -> NodeIx {
+        self.node
+    }
+
+    /// Opens a fresh inbox (dropping any previous one): the server loop reads requests from it.
+    pub fn open(&self) -> mpsc::UnboundedReceiver<Call<Req, Resp>> {
+        let (tx, rx) = mpsc::unbounded();
+        *self.inbox.borrow_mut() = Some(tx);
+        rx
+    }
+
+    /// Sends `req` from `from` and waits up to `timeout` for the response.
+    pub async fn call(
+        &self,
+        world: &World,
+        from: NodeIx,
+        caller: String,
+        req: Req,
+        timeout: Duration,
+    ) -> Result<Resp, RpcError> {
+        let to = self.node;
+        let exchange = async {
+            madsim::time::sleep(world.latency(from, to)).await;
+            let sender = self.inbox.borrow().clone();
+            let delivered = world.reachable(from, to) && world.node_up(to);
+            let (tx, rx) = oneshot::channel();
+            let queued = match (delivered, sender) {
+                (true, Some(s)) => s.unbounded_send(Call { caller, from, req, reply: Responder(tx) }).is_ok(),
+                _ => false,
+            };
+            if !queued {
+                return futures::future::pending().await;
+            }
+            let resp = match rx.await {
+                Ok(Some(resp)) => resp,
+                _ => return futures::future::pending().await,
+            };
+            madsim::time::sleep(world.latency(to, from)).await;
+            if !world.reachable(to, from) {
+                return futures::future::pending().await;
+            }
+            resp
+        };
+        madsim::time::timeout(timeout, exchange).await.map_err(|_| RpcError::Timeout)
+    }
+}
+
+/// The sending half of a server-push stream (for example a watch). Items arrive in order, each
+/// after a network delay; if the link is cut when an item would arrive, the stream breaks silently
+/// and delivers nothing more (the receiver only notices through its own timeout).
+pub struct StreamTx<T> {
+    world: World,
+    tx: mpsc::UnboundedSender<(u64, T)>,
+    from: NodeIx,
+    to: NodeIx,
+    last_us: Cell<u64>,
+}
+
+/// The receiving half of a server-push stream.
+pub struct StreamRx<T> {
+    world: World,
+    rx: mpsc::UnboundedReceiver<(u64, T)>,
+    from: NodeIx,
+    to: NodeIx,
+    broken: bool,
+}
+
+/// A stream from `from` (the server) to `to` (the client).
+pub fn stream<T>(world: &World, from: NodeIx, to: NodeIx) -> (StreamTx<T>, StreamRx<T>) {
+    let (tx, rx) = mpsc::unbounded();
+    (
+        StreamTx { world: world.clone(), tx, from, to, last_us: Cell::new(0) },
+        StreamRx { world: world.clone(), rx, from, to, broken: false },
+    )
+}
+
+impl<T> StreamTx<T> {
+    /// Sends an item; false if the receiver is gone (the client dropped the stream).
+    pub fn send(&self, item: T) -> bool {
+        let at = (self.world.now_us() + self.world.latency(self.from, self.to).as_micros() as u64).max(self.last_us.get());
+        self.last_us.set(at);
+        self.tx.unbounded_send((at, item)).is_ok()
+    }
+
+    /// Whether the receiver has gone away.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+impl<T> StreamRx<T> {
+    /// The next item. Never returns once the stream is broken or its sender is gone: callers
+    /// bound it with a timeout, as real clients do.
+    pub async fn next(&mut self) -> T {
+        loop {
+            if self.broken {
+                return futures::future::pending().await;
+            }
+            let Some((at, item)) = self.rx.next().await else {
+                self.broken = true;
+                continue;
+            };
+            madsim::time::sleep_until(self.world.instant_at(at)).await;
+            if !self.world.reachable(self.from, self.to) {
+                self.broken = true;
+                continue;
+            }
+            return item;
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The runtime wrapper: one madsim runtime per seed, each on a fresh OS thread, and a pool of such
+//! threads for many seeds.
+//!
+//! A run is: build the world, let the scenario deploy its services, boot every node, then drive the
+//! fault schedule and the monitor's clock until the fault window ends; then the liveness phase
+//! (every fault healed, crashed nodes rebooted), and the end. The first violation stops the run.
+//!
+//! Why a fresh thread per seed: std's `HashMap` seeds are drawn once per thread, so a reused thread
+//! would start a second run in a different state. madsim's own bookkeeping uses such maps.
+
+use crate::event::NodeIx;
+use crate::fault::Schedule;
+use crate::monitor::{Monitor, Violation};
+use crate::world::{NetSpec, NodeSpec, World};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Everything that defines a run apart from the deployed systems.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The run's seed (madsim's scheduler and every derived generator).
+    pub seed: u64,
+    /// Nodes, in index order.
+    pub nodes: Vec<NodeSpec>,
+    /// Network parameters.
+    pub net: NetSpec,
+    /// Faults; those starting at or after `fault_window_ms` are ignored.
+    pub schedule: Schedule,
+    /// Length of the fault window (ms).
+    pub fault_window_ms: u64,
+    /// Length of the liveness phase that follows (ms).
+    pub liveness_ms: u64,
+    /// Keep the JSON-lines trace (the hash is always computed).
+    pub keep_trace: bool,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The first violation, if any.
+    pub violation: Option<Violation>,
+    /// Number of events.
+    pub events: u64,
+    /// Simulated time covered (ms).
+    pub sim_time_ms: u64,
+    /// Hash of the trace (hex), identical for identical runs.
+    pub trace_hash: String,
+    /// The JSON-lines trace, if kept.
+    pub trace: Option<Vec<u8>>,
+    /// Coverage points and whether each was reached.
+    pub coverage: Vec<(&'static str, bool)>,
+}
+
+enum Item {
+    Tick,
+    Start(u32),
+    End(u32),
+    Pending(crate::world::PendingAction),
+    Liveness,
+    Finish,
+}
+
+/// Runs one simulation on the current thread. Call it on a fresh thread ([`on_fresh_thread`]).
+pub fn simulate(cfg: SimConfig, monitor: Box<dyn Monitor>, deploy: impl FnOnce(&World) + 'static) -> Outcome {
+    let rt = madsim::runtime::Runtime::with_seed_and_config(cfg.seed, madsim::Config::default());
+    rt.block_on(async move {
+        let world = World::new(cfg.seed, &cfg.nodes, cfg.net.clone(), monitor, cfg.keep_trace);
+        deploy(&world);
+        for n in 0..world.node_count() {
+            world.boot(n as NodeIx);
+        }
+        let end_ms = drive(&world, &cfg).await;
+        let (violation, events, trace_hash, trace, coverage) = world.finish();
+        let sim_time_ms = violation.as_ref().map_or(end_ms, |v| v.sim_time_ms);
+        Outcome { violation, events, sim_time_ms, trace_hash, trace, coverage }
+    })
+}
+
+async fn drive(world: &World, cfg: &SimConfig) -> u64 {
+    // Agenda keyed by (true time µs, sequence): deterministic order for simultaneous items.
+    let mut agenda: BTreeMap<(u64, u64), Item> = BTreeMap::new();
+    let mut seq = 0u64;
+    let mut push = |agenda: &mut BTreeMap<(u64, u64), Item>, at_us: u64, item: Item| {
+        seq += 1;
+        agenda.insert((at_us, seq), item);
+    };
+    let window_us = cfg.fault_window_ms * 1000;
+    let end_us = window_us + cfg.liveness_ms * 1000;
+    for (id, f) in cfg.schedule.iter().enumerate() {
+        if f.at_ms * 1000 < window_us {
+            push(&mut agenda, f.at_ms * 1000, Item::Start(id as u32));
+        }
+    }
+    push(&mut agenda, 1_000_000, Item::Tick);
+    push(&mut agenda, window_us, Item::Liveness);
+    push(&mut agenda, end_us, Item::Finish);
+    let mut in_window = true;
+    loop {
+        let (&(at_us, key), _) = agenda.iter().next().expect("the agenda always holds Finish");
+        let seen = world.0.stopped.generation();
+        if at_us > world.now_us() {
+            let sleep = madsim::time::sleep_until(world.instant_at(at_us));
+            futures::future::select(Box::pin(sleep), world.0.stopped.changed_since(seen)).await;
+        }
+        if world.violated() {
+            return world.now_us() / 1000;
+        }
+        let item = agenda.remove(&(at_us, key)).unwrap();
+        match item {
+            Item::Tick => {
+                world.tick();
+                push(&mut agenda, at_us + 1_000_000, Item::Tick);
+            }
+            Item::Start(id) if in_window => {
+                let f = &cfg.schedule[id as usize];
+                for (t, action) in world.start_fault(id, f) {
+                    push(&mut agenda, t, Item::Pending(action));
+                }
+                if f.dur_ms > 0 {
+                    push(&mut agenda, at_us + f.dur_ms * 1000, Item::End(id));
+                }
+            }
+            Item::Start(_) => {}
+            Item::End(id) => world.end_fault(id),
+            Item::Pending(action) => world.apply_pending(action),
+            Item::Liveness => {
+                in_window = false;
+                for id in world.active_faults() {
+                    world.end_fault(id);
+                }
+                world.emit(0, crate::event::Event::LivenessPhase);
+            }
+            Item::Finish => return end_us / 1000,
+        }
+        if world.violated() {
+            return world.now_us() / 1000;
+        }
+    }
+}
+
+/// Runs `f` on a fresh OS thread and returns its result, or the panic message if it panicked.
+pub fn on_fresh_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Result<R, String> {
+    let handle = std::thread::Builder::new()
+        .name("faultline-run".into())
+        .stack_size(16 << 20)
+        .spawn(f)
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
+    handle.join().map_err(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".to_string())
+    })
+}
+
+/// Runs `work(i)` for `i` in `0..count` on `jobs` threads, each item on a fresh thread, calling
+/// `done(i, result)` as results come in (from the pool's threads, in completion order). Stops
+/// handing out new items once `stop` is set.
+pub fn pool<R: Send + 'static>(
+    count: usize,
+    jobs: usize,
+    stop: Arc<AtomicBool>,
+    work: impl Fn(usize) -> R + Send + Sync + 'static,
+    done: impl Fn(usize, Result<R, String>) + Send + Sync + 'static,
+) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let work = Arc::new(work);
+    let done = Arc::new(Mutex::new(done));
+    let threads: Vec<_> = (0..jobs.max(1))
+        .map(|_| {
+            let (next, work, done, stop) = (next.clone(), work.clone(), done.clone(), stop.clone());
+            std::thread::spawn(move || loop {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= count {
+                    break;
+                }
+                let w = work.clone();
+                let r = on_fresh_thread(move || w(i));
+                (done.lock().unwrap_or_else(|e| e.into_inner()))(i, r);
+            })
+        })
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// A convenient default for `SimConfig::net`: 0.5-5 ms one-way latency.
+pub fn lan() -> NetSpec {
+    NetSpec { latency_min_us: 500, latency_max_us: 5_000 }
+}
+
+/// Sleep helper that is a no-op for zero durations (madsim's minimum sleep is 1 ms).
+pub async fn sleep(d: Duration) {
+    if !d.is_zero() {
+        madsim::time::sleep(d).await;
+    }
+}
