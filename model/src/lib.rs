@@ -1,1 +1,7 @@
-//! placeholder
+//! faultline's models of the systems under test.
+//!
+//! Each model is the CURRENT upstream coordination logic of its system, with the constants of
+//! `shared/spec/`, written against the environment `sim` hands it (a `Proc`, service clients,
+//! clocks). Historic bugs and proposed fixes are switches.
+
+pub mod calico;

@@ -1,1 +1,9 @@
-//! placeholder
+//! faultline's scenarios: the catalog, their invariants and coverage points, exploration, replay
+//! files, and (in `src/bin/faultline.rs`) the command line.
+
+pub mod calico;
+pub mod explore;
+pub mod scenario;
+
+pub use explore::{explore, parse_seed, run_spec, BadInput, ExploreConfig, ReplayFile};
+pub use scenario::{scenario, RunSpec, Scenario, SCENARIOS, SWITCHES};

@@ -37,7 +37,7 @@ pub enum DeleteCause {
 pub enum Event {
     // ---- the world ----
     /// A scheduled fault started (`id` is its position in the schedule).
-    FaultStart { id: u32, fault: FaultKind },
+    FaultStart { id: u32, dur_ms: u64, fault: FaultKind },
     /// A fault with a duration ended (or was healed by the liveness phase).
     FaultEnd { id: u32 },
     /// Faults stop; the monitor now checks liveness.

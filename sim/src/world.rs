@@ -464,7 +464,7 @@ impl World {
         let mut later = Vec::new();
         let kind = &fault.kind;
         let first = kind.nodes().first().and_then(|n| self.node(n)).unwrap_or(0);
-        self.emit(first, Event::FaultStart { id, fault: kind.clone() });
+        self.emit(first, Event::FaultStart { id, dur_ms: fault.dur_ms, fault: kind.clone() });
         let now = self.now_us();
         let resolve = |names: &[String]| names.iter().filter_map(|n| self.node(n)).collect::<Vec<_>>();
         use FaultKind::*;
@@ -567,8 +567,10 @@ impl World {
             }
             ServiceUnavailable { .. } | ServiceAmbiguous { .. } | ServiceSlow { .. } | ServiceGarbled { .. } => {}
         }
-        self.0.active.borrow_mut().insert(id, kind.clone());
-        self.recompute_services();
+        if fault.dur_ms > 0 {
+            self.0.active.borrow_mut().insert(id, kind.clone());
+            self.recompute_services();
+        }
         later
     }
 
@@ -577,6 +579,8 @@ impl World {
         let Some(kind) = self.0.active.borrow_mut().remove(&id) else { return };
         let first = kind.nodes().first().and_then(|n| self.node(n)).unwrap_or(0);
         let now = self.now_us();
+        // The end is announced before its effects (a reboot, a resume), which follow as their own events.
+        self.emit(first, Event::FaultEnd { id });
         use FaultKind::*;
         match &kind {
             Partition { .. } | Simplex { .. } | Isolate { .. } => {
@@ -636,7 +640,6 @@ impl World {
             ServiceUnavailable { .. } | ServiceAmbiguous { .. } | ServiceSlow { .. } | ServiceGarbled { .. } => {}
         }
         self.recompute_services();
-        self.emit(first, Event::FaultEnd { id });
     }
 
     /// Ids of the faults in force.

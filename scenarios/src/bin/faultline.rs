@@ -1,1 +1,420 @@
-fn main() {}
+//! `faultline`: list scenarios and switches, run a seed, explore many seeds, replay a failure,
+//! check determinism, and benchmark. Exit status: 0 no violation, 1 violation found, 2 bad usage or
+//! bad input (one line on stderr), 3 nondeterminism detected. With `--json` the last line of
+//! standard output is one JSON object (shared/design.md, "Command line").
+
+use clap::{Parser, Subcommand};
+use scenarios::explore::{check_switches, find_scenario, hashes, write_atomic, BadInput, ExploreConfig, ReplayFile};
+use scenarios::{explore, parse_seed, run_spec, RunSpec, Scenario, SCENARIOS, SWITCHES};
+use serde_json::json;
+use sim::{Outcome, Violation};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "faultline", version, about = "Deterministic simulation testing of cluster-coordination logic")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// List the scenarios, one a line.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the bug and fix switches, with the scenario that finds each.
+    Bugs {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one seed of a scenario.
+    Run {
+        scenario: String,
+        /// Seed (decimal or 0x-hex).
+        #[arg(long)]
+        seed: String,
+        /// Restore a historic bug (repeatable).
+        #[arg(long = "bug")]
+        bugs: Vec<String>,
+        /// Apply a fix (repeatable).
+        #[arg(long = "fix")]
+        fixes: Vec<String>,
+        /// Write the JSON-lines trace to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run many seeds in parallel; stop at the first failure unless --keep-going.
+    Explore {
+        scenario: String,
+        /// How many seeds.
+        #[arg(long, default_value = "1000")]
+        seeds: String,
+        /// First seed.
+        #[arg(long, default_value = "0")]
+        from: String,
+        #[arg(long = "bug")]
+        bugs: Vec<String>,
+        #[arg(long = "fix")]
+        fixes: Vec<String>,
+        /// Worker threads (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[arg(long)]
+        keep_going: bool,
+        /// Where failure (replay) files are written.
+        #[arg(long, default_value = "target/faultline-failures")]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-run a failure file; it must reproduce the same violation at the same event with the same trace hash.
+    Replay {
+        file: PathBuf,
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run seeds twice (one thread, then all cores) and compare trace hashes.
+    CheckDeterminism {
+        scenario: String,
+        #[arg(long, default_value = "20")]
+        seeds: String,
+        #[arg(long, default_value = "0")]
+        from: String,
+        #[arg(long = "bug")]
+        bugs: Vec<String>,
+        #[arg(long = "fix")]
+        fixes: Vec<String>,
+    },
+    /// Measure seeds per second per core and simulated-time speedup for each scenario.
+    Bench {
+        scenarios: Vec<String>,
+        /// Seeds per measurement.
+        #[arg(long, default_value = "200")]
+        seeds: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_writer(std::io::stderr).init();
+    }
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let text = e.render().to_string();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad usage");
+            eprintln!("faultline: {} (see --help)", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    match dispatch(cli.cmd) {
+        Ok(code) => ExitCode::from(code),
+        Err(BadInput(msg)) => {
+            eprintln!("faultline: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn count(s: &str, what: &str) -> Result<u64, BadInput> {
+    let n = parse_seed(s).map_err(|_| BadInput(format!("malformed {what} '{s}': give a whole number")))?;
+    if n == 0 {
+        return Err(BadInput(format!("{what} must be at least 1")));
+    }
+    Ok(n)
+}
+
+fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
+    match cmd {
+        Cmd::List { json } => {
+            if json {
+                let list: Vec<_> = SCENARIOS.iter().map(|s| json!({"name": s.name, "system": s.system, "about": s.about, "ci_seeds": s.ci_seeds, "coverage": s.coverage})).collect();
+                println!("{}", json!({ "scenarios": list }));
+            } else {
+                for s in SCENARIOS {
+                    println!("{:<28} {}", s.name, s.about);
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Bugs { json } => {
+            if json {
+                println!("{}", json!({ "switches": SWITCHES }));
+            } else {
+                for s in SWITCHES {
+                    println!("{:<30} {:<4} found by {:<26} {}", s.name, format!("{:?}", s.kind).to_lowercase(), s.scenario, s.about);
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Run { scenario, seed, bugs, fixes, trace, json } => {
+            let sc = find_scenario(&scenario)?;
+            let seed = parse_seed(&seed)?;
+            check_switches(sc, &bugs, &fixes)?;
+            let mut spec = RunSpec::from_seed(sc, seed, &bugs, &fixes);
+            spec.keep_trace = trace.is_some();
+            check_writable(trace.as_ref())?;
+            if !json {
+                print_spec(&spec);
+            }
+            let cmd = spec.command();
+            let t0 = Instant::now();
+            let outcome = run_spec(spec.clone());
+            let wall_ms = t0.elapsed().as_millis() as u64;
+            write_trace(trace.as_ref(), &outcome)?;
+            report_run(&spec, &outcome, wall_ms, json, &cmd, None);
+            Ok(if outcome.violation.is_some() { 1 } else { 0 })
+        }
+        Cmd::Replay { file, trace, json } => {
+            let replay = ReplayFile::load(&file)?;
+            let mut spec = replay.spec()?;
+            spec.keep_trace = trace.is_some();
+            check_writable(trace.as_ref())?;
+            if !json {
+                print_spec(&spec);
+            }
+            let t0 = Instant::now();
+            let outcome = run_spec(spec.clone());
+            let wall_ms = t0.elapsed().as_millis() as u64;
+            write_trace(trace.as_ref(), &outcome)?;
+            let same = outcome.violation.as_ref().is_some_and(|v| v.invariant == replay.violation.invariant && v.event_index == replay.violation.event_index)
+                && outcome.trace_hash == replay.trace_hash;
+            let cmd = format!("cargo run --release --bin faultline -- replay {}", file.display());
+            report_run(&spec, &outcome, wall_ms, json, &cmd, Some(same));
+            if !same {
+                eprintln!(
+                    "faultline: NONDETERMINISM: {} recorded {} at event #{} with trace {}; this run gave {} with trace {}",
+                    file.display(),
+                    replay.violation.invariant,
+                    replay.violation.event_index,
+                    replay.trace_hash,
+                    outcome.violation.as_ref().map_or("no violation".to_string(), |v| format!("{} at event #{}", v.invariant, v.event_index)),
+                    outcome.trace_hash
+                );
+                return Ok(3);
+            }
+            Ok(1)
+        }
+        Cmd::Explore { scenario, seeds, from, bugs, fixes, jobs, keep_going, out, json } => {
+            let sc = find_scenario(&scenario)?;
+            let seeds = count(&seeds, "seed count")?;
+            let from = parse_seed(&from)?;
+            check_switches(sc, &bugs, &fixes)?;
+            let jobs = jobs.unwrap_or_else(cores).max(1);
+            let cfg = ExploreConfig { scenario: sc, from, seeds, bugs: bugs.clone(), fixes: fixes.clone(), jobs, keep_going, out_dir: Some(out) };
+            let bar = (!json && std::io::stderr().is_terminal()).then(|| {
+                let b = indicatif::ProgressBar::new(seeds);
+                b.set_style(indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} seeds [{elapsed_precise}] {wide_bar} {per_sec} eta {eta}").unwrap());
+                b
+            });
+            let b2 = bar.clone();
+            let t0 = Instant::now();
+            let summary = explore(&cfg, move |done| {
+                if let Some(b) = &b2 {
+                    b.set_position(done);
+                }
+            })?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            let wall_ms = t0.elapsed().as_millis() as u64;
+            for e in &summary.write_errors {
+                eprintln!("faultline: {e}");
+            }
+            let wall_s = (wall_ms.max(1)) as f64 / 1000.0;
+            let first = summary.failures.first();
+            if !json {
+                println!(
+                    "{}: {} seeds from {} in {:.2} s ({:.0} seeds/s, {:.0}x real time), {} failure(s)",
+                    sc.name,
+                    summary.seeds_run,
+                    from,
+                    wall_s,
+                    summary.seeds_run as f64 / wall_s,
+                    summary.sim_time_ms as f64 / 1000.0 / wall_s,
+                    summary.failures.len()
+                );
+                println!("coverage:");
+                for (p, n) in &summary.coverage {
+                    println!("  {:<34} {} seeds", p, n);
+                }
+                for f in &summary.failures {
+                    let cmd = match &f.file {
+                        Some(p) => format!("cargo run --release --bin faultline -- replay {}", p.display()),
+                        None => f.spec.command(),
+                    };
+                    println!();
+                    print_options(&f.spec);
+                    print_violation(f.outcome.violation.as_ref().unwrap(), f.spec.seed, &cmd);
+                }
+            }
+            println!(
+                "{}",
+                json!({
+                    "scenario": sc.name, "bugs": bugs, "fixes": fixes,
+                    "seeds_run": summary.seeds_run,
+                    "failures": summary.failures.len(),
+                    "first_failure": first.map(|f| { let v = f.outcome.violation.as_ref().unwrap(); json!({"seed": f.spec.seed, "invariant": v.invariant, "sim_time_ms": v.sim_time_ms}) }),
+                    "wall_ms": wall_ms,
+                    "seeds_per_sec": summary.seeds_run as f64 / wall_s,
+                    "sim_speedup": summary.sim_time_ms as f64 / 1000.0 / wall_s,
+                    "failure_file": first.and_then(|f| f.file.as_ref().map(|p| p.display().to_string())),
+                })
+            );
+            if !json {
+                // The JSON line above is also the machine-readable summary in plain mode.
+            }
+            Ok(if summary.failures.is_empty() { 0 } else { 1 })
+        }
+        Cmd::CheckDeterminism { scenario, seeds, from, bugs, fixes } => {
+            let sc = find_scenario(&scenario)?;
+            let seeds = count(&seeds, "seed count")?;
+            let from = parse_seed(&from)?;
+            check_switches(sc, &bugs, &fixes)?;
+            let one = hashes(sc, from, seeds, &bugs, &fixes, 1);
+            let many = hashes(sc, from, seeds, &bugs, &fixes, cores().max(2));
+            let mismatches: Vec<u64> = (0..seeds).filter(|&i| one[i as usize] != many[i as usize]).map(|i| from + i).collect();
+            for s in &mismatches {
+                let i = (s - from) as usize;
+                eprintln!("faultline: seed {s}: trace {} with one thread, {} with several", one[i], many[i]);
+            }
+            println!("{}", json!({"scenario": sc.name, "seeds": seeds, "mismatches": mismatches.len()}));
+            Ok(if mismatches.is_empty() { 0 } else { 3 })
+        }
+        Cmd::Bench { scenarios, seeds, json } => bench(&scenarios, count(&seeds, "seed count")?, json),
+    }
+}
+
+fn check_writable(path: Option<&PathBuf>) -> Result<(), BadInput> {
+    if let Some(p) = path {
+        std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
+    }
+    Ok(())
+}
+
+fn write_trace(path: Option<&PathBuf>, outcome: &Outcome) -> Result<(), BadInput> {
+    if let (Some(p), Some(t)) = (path, &outcome.trace) {
+        write_atomic(p, t).map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
+    }
+    Ok(())
+}
+
+fn print_options(spec: &RunSpec) {
+    println!("{} seed {} (0x{:x})", spec.scenario.name, spec.seed, spec.seed);
+    println!("options: {}", serde_json::to_string(&spec.options).unwrap());
+}
+
+fn print_spec(spec: &RunSpec) {
+    print_options(spec);
+    println!("faults ({}):", spec.schedule.len());
+    for f in &spec.schedule {
+        let dur = if f.dur_ms > 0 { format!("for {:.3} s", f.dur_ms as f64 / 1000.0) } else { String::new() };
+        println!("  {:>9.3} s  {:<16} {}", f.at_ms as f64 / 1000.0, dur, f.kind.describe());
+    }
+}
+
+fn print_violation(v: &Violation, seed: u64, replay: &str) {
+    println!(
+        "VIOLATION {} ({}) at event #{}, {:.3} s true time{} (seed {seed})",
+        v.invariant,
+        v.kind,
+        v.event_index,
+        v.sim_time_ms as f64 / 1000.0,
+        v.node.as_ref().map(|n| format!(", node {n}")).unwrap_or_default()
+    );
+    println!("  {}", v.explanation);
+    println!("  replay: {replay}");
+}
+
+fn report_run(spec: &RunSpec, o: &Outcome, wall_ms: u64, json: bool, replay: &str, reproduced: Option<bool>) {
+    if !json {
+        match &o.violation {
+            Some(v) => print_violation(v, spec.seed, replay),
+            None => println!("PASS"),
+        }
+        println!("events {}  simulated {:.3} s  wall {} ms  trace {}", o.events, o.sim_time_ms as f64 / 1000.0, wall_ms, o.trace_hash);
+        if let Some(r) = reproduced {
+            println!("{}", if r { "reproduced: same invariant, event index and trace hash" } else { "NOT reproduced" });
+        }
+    }
+    let mut j = json!({
+        "scenario": spec.scenario.name, "seed": spec.seed, "bugs": spec.bugs, "fixes": spec.fixes,
+        "outcome": if o.violation.is_some() { "violation" } else { "pass" },
+        "violation": o.violation,
+        "events": o.events, "sim_time_ms": o.sim_time_ms, "wall_ms": wall_ms, "trace_hash": o.trace_hash,
+    });
+    if let Some(r) = reproduced {
+        j["reproduced"] = json!(r);
+    }
+    println!("{j}");
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()))
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
+    let list: Vec<&'static Scenario> = if names.is_empty() { SCENARIOS.iter().collect() } else { names.iter().map(|n| find_scenario(n)).collect::<Result<_, _>>()? };
+    let jobs = cores();
+    let mut rows = Vec::new();
+    let mut scaling = Vec::new();
+    for sc in list {
+        let measure = |jobs: usize| {
+            let cfg = ExploreConfig { scenario: sc, from: 1_000_000, seeds, bugs: vec![], fixes: vec![], jobs, keep_going: true, out_dir: None };
+            let t0 = Instant::now();
+            let s = explore(&cfg, |_| {}).expect("bench config is valid");
+            (t0.elapsed().as_secs_f64(), s)
+        };
+        let (w1, s1) = measure(1);
+        let (wn, _) = measure(jobs);
+        let row = json!({
+            "scenario": sc.name,
+            "seeds_per_sec": seeds as f64 / w1,
+            "sim_speedup": s1.sim_time_ms as f64 / 1000.0 / w1,
+            "events_per_sec": s1.events as f64 / w1,
+            "ms_per_seed": w1 * 1000.0 / seeds as f64,
+            "peak_rss_mb": peak_rss_mb(),
+            "jobs": jobs,
+            "jobs_speedup": w1 / wn,
+        });
+        if !json {
+            println!(
+                "{:<28} {:>8.0} seeds/s/core {:>9.0}x real time {:>10.0} events/s {:>6.2} ms/seed  --jobs {jobs}: {:.2}x",
+                sc.name,
+                seeds as f64 / w1,
+                s1.sim_time_ms as f64 / 1000.0 / w1,
+                s1.events as f64 / w1,
+                w1 * 1000.0 / seeds as f64,
+                w1 / wn
+            );
+        }
+        scaling.push(w1 / wn);
+        rows.push(row);
+    }
+    let mean_scaling = scaling.iter().sum::<f64>() / scaling.len().max(1) as f64;
+    println!("{}", json!({"scenarios": rows, "jobs_scaling": mean_scaling, "jobs": jobs}));
+    Ok(0)
+}

@@ -1,0 +1,95 @@
+//! Calico's OpenStack driver (networking-calico): the neutron-server side of its coordination.
+//!
+//! Per host, a `neutron-server` process forks worker processes that share one piece of memory, the
+//! mastership stamp (PR 12668, seed document 002; spec/calico.md):
+//! * `neutron-server/manager`: the [`elector::Elector`] task and the compaction task;
+//! * `neutron-server/agent-status`: master-only watcher forwarding Felix reports to Neutron;
+//! * `neutron-server/endpoint-status`: master-only watcher writing port status to Neutron.
+//!
+//! The parent respawns a worker that exits (1 s later, new pid). A graceful stop (SIGTERM) stops
+//! every worker; the manager stops its elector first, whose cleanup steps down.
+//!
+//! The watchers are reduced here to their master-only side effects: while running they perform one
+//! observable action per incoming report (reports arrive every 0.5-3 s), and they start and stop
+//! following `is_master()` polled every 5 s, with up to ~3.3 s of wind-down (the round-trip check)
+//! after mastership is lost. Compaction checks the trigger key as specified.
+
+pub mod elector;
+pub mod master;
+mod workers;
+
+use sim::etcd::Etcd;
+use sim::world::Host;
+use sim::{NodeIx, World};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// `MASTER_TIMEOUT`: the election lease TTL and the staleness bound of `is_master()`.
+pub const MASTER_TIMEOUT: Duration = Duration::from_secs(60);
+/// The elector's refresh interval.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(10);
+/// `watch_once` timeout while not master (2 x the refresh interval).
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(20);
+/// Retry jitter upper bound after a failed round (1-2 s).
+pub const RETRY_MAX: Duration = Duration::from_secs(2);
+/// `MASTER_CHECK_INTERVAL_SECS`: how often master-only loops poll `is_master()`.
+pub const MASTER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
+/// Round-trip check interval of a status watcher (how long a stopping watch may still deliver).
+pub const ROUND_TRIP_CHECK: Duration = Duration::from_millis(3300);
+/// `etcd_compaction_period_mins` default.
+pub const COMPACTION_PERIOD: Duration = Duration::from_secs(60 * 60);
+/// Minimum number of revisions compaction keeps.
+pub const COMPACTION_MIN_KEEP: i64 = 1000;
+/// How long the parent waits before respawning a dead worker.
+pub const RESPAWN_DELAY: Duration = Duration::from_secs(1);
+
+/// The bug and fix switches that concern Calico.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// Bug `calico-local-master-flag`: `is_master()` reads a flag with no staleness check.
+    pub local_master_flag: bool,
+    /// Bug `calico-no-step-down-on-stop`: stopping the manager does not stop the elector.
+    pub no_step_down_on_stop: bool,
+    /// Bug `calico-no-dead-pid-cleanup`: no same-host dead-pid check.
+    pub no_dead_pid_cleanup: bool,
+    /// Fix `calico-recheck-before-act`: call `is_master()` again right before each side effect.
+    pub recheck_before_act: bool,
+    /// Fix `calico-monotonic-stamp`: stamp and compare on the host's monotonic clock.
+    pub monotonic_stamp: bool,
+}
+
+/// Deployment options.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Region name in the keys (`no-region` by default).
+    pub region: String,
+    /// Bug and fix switches.
+    pub switches: Switches,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { region: "no-region".into(), switches: Switches::default() }
+    }
+}
+
+impl Config {
+    /// `/calico/openstack/v2/<region>/neutron_election`.
+    pub fn election_key(&self) -> String {
+        format!("/calico/openstack/v2/{}/neutron_election", self.region)
+    }
+}
+
+/// Compaction trigger key (lease = one period).
+pub const COMPACTION_TRIGGER_KEY: &str = "/calico/compaction/v1/trigger";
+/// Compaction bookkeeping key.
+pub const COMPACTION_LAST_KEY: &str = "/calico/compaction/v1/last";
+
+/// Installs neutron-server (with the Calico driver) as the services of each host.
+pub fn install(world: &World, hosts: &[NodeIx], etcd: &Etcd, cfg: Config) {
+    let cfg = Rc::new(cfg);
+    for &h in hosts {
+        let (etcd, cfg) = (etcd.clone(), cfg.clone());
+        world.set_services(h, Rc::new(move |host: &Host| workers::start_neutron_server(host, &etcd, &cfg)));
+    }
+}

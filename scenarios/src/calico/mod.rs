@@ -1,0 +1,235 @@
+//! The Calico scenarios: `calico-silent-task-death`, `calico-clock-skew`, `calico-split-brain` and
+//! `calico-restart`.
+//!
+//! Each deploys N neutron-server hosts (`h1`..`hN`, 3 to 5) and one etcd node (`etcd`), draws its
+//! options from the seed (swarm testing: which fault kinds are on, how many, how long, clock offsets
+//! and drifts, latencies), generates a fault schedule over a 10-minute fault window, and then runs a
+//! 150 s liveness phase. The invariants are in [`monitor`].
+
+pub mod monitor;
+
+use crate::scenario::{Options, RunSpec};
+use model::calico::{Config, Switches};
+use rand::seq::IndexedRandom;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use sim::etcd::{Etcd, EtcdConfig};
+use sim::runtime::{simulate, SimConfig};
+use sim::{Fault, FaultKind, NetSpec, NodeIx, NodeSpec, Outcome, Schedule};
+
+/// Length of the fault window (ms).
+pub const FAULT_WINDOW_MS: u64 = 600_000;
+/// Length of the liveness phase (ms): longer than the liveness bound (about 85 s) with room to spare.
+pub const LIVENESS_MS: u64 = 150_000;
+
+/// The options a seed draws for a Calico scenario (printed next to the seed, stored in replay files).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalicoOptions {
+    /// Number of neutron-server hosts.
+    pub hosts: u32,
+    /// One-way network latency range (µs).
+    pub latency_min_us: u64,
+    pub latency_max_us: u64,
+    /// Wall clock offset at start per node (hosts, then etcd), ms.
+    pub clock_offset_ms: Vec<i64>,
+    /// Wall clock drift per node (hosts, then etcd), ppm.
+    pub drift_ppm: Vec<i64>,
+    /// Fault kinds this seed enables (swarm testing).
+    pub fault_kinds: Vec<String>,
+    /// How many faults were drawn.
+    pub fault_count: u32,
+}
+
+impl CalicoOptions {
+    fn host_names(&self) -> Vec<String> {
+        (1..=self.hosts).map(|i| format!("h{i}")).collect()
+    }
+}
+
+/// Which scenario of the family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    SilentTaskDeath,
+    ClockSkew,
+    SplitBrain,
+    Restart,
+}
+
+/// Tasks a silent death or a stall can hit.
+const TASKS: &[&str] = &["elector", "compaction", "agent-status", "endpoint-status"];
+
+fn pick_subset(rng: &mut ChaCha8Rng, all: &[&'static str], at_least_one_of: &[&'static str]) -> Vec<String> {
+    let mut on: Vec<String> = all.iter().filter(|_| rng.random_bool(0.5)).map(|s| s.to_string()).collect();
+    if !on.iter().any(|k| at_least_one_of.contains(&k.as_str())) {
+        on.push(at_least_one_of.choose(rng).unwrap().to_string());
+    }
+    on.sort();
+    on
+}
+
+/// Draws the options and the fault schedule of `family` for `seed`.
+pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
+    let mut rng = sim::rng::rng_for(seed, "calico-swarm");
+    let hosts = rng.random_range(3..=5u32);
+    let latency_min_us = rng.random_range(200..=2_000u64);
+    let latency_max_us = latency_min_us + rng.random_range(0..=8_000u64);
+    let n = hosts as usize + 1;
+    let (offset_max_ms, drift_max) = match family {
+        Family::ClockSkew => (rng.random_range(0..=30_000i64), rng.random_range(0..=500i64)),
+        _ => (rng.random_range(0..=500i64), rng.random_range(0..=50i64)),
+    };
+    let clock_offset_ms = (0..n).map(|_| rng.random_range(-offset_max_ms..=offset_max_ms)).collect();
+    let drift_ppm = (0..n).map(|_| rng.random_range(-drift_max..=drift_max)).collect();
+    let kinds: &[&'static str] = match family {
+        Family::SilentTaskDeath => &["death-elector", "death-compaction", "death-agent-status", "death-endpoint-status", "stall", "latency"],
+        Family::ClockSkew => &["host-step", "etcd-step", "drift-change", "stall-elector", "death-elector"],
+        Family::SplitBrain => &["partition", "isolate", "simplex", "flapping", "pause", "latency", "etcd-unavailable", "etcd-ambiguous", "etcd-slow"],
+        Family::Restart => &["graceful-restart", "manager-crash", "host-crash", "etcd-restart", "etcd-garbled"],
+    };
+    let must: &[&'static str] = match family {
+        Family::SilentTaskDeath => &["death-elector", "death-compaction", "death-agent-status", "death-endpoint-status"],
+        Family::ClockSkew => &["host-step"],
+        Family::SplitBrain => &["partition", "isolate", "simplex", "flapping", "pause"],
+        Family::Restart => &["graceful-restart", "manager-crash", "host-crash", "etcd-restart"],
+    };
+    let fault_kinds = pick_subset(&mut rng, kinds, must);
+    let fault_count = rng.random_range(1..=8u32);
+    let opts = CalicoOptions { hosts, latency_min_us, latency_max_us, clock_offset_ms, drift_ppm, fault_kinds, fault_count };
+    let schedule = schedule(family, &opts, &mut rng);
+    (opts, schedule)
+}
+
+fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule {
+    let hosts = o.host_names();
+    let etcd = "etcd".to_string();
+    let mut out = Vec::new();
+    // Silent deaths are capped at hosts - 1 electors: with every elector dead no master can ever
+    // exist again, which is true by construction and says nothing about the protocol.
+    let mut elector_deaths = 0u32;
+    let mut drawn = 0;
+    while drawn < o.fault_count {
+        drawn += 1;
+        let kind = o.fault_kinds.choose(rng).unwrap().as_str();
+        let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
+        let host = hosts.choose(rng).unwrap().clone();
+        let (dur_ms, fk) = match (family, kind) {
+            (_, k) if k.starts_with("death-") => {
+                let task = &k["death-".len()..];
+                if task == "elector" {
+                    if elector_deaths + 1 >= o.hosts {
+                        continue;
+                    }
+                    elector_deaths += 1;
+                }
+                (0, FaultKind::TaskDeath { node: host, task: task.to_string() })
+            }
+            (_, "stall") => (rng.random_range(1_000..=30_000), FaultKind::TaskStall { node: host, task: TASKS.choose(rng).unwrap().to_string() }),
+            (_, "stall-elector") => (rng.random_range(5_000..=90_000), FaultKind::TaskStall { node: host, task: "elector".into() }),
+            (_, "latency") => {
+                let node = if rng.random_bool(0.3) { etcd.clone() } else { host };
+                (rng.random_range(10_000..=60_000), FaultKind::Latency { node, extra_ms: rng.random_range(50..=3_000) })
+            }
+            (_, "host-step") => {
+                let delta = rng.random_range(1_000..=300_000i64) * if rng.random_bool(0.6) { -1 } else { 1 };
+                (0, FaultKind::ClockStep { node: host, delta_ms: delta })
+            }
+            (_, "etcd-step") => (0, FaultKind::ClockStep { node: etcd.clone(), delta_ms: rng.random_range(-5_000..=5_000) }),
+            (_, "drift-change") => {
+                let node = if rng.random_bool(0.2) { etcd.clone() } else { host };
+                (rng.random_range(0..=300_000), FaultKind::Drift { node, ppm: rng.random_range(-500..=500) })
+            }
+            (_, "partition") => {
+                // A complete partition: a non-empty proper subset of hosts on one side, etcd with the rest.
+                let mut side: Vec<String> = hosts.iter().filter(|_| rng.random_bool(0.5)).cloned().collect();
+                if side.is_empty() || side.len() == hosts.len() {
+                    side = vec![host];
+                }
+                let mut other: Vec<String> = hosts.iter().filter(|h| !side.contains(h)).cloned().collect();
+                other.push(etcd.clone());
+                (rng.random_range(5_000..=120_000), FaultKind::Partition { a: side, b: other })
+            }
+            (_, "isolate") => (rng.random_range(5_000..=120_000), FaultKind::Isolate { node: host }),
+            (_, "simplex") => {
+                let (from, to) = if rng.random_bool(0.5) { (vec![etcd.clone()], vec![host]) } else { (vec![host], vec![etcd.clone()]) };
+                (rng.random_range(5_000..=120_000), FaultKind::Simplex { from, to })
+            }
+            (_, "flapping") => {
+                // A link that goes up and down: several short cuts between one host and etcd.
+                let flaps = rng.random_range(3..=8);
+                let mut t = at_ms;
+                for _ in 0..flaps {
+                    let d = rng.random_range(500..=8_000);
+                    if t + d >= FAULT_WINDOW_MS {
+                        break;
+                    }
+                    out.push(Fault { at_ms: t, dur_ms: d, kind: FaultKind::Partition { a: vec![host.clone()], b: vec![etcd.clone()] } });
+                    t += d + rng.random_range(500..=8_000);
+                }
+                continue;
+            }
+            (_, "pause") => (rng.random_range(5_000..=120_000), FaultKind::Pause { node: host }),
+            (_, "etcd-unavailable") => (rng.random_range(2_000..=30_000), FaultKind::ServiceUnavailable { node: etcd.clone() }),
+            (_, "etcd-ambiguous") => {
+                (rng.random_range(10_000..=60_000), FaultKind::ServiceAmbiguous { node: etcd.clone(), percent: rng.random_range(10..=60) })
+            }
+            (_, "etcd-slow") => (rng.random_range(10_000..=60_000), FaultKind::ServiceSlow { node: etcd.clone(), extra_ms: rng.random_range(100..=3_000) }),
+            (_, "etcd-garbled") => {
+                (rng.random_range(5_000..=30_000), FaultKind::ServiceGarbled { node: etcd.clone(), percent: rng.random_range(20..=100) })
+            }
+            (_, "graceful-restart") => (rng.random_range(2_000..=60_000), FaultKind::ServiceRestart { node: host }),
+            (_, "manager-crash") => (0, FaultKind::ProcessCrash { node: host, process: "neutron-server/manager".into() }),
+            (_, "host-crash") => (rng.random_range(5_000..=120_000), FaultKind::Crash { node: host }),
+            (_, "etcd-restart") => (rng.random_range(1_000..=20_000), FaultKind::Crash { node: etcd.clone() }),
+            (_, other) => unreachable!("unknown calico fault kind {other}"),
+        };
+        out.push(Fault { at_ms, dur_ms, kind: fk });
+    }
+    out.sort_by_key(|f| f.at_ms);
+    out
+}
+
+/// Maps switch names to the model's switches.
+pub fn switches(spec: &RunSpec) -> Switches {
+    let has = |n: &str| spec.bugs.iter().chain(&spec.fixes).any(|s| s == n);
+    Switches {
+        local_master_flag: has("calico-local-master-flag"),
+        no_step_down_on_stop: has("calico-no-step-down-on-stop"),
+        no_dead_pid_cleanup: has("calico-no-dead-pid-cleanup"),
+        recheck_before_act: has("calico-recheck-before-act"),
+        monotonic_stamp: has("calico-monotonic-stamp"),
+    }
+}
+
+/// Runs one Calico scenario (on the current thread).
+pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
+    let Options::Calico(o) = &spec.options;
+    let mut names = o.host_names();
+    names.push("etcd".into());
+    let nodes: Vec<NodeSpec> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| NodeSpec {
+            name: name.clone(),
+            offset_us: o.clock_offset_ms.get(i).copied().unwrap_or(0) * 1000,
+            drift_ppm: o.drift_ppm.get(i).copied().unwrap_or(0),
+        })
+        .collect();
+    let cfg = SimConfig {
+        seed: spec.seed,
+        nodes,
+        net: NetSpec { latency_min_us: o.latency_min_us, latency_max_us: o.latency_max_us },
+        schedule: spec.schedule.clone(),
+        fault_window_ms: FAULT_WINDOW_MS,
+        liveness_ms: LIVENESS_MS,
+        keep_trace: spec.keep_trace,
+    };
+    let model_cfg = Config { switches: switches(spec), ..Config::default() };
+    let monitor = monitor::CalicoMonitor::new(names.clone(), model_cfg.election_key(), coverage);
+    let hosts: Vec<NodeIx> = (0..o.hosts as NodeIx).collect();
+    let etcd_ix = o.hosts as NodeIx;
+    simulate(cfg, Box::new(monitor), move |world| {
+        let etcd = Etcd::install(world, etcd_ix, EtcdConfig::default());
+        model::calico::install(world, &hosts, &etcd, model_cfg);
+    })
+}

@@ -1,0 +1,275 @@
+//! Running seeds: one run, many runs in parallel (explore), replay files, determinism checks.
+
+use crate::scenario::{scenario, switch, Options, RunSpec, Scenario, SwitchKind};
+use serde::{Deserialize, Serialize};
+use sim::runtime::{on_fresh_thread, pool};
+use sim::{Kind, Outcome, Schedule, Violation};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+/// A user-facing error: one line, exit status 2.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Parses a seed: decimal or `0x` hex, within u64.
+pub fn parse_seed(s: &str) -> Result<u64, BadInput> {
+    let t = s.trim();
+    let r = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    };
+    r.map_err(|e| BadInput(format!("malformed seed '{s}': {e} (give a decimal or 0x-hex number below 2^64)")))
+}
+
+/// Validates switch names against the registry and the scenario's system.
+pub fn check_switches(sc: &Scenario, bugs: &[String], fixes: &[String]) -> Result<(), BadInput> {
+    for (names, kind, flag) in [(bugs, SwitchKind::Bug, "--bug"), (fixes, SwitchKind::Fix, "--fix")] {
+        for n in names {
+            let Some(sw) = switch(n, kind) else {
+                return Err(BadInput(format!("unknown {flag} switch '{n}' (see `faultline bugs`)")));
+            };
+            if sw.system != sc.system {
+                return Err(BadInput(format!("{flag} {n} is a {} switch; scenario {} runs {}", sw.system, sc.name, sc.system)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Looks a scenario up, or says which exist.
+pub fn find_scenario(name: &str) -> Result<&'static Scenario, BadInput> {
+    scenario(name).ok_or_else(|| {
+        let names: Vec<&str> = crate::scenario::SCENARIOS.iter().map(|s| s.name).collect();
+        BadInput(format!("unknown scenario '{name}' (known: {})", names.join(", ")))
+    })
+}
+
+/// Runs a spec on a fresh thread. A panic in the harness becomes a `crash` violation.
+pub fn run_spec(spec: RunSpec) -> Outcome {
+    on_fresh_thread(move || spec.run()).unwrap_or_else(crash_outcome)
+}
+
+/// Current replay file format version.
+pub const REPLAY_VERSION: u32 = 1;
+const REPLAY_FORMAT: &str = "faultline-replay";
+
+/// A failing run, written as soon as it is found; `faultline replay FILE` reproduces it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReplayFile {
+    pub format: String,
+    pub version: u32,
+    pub scenario: String,
+    pub seed: u64,
+    pub bugs: Vec<String>,
+    pub fixes: Vec<String>,
+    pub options: Options,
+    pub schedule: Schedule,
+    pub violation: Violation,
+    pub events: u64,
+    pub trace_hash: String,
+}
+
+impl ReplayFile {
+    /// The replay file for a failing run.
+    pub fn new(spec: &RunSpec, outcome: &Outcome) -> Option<ReplayFile> {
+        Some(ReplayFile {
+            format: REPLAY_FORMAT.into(),
+            version: REPLAY_VERSION,
+            scenario: spec.scenario.name.into(),
+            seed: spec.seed,
+            bugs: spec.bugs.clone(),
+            fixes: spec.fixes.clone(),
+            options: spec.options.clone(),
+            schedule: spec.schedule.clone(),
+            violation: outcome.violation.clone()?,
+            events: outcome.events,
+            trace_hash: outcome.trace_hash.clone(),
+        })
+    }
+
+    /// Reads and validates a replay file.
+    pub fn load(path: &Path) -> Result<ReplayFile, BadInput> {
+        let text = std::fs::read_to_string(path).map_err(|e| BadInput(format!("cannot read replay file {}: {e}", path.display())))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| BadInput(format!("{} is not a faultline replay file (corrupt or truncated JSON: {e})", path.display())))?;
+        if v.get("format").and_then(|f| f.as_str()) != Some(REPLAY_FORMAT) {
+            return Err(BadInput(format!("{} is not a faultline replay file (no \"format\": \"{REPLAY_FORMAT}\")", path.display())));
+        }
+        match v.get("version").and_then(|f| f.as_u64()) {
+            Some(n) if n == REPLAY_VERSION as u64 => {}
+            Some(n) => return Err(BadInput(format!("{} has replay format version {n}; this faultline reads version {REPLAY_VERSION}", path.display()))),
+            None => return Err(BadInput(format!("{} has no replay format version", path.display()))),
+        }
+        serde_json::from_value(v).map_err(|e| BadInput(format!("{} is a corrupt replay file: {e}", path.display())))
+    }
+
+    /// The spec it replays.
+    pub fn spec(&self) -> Result<RunSpec, BadInput> {
+        let sc = find_scenario(&self.scenario)?;
+        check_switches(sc, &self.bugs, &self.fixes)?;
+        Ok(RunSpec {
+            scenario: sc,
+            seed: self.seed,
+            bugs: self.bugs.clone(),
+            fixes: self.fixes.clone(),
+            options: self.options.clone(),
+            schedule: self.schedule.clone(),
+            keep_trace: false,
+        })
+    }
+
+    /// Writes atomically (temporary file, then rename).
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        write_atomic(path, serde_json::to_string_pretty(self).expect("serializable").as_bytes())
+    }
+}
+
+/// Writes a file atomically: a temporary file in the same directory, then a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Parameters of an exploration.
+#[derive(Clone, Debug)]
+pub struct ExploreConfig {
+    pub scenario: &'static Scenario,
+    pub from: u64,
+    pub seeds: u64,
+    pub bugs: Vec<String>,
+    pub fixes: Vec<String>,
+    pub jobs: usize,
+    pub keep_going: bool,
+    /// Where failure files go (created if missing); `None` writes none.
+    pub out_dir: Option<PathBuf>,
+}
+
+/// A failure found by an exploration.
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub spec: RunSpec,
+    pub outcome: Outcome,
+    pub file: Option<PathBuf>,
+}
+
+/// What an exploration saw.
+#[derive(Clone, Debug, Default)]
+pub struct ExploreSummary {
+    pub seeds_run: u64,
+    /// Failures, by seed.
+    pub failures: Vec<Found>,
+    pub sim_time_ms: u64,
+    pub events: u64,
+    /// Coverage point -> seeds that reached it.
+    pub coverage: Vec<(&'static str, u64)>,
+    /// Errors writing failure files.
+    pub write_errors: Vec<String>,
+}
+
+/// Explores `seeds` seeds from `from`, in parallel. Each failure's replay file is written the moment
+/// it is found, so an exploration killed half-way keeps every failure it saw. `progress` is called
+/// after each seed with the number done.
+pub fn explore(cfg: &ExploreConfig, progress: impl Fn(u64) + Send + Sync + 'static) -> Result<ExploreSummary, BadInput> {
+    if cfg.from.checked_add(cfg.seeds.saturating_sub(1)).is_none() {
+        return Err(BadInput(format!("seed range {}..+{} overflows 64 bits", cfg.from, cfg.seeds)));
+    }
+    if let Some(dir) = &cfg.out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| BadInput(format!("cannot create output directory {}: {e}", dir.display())))?;
+        let probe = dir.join(".faultline-write-test");
+        std::fs::write(&probe, b"").map_err(|e| BadInput(format!("output directory {} is not writable: {e}", dir.display())))?;
+        let _ = std::fs::remove_file(probe);
+    }
+    let summary = Arc::new(Mutex::new(ExploreSummary {
+        coverage: cfg.scenario.coverage.iter().map(|p| (*p, 0)).collect(),
+        ..Default::default()
+    }));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (c1, c2, s2, stop2) = (cfg.clone(), cfg.clone(), summary.clone(), stop.clone());
+    pool(
+        cfg.seeds as usize,
+        cfg.jobs,
+        stop.clone(),
+        move |i| RunSpec::from_seed(c1.scenario, c1.from + i as u64, &c1.bugs, &c1.fixes).run(),
+        move |i, result| {
+            let spec = RunSpec::from_seed(c2.scenario, c2.from + i as u64, &c2.bugs, &c2.fixes);
+            let outcome = match result {
+                Ok(o) => o,
+                Err(msg) => crash_outcome(msg),
+            };
+            let mut s = s2.lock().unwrap_or_else(|e| e.into_inner());
+            s.seeds_run += 1;
+            s.sim_time_ms += outcome.sim_time_ms;
+            s.events += outcome.events;
+            for (p, hit) in &outcome.coverage {
+                if *hit {
+                    if let Some(e) = s.coverage.iter_mut().find(|(q, _)| q == p) {
+                        e.1 += 1;
+                    }
+                }
+            }
+            if outcome.violation.is_some() {
+                let file = c2.out_dir.as_ref().map(|d| d.join(format!("{}-{}.json", spec.scenario.name, spec.seed)));
+                let file = match (&file, ReplayFile::new(&spec, &outcome)) {
+                    (Some(path), Some(r)) => match r.write(path) {
+                        Ok(()) => Some(path.clone()),
+                        Err(e) => {
+                            s.write_errors.push(format!("cannot write {}: {e}", path.display()));
+                            None
+                        }
+                    },
+                    _ => None,
+                };
+                s.failures.push(Found { spec, outcome, file });
+                if !c2.keep_going {
+                    stop2.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            let done = s.seeds_run;
+            drop(s);
+            progress(done);
+        },
+    );
+    let mut s = Arc::try_unwrap(summary).map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).unwrap_or_else(|a| a.lock().unwrap().clone());
+    s.failures.sort_by_key(|f| f.spec.seed);
+    Ok(s)
+}
+
+fn crash_outcome(msg: String) -> Outcome {
+    Outcome {
+        violation: Some(Violation {
+            invariant: "no-panic".into(),
+            kind: Kind::Crash,
+            event_index: 0,
+            sim_time_ms: 0,
+            node: None,
+            explanation: format!("the harness panicked: {msg}"),
+        }),
+        events: 0,
+        sim_time_ms: 0,
+        trace_hash: "0000000000000000".into(),
+        trace: None,
+        coverage: Vec::new(),
+    }
+}
+
+/// Trace hashes of seeds `from..from+seeds` computed with `jobs` threads, in seed order.
+pub fn hashes(sc: &'static Scenario, from: u64, seeds: u64, bugs: &[String], fixes: &[String], jobs: usize) -> Vec<String> {
+    let out = Arc::new(Mutex::new(vec![String::new(); seeds as usize]));
+    let (o2, bugs, fixes) = (out.clone(), bugs.to_vec(), fixes.to_vec());
+    pool(
+        seeds as usize,
+        jobs,
+        Arc::new(AtomicBool::new(false)),
+        move |i| RunSpec::from_seed(sc, from + i as u64, &bugs, &fixes).run().trace_hash,
+        move |i, r| o2.lock().unwrap()[i] = r.unwrap_or_else(|m| format!("panic: {m}")),
+    );
+    Arc::try_unwrap(out).unwrap().into_inner().unwrap()
+}

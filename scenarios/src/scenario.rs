@@ -1,0 +1,194 @@
+//! The scenario catalog and the bug/fix switch registry.
+
+use crate::calico::{self, CalicoOptions, Family};
+use serde::{Deserialize, Serialize};
+use sim::{Outcome, Schedule};
+
+/// The options a seed drew, per system (printed next to the seed, stored in replay files).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Options {
+    /// A Calico scenario's options.
+    Calico(CalicoOptions),
+}
+
+/// Everything that determines a run.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// The scenario.
+    pub scenario: &'static Scenario,
+    /// The seed.
+    pub seed: u64,
+    /// Bug switches (`--bug`).
+    pub bugs: Vec<String>,
+    /// Fix switches (`--fix`).
+    pub fixes: Vec<String>,
+    /// Options (drawn from the seed unless replayed or shrunk).
+    pub options: Options,
+    /// Fault schedule (likewise).
+    pub schedule: Schedule,
+    /// Keep the JSON-lines trace.
+    pub keep_trace: bool,
+}
+
+impl RunSpec {
+    /// The spec a seed draws.
+    pub fn from_seed(scenario: &'static Scenario, seed: u64, bugs: &[String], fixes: &[String]) -> RunSpec {
+        let (options, schedule) = (scenario.draw)(seed);
+        RunSpec { scenario, seed, bugs: bugs.to_vec(), fixes: fixes.to_vec(), options, schedule, keep_trace: false }
+    }
+
+    /// Runs it on the current thread (use `sim::runtime::on_fresh_thread`).
+    pub fn run(&self) -> Outcome {
+        (self.scenario.run)(self)
+    }
+
+    /// The `faultline run` command line that reproduces this seed (with its switches).
+    pub fn command(&self) -> String {
+        let mut c = format!("faultline run {} --seed {}", self.scenario.name, self.seed);
+        for b in &self.bugs {
+            c += &format!(" --bug {b}");
+        }
+        for f in &self.fixes {
+            c += &format!(" --fix {f}");
+        }
+        c
+    }
+}
+
+/// A scenario: what it deploys, how a seed draws its options and faults, what it checks.
+pub struct Scenario {
+    /// Name (`calico-split-brain`).
+    pub name: &'static str,
+    /// The system it exercises.
+    pub system: &'static str,
+    /// One line about it.
+    pub about: &'static str,
+    /// Seeds the default model must pass in `cargo test`.
+    pub ci_seeds: u64,
+    /// Coverage points this scenario must reach within its CI budget.
+    pub coverage: &'static [&'static str],
+    /// Draws options and a fault schedule from a seed.
+    pub draw: fn(u64) -> (Options, Schedule),
+    /// Runs a spec.
+    pub run: fn(&RunSpec) -> Outcome,
+}
+
+impl std::fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+macro_rules! calico_scenario {
+    ($name:literal, $family:expr, $about:literal, $coverage:expr) => {
+        Scenario {
+            name: $name,
+            system: "calico",
+            about: $about,
+            ci_seeds: 200,
+            coverage: $coverage,
+            draw: |seed| {
+                let (o, s) = calico::draw($family, seed);
+                (Options::Calico(o), s)
+            },
+            run: |spec| calico::run(spec, $coverage),
+        }
+    };
+}
+
+/// Every scenario.
+pub static SCENARIOS: &[Scenario] = &[
+    calico_scenario!(
+        "calico-silent-task-death",
+        Family::SilentTaskDeath,
+        "Calico election under silent deaths and stalls of the elector, compaction and status-watcher tasks",
+        &["elector-died-while-master", "handover", "stale-stamp-observed", "election-lease-expired"]
+    ),
+    calico_scenario!(
+        "calico-clock-skew",
+        Family::ClockSkew,
+        "Calico election with skewed, drifting and stepped wall clocks on the hosts and etcd, plus elector stalls",
+        &["backward-step-on-master", "stale-stamp-observed", "handover"]
+    ),
+    calico_scenario!(
+        "calico-split-brain",
+        Family::SplitBrain,
+        "Calico election under partitions, pauses, latency and etcd unavailability, ambiguity and slowness",
+        &["master-paused", "master-cut-from-etcd", "two-hosts-acting-as-master", "etcd-ambiguous-applied", "etcd-ambiguous-lost", "handover"]
+    ),
+    calico_scenario!(
+        "calico-restart",
+        Family::Restart,
+        "Calico election across graceful restarts, manager crashes, host reboots, etcd restarts and garbled replies",
+        &["graceful-step-down", "dead-pid-cleanup", "elector-exit-on-unexpected-error", "handover"]
+    ),
+];
+
+/// Looks a scenario up by name.
+pub fn scenario(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+/// Bug (restores historic behaviour) or fix (a remedy for a finding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwitchKind {
+    Bug,
+    Fix,
+}
+
+/// A `--bug` or `--fix` switch.
+#[derive(Debug, Serialize)]
+pub struct Switch {
+    pub name: &'static str,
+    pub kind: SwitchKind,
+    pub system: &'static str,
+    /// The scenario that finds the bug (or whose finding the fix remedies).
+    pub scenario: &'static str,
+    pub about: &'static str,
+}
+
+/// Every switch.
+pub static SWITCHES: &[Switch] = &[
+    Switch {
+        name: "calico-local-master-flag",
+        kind: SwitchKind::Bug,
+        system: "calico",
+        scenario: "calico-silent-task-death",
+        about: "is_master() reads a flag cleared only by the elector's cleanup: a silently dead elector leaves it set forever (split brain)",
+    },
+    Switch {
+        name: "calico-no-step-down-on-stop",
+        kind: SwitchKind::Bug,
+        system: "calico",
+        scenario: "calico-restart",
+        about: "stopping the manager does not stop the elector: the key lingers a full TTL after a graceful restart",
+    },
+    Switch {
+        name: "calico-no-dead-pid-cleanup",
+        kind: SwitchKind::Bug,
+        system: "calico",
+        scenario: "calico-restart",
+        about: "no same-host dead-pid check: after a master crash and respawn, no master until the TTL runs out",
+    },
+    Switch {
+        name: "calico-monotonic-stamp",
+        kind: SwitchKind::Fix,
+        system: "calico",
+        scenario: "calico-clock-skew",
+        about: "stamp mastership with the host's monotonic clock, so a backward wall-clock step cannot extend a stale stamp",
+    },
+    Switch {
+        name: "calico-recheck-before-act",
+        kind: SwitchKind::Fix,
+        system: "calico",
+        scenario: "calico-split-brain",
+        about: "call is_master() again right before every master-only side effect instead of trusting the last 5 s poll",
+    },
+];
+
+/// Looks a switch up by name and kind.
+pub fn switch(name: &str, kind: SwitchKind) -> Option<&'static Switch> {
+    SWITCHES.iter().find(|s| s.name == name && s.kind == kind)
+}
