@@ -73,8 +73,11 @@ pub struct CalicoMonitor {
     alive: BTreeSet<(NodeIx, u32)>,
     stamps: Vec<i64>,
     faults: BTreeMap<u32, FaultKind>,
-    last_fault: Vec<Option<(u64, String)>>,
+    last_faults: Vec<Vec<(u64, String)>>,
     acting: Vec<Option<(u64, u64)>>,
+    /// Per node: when the current pause began, and the last completed pause.
+    paused_since: Vec<Option<u64>>,
+    last_pause: Vec<Option<(u64, u64)>>,
     max_overlap_us: u64,
     obligations: Vec<Obligation>,
     liveness_deadline: Option<u64>,
@@ -101,8 +104,10 @@ impl CalicoMonitor {
             alive: BTreeSet::new(),
             stamps: vec![0; n],
             faults: BTreeMap::new(),
-            last_fault: vec![None; n],
+            last_faults: vec![Vec::new(); n],
             acting: vec![None; n],
+            paused_since: vec![None; n],
+            last_pause: vec![None; n],
             max_overlap_us: 0,
             obligations: Vec::new(),
             liveness_deadline: None,
@@ -152,11 +157,14 @@ impl CalicoMonitor {
         }
     }
 
+    /// The node's recent faults (at most three, oldest first), as a clause.
     fn fault_note(&self, node: NodeIx) -> String {
-        match &self.last_fault[node as usize] {
-            Some((t, d)) => format!("; last fault on {}: {} at {}", self.names[node as usize], d, secs(*t)),
-            None => String::new(),
+        let faults = &self.last_faults[node as usize];
+        if faults.is_empty() {
+            return String::new();
         }
+        let list: Vec<String> = faults.iter().map(|(t, d)| format!("{d} at {}", secs(*t))).collect();
+        format!("; recent faults on {}: {}", self.names[node as usize], list.join(", "))
     }
 
     fn holds(&self, node: NodeIx) -> bool {
@@ -221,6 +229,12 @@ impl CalicoMonitor {
             Some(h) => format!("{} has held it since {}", h.value, secs(h.since_us)),
             None => "nobody holds it now".to_string(),
         };
+        let pause = match self.last_pause[node as usize] {
+            Some((a, b)) if last.is_none_or(|l| b >= l) => {
+                format!("; {name} was paused from {} to {} and acted on what is_master() told it before the pause", secs(a), secs(b))
+            }
+            _ => String::new(),
+        };
         let overlap = if self.max_overlap_us > 0 {
             format!("; two hosts did master-only work at the same time for {}", secs(self.max_overlap_us))
         } else {
@@ -231,7 +245,7 @@ impl CalicoMonitor {
             kind: Kind::Safety,
             node: Some(node),
             explanation: format!(
-                "{name}:{pid} ({worker}) did '{action}' at {} true ({} on its clock) believing it was master, but {held}; {other}{overlap}{}",
+                "{name}:{pid} ({worker}) did '{action}' at {} true ({} on its clock) believing it was master, but {held}; {other}{pause}{overlap}{}",
                 secs(t),
                 sim::clock::format_rfc3339(rec.local_us),
                 self.fault_note(node)
@@ -247,7 +261,11 @@ impl CalicoMonitor {
         let desc = fault.describe();
         for n in fault.nodes() {
             if let Some(ix) = self.node_of(n) {
-                self.last_fault[ix as usize] = Some((t, desc.clone()));
+                let list = &mut self.last_faults[ix as usize];
+                if list.len() == 3 {
+                    list.remove(0);
+                }
+                list.push((t, desc.clone()));
             }
         }
         // Any other fault voids the prompt-handover obligations (they assume a quiet world).
@@ -302,7 +320,18 @@ impl Monitor for CalicoMonitor {
                 }
                 None
             }
+            Event::NodePause => {
+                self.paused_since[node as usize] = Some(t);
+                None
+            }
+            Event::NodeResume => {
+                if let Some(a) = self.paused_since[node as usize].take() {
+                    self.last_pause[node as usize] = Some((a, t));
+                }
+                None
+            }
             Event::NodeCrash | Event::NodeBoot { .. } => {
+                self.paused_since[node as usize] = None;
                 self.alive.retain(|(n, _)| *n != node);
                 self.stamps[node as usize] = 0;
                 self.acting[node as usize] = None;

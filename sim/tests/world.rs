@@ -1,0 +1,207 @@
+//! The world and the etcd service driven through the simulated network: lease expiry on a skewed
+//! etcd clock, ambiguous timeouts (applied and not), watches across compaction, partitions,
+//! pauses, task stalls and silent deaths.
+
+use sim::etcd::{Etcd, EtcdConfig, EtcdError, EventKind, WatchMsg};
+use sim::monitor::NullMonitor;
+use sim::runtime::{on_fresh_thread, simulate, SimConfig};
+use sim::world::Host;
+use sim::{Fault, FaultKind, NetSpec, NodeSpec, Proc, Schedule, World};
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+fn node(name: &str, drift_ppm: i64) -> NodeSpec {
+    NodeSpec { name: name.into(), offset_us: 0, drift_ppm }
+}
+
+/// Runs `body` as a process on node `client` next to an etcd node, with `schedule`; returns what
+/// the body logged.
+fn with_etcd<F, Fut>(etcd_drift_ppm: i64, schedule: Schedule, body: F) -> Vec<String>
+where
+    F: Fn(Proc, Etcd, World, Rc<RefCell<Vec<String>>>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    on_fresh_thread(move || {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let l2 = log.clone();
+        let cfg = SimConfig {
+            seed: 7,
+            nodes: vec![node("etcd", etcd_drift_ppm), node("client", 0)],
+            net: NetSpec { latency_min_us: 1_000, latency_max_us: 1_000 },
+            schedule,
+            fault_window_ms: 200_000,
+            liveness_ms: 0,
+            keep_trace: false,
+        };
+        simulate(cfg, Box::new(NullMonitor), move |world| {
+            let etcd = Etcd::install(world, 0, EtcdConfig::default());
+            let w = world.clone();
+            let body = Rc::new(body);
+            world.set_services(
+                1,
+                Rc::new(move |host: &Host| {
+                    let p = host.spawn_process("test");
+                    let fut = body(p.clone(), etcd.clone(), w.clone(), l2.clone());
+                    p.spawn("body", fut);
+                }),
+            );
+        });
+        let out = log.borrow().clone();
+        out
+    })
+    .expect("run")
+}
+
+fn secs(w: &World) -> f64 {
+    w.now_us() as f64 / 1e6
+}
+
+#[test]
+fn lease_expiry_follows_a_fast_etcd_clock() {
+    // etcd's clock runs 10% fast: a 60 s lease ends after 60/1.1 = 54.545 true seconds.
+    let log = with_etcd(100_000, vec![], |p, etcd, w, log| async move {
+        let c = etcd.client(&p);
+        let (lease, _) = c.grant(60).await.unwrap();
+        c.put("/k", "v", lease).await.unwrap();
+        let mut watch = c.watch("/k", false, 0).await.unwrap();
+        if let WatchMsg::Events(ev) = watch.next().await {
+            log.borrow_mut().push(format!("{:?} {:.3}", ev[0].kind, secs(&w)));
+        }
+    });
+    let parts: Vec<&str> = log[0].split(' ').collect();
+    assert_eq!(parts[0], "Delete");
+    let t: f64 = parts[1].parse().unwrap();
+    assert!((54.5..54.6).contains(&t), "deleted at {t}");
+}
+
+#[test]
+fn lease_expiry_follows_an_etcd_clock_step() {
+    // At 10 s etcd's clock jumps 30 s forward: the 60 s lease granted at ~0 s ends at ~30 s.
+    let step = Fault { at_ms: 10_000, dur_ms: 0, kind: FaultKind::ClockStep { node: "etcd".into(), delta_ms: 30_000 } };
+    let log = with_etcd(0, vec![step], |p, etcd, w, log| async move {
+        let c = etcd.client(&p);
+        let (lease, _) = c.grant(60).await.unwrap();
+        c.put("/k", "v", lease).await.unwrap();
+        let mut watch = c.watch("/k", false, 0).await.unwrap();
+        watch.next().await;
+        log.borrow_mut().push(format!("{:.3}", secs(&w)));
+    });
+    let t: f64 = log[0].parse().unwrap();
+    assert!((30.0..30.1).contains(&t), "deleted at {t}");
+}
+
+#[test]
+fn ambiguous_timeouts_are_sometimes_applied_and_sometimes_not() {
+    let amb = Fault { at_ms: 0, dur_ms: 100_000, kind: FaultKind::ServiceAmbiguous { node: "etcd".into(), percent: 100 } };
+    let log = with_etcd(0, vec![amb], |p, etcd, _w, log| async move {
+        let c = etcd.client(&p);
+        for i in 0..16 {
+            let r = c.put(&format!("/a/{i}"), "x", 0).await;
+            assert_eq!(r, Err(EtcdError::Timeout));
+        }
+        p.sleep(Duration::from_secs(100)).await;
+        let (kvs, _) = c.range("/a/", true, 0).await.unwrap();
+        log.borrow_mut().push(kvs.len().to_string());
+    });
+    let applied: usize = log[0].parse().unwrap();
+    assert!(applied > 0 && applied < 16, "{applied} of 16 ambiguous puts applied");
+}
+
+#[test]
+fn unavailable_requests_are_not_applied() {
+    let down = Fault { at_ms: 0, dur_ms: 10_000, kind: FaultKind::ServiceUnavailable { node: "etcd".into() } };
+    let log = with_etcd(0, vec![down], |p, etcd, _w, log| async move {
+        let c = etcd.client(&p);
+        assert_eq!(c.put("/u", "x", 0).await, Err(EtcdError::Unavailable));
+        p.sleep(Duration::from_secs(11)).await;
+        log.borrow_mut().push(format!("{:?}", c.get("/u").await.unwrap()));
+    });
+    assert_eq!(log, vec!["None"]);
+}
+
+#[test]
+fn watch_from_a_compacted_revision_is_cancelled() {
+    let log = with_etcd(0, vec![], |p, etcd, _w, log| async move {
+        let c = etcd.client(&p);
+        for i in 0..5 {
+            c.put("/w", &i.to_string(), 0).await.unwrap();
+        }
+        let (rev, _) = c.status().await.unwrap();
+        c.compact(rev - 1).await.unwrap();
+        let mut w = c.watch("/w", false, 2).await.unwrap();
+        log.borrow_mut().push(format!("{:?}", w.next().await));
+        let mut w = c.watch("/w", false, rev).await.unwrap();
+        if let WatchMsg::Events(ev) = w.next().await {
+            log.borrow_mut().push(format!("{:?} {}", ev[0].kind, ev[0].kv.value));
+        }
+        assert!(matches!(c.compact(rev - 2).await, Err(EtcdError::Store(_))));
+    });
+    assert_eq!(log[0], "Canceled { compact_revision: 5 }");
+    assert_eq!(log[1], "Put 4");
+}
+
+#[test]
+fn a_partition_times_requests_out_and_healing_restores_them() {
+    let cut = Fault { at_ms: 1_000, dur_ms: 20_000, kind: FaultKind::Partition { a: vec!["client".into()], b: vec!["etcd".into()] } };
+    let log = with_etcd(0, vec![cut], |p, etcd, w, log| async move {
+        let c = etcd.client(&p);
+        p.sleep(Duration::from_secs(2)).await;
+        let r = c.get("/x").await;
+        log.borrow_mut().push(format!("{r:?} {:.1}", secs(&w)));
+        p.sleep(Duration::from_secs(20)).await;
+        log.borrow_mut().push(format!("{:?}", c.get("/x").await));
+    });
+    assert_eq!(log, vec!["Err(Timeout) 7.0", "Ok(None)"]);
+}
+
+#[test]
+fn etcd_restart_keeps_data_and_resets_lease_ttls() {
+    let crash = Fault { at_ms: 30_000, dur_ms: 5_000, kind: FaultKind::Crash { node: "etcd".into() } };
+    let log = with_etcd(0, vec![crash], |p, etcd, w, log| async move {
+        let c = etcd.client(&p);
+        let (lease, _) = c.grant(60).await.unwrap();
+        c.put("/r", "kept", lease).await.unwrap();
+        c.put("/d", "durable", 0).await.unwrap();
+        p.sleep(Duration::from_secs(40)).await;
+        // Back at 35 s with a fresh 60 s TTL: the key lives until ~95 s instead of ~60 s.
+        log.borrow_mut().push(format!("{}", c.get("/d").await.unwrap().unwrap().value));
+        let mut watch = c.watch("/r", false, 0).await.unwrap();
+        if let WatchMsg::Events(ev) = watch.next().await {
+            assert_eq!(ev[0].kind, EventKind::Delete);
+            log.borrow_mut().push(format!("{:.0}", secs(&w)));
+        }
+    });
+    assert_eq!(log[0], "durable");
+    let t: f64 = log[1].parse().unwrap();
+    assert!((94.0..=96.0).contains(&t), "expired at {t}");
+}
+
+#[test]
+fn pauses_stalls_and_silent_deaths() {
+    let faults = vec![
+        Fault { at_ms: 10_500, dur_ms: 10_000, kind: FaultKind::TaskStall { node: "client".into(), task: "ticker".into() } },
+        Fault { at_ms: 30_500, dur_ms: 10_000, kind: FaultKind::Pause { node: "client".into() } },
+        Fault { at_ms: 60_500, dur_ms: 0, kind: FaultKind::TaskDeath { node: "client".into(), task: "ticker".into() } },
+    ];
+    let log = with_etcd(0, faults, |p, _etcd, w, log| async move {
+        let l = log.clone();
+        let w2 = w.clone();
+        let p2 = p.clone();
+        p.spawn("ticker", async move {
+            loop {
+                p2.sleep(Duration::from_secs(1)).await;
+                l.borrow_mut().push(format!("{:.1}", secs(&w2)));
+            }
+        });
+    });
+    let ticks: Vec<f64> = log.iter().map(|s| s.parse().unwrap()).collect();
+    // No tick while stalled (10.5-20.5) or paused (30.5-40.5); the held-back tick comes on release.
+    assert!(!ticks.iter().any(|t| *t > 10.6 && *t < 20.5), "{ticks:?}");
+    assert!(!ticks.iter().any(|t| *t > 30.6 && *t < 40.5), "{ticks:?}");
+    assert!(ticks.contains(&20.5) && ticks.contains(&40.5), "{ticks:?}");
+    // Dead after 60.5 s: nothing more, ever.
+    let last = ticks.iter().cloned().fold(0.0, f64::max);
+    assert!((59.5..=60.5).contains(&last), "last tick {last}");
+}
