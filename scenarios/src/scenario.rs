@@ -68,6 +68,8 @@ pub struct Scenario {
     pub ci_seeds: u64,
     /// Coverage points this scenario must reach within its CI budget.
     pub coverage: &'static [&'static str],
+    /// Violations of current upstream logic this scenario finds, each with the fix that removes it.
+    pub findings: &'static [Finding],
     /// Draws options and a fault schedule from a seed.
     pub draw: fn(u64) -> (Options, Schedule),
     /// Runs a spec.
@@ -81,13 +83,14 @@ impl std::fmt::Debug for Scenario {
 }
 
 macro_rules! calico_scenario {
-    ($name:literal, $family:expr, $about:literal, $coverage:expr) => {
+    ($name:literal, $family:expr, $about:literal, $coverage:expr, $findings:expr) => {
         Scenario {
             name: $name,
             system: "calico",
             about: $about,
-            ci_seeds: 200,
+            ci_seeds: 300,
             coverage: $coverage,
+            findings: $findings,
             draw: |seed| {
                 let (o, s) = calico::draw($family, seed);
                 (Options::Calico(o), s)
@@ -97,31 +100,55 @@ macro_rules! calico_scenario {
     };
 }
 
+/// A violation of current upstream logic (design.md, "findings"), with a seed that shows it and the
+/// `--fix` switch that removes it.
+#[derive(Debug)]
+pub struct Finding {
+    pub invariant: &'static str,
+    pub seed: u64,
+    pub fix: &'static str,
+    pub summary: &'static str,
+}
+
 /// Every scenario.
 pub static SCENARIOS: &[Scenario] = &[
     calico_scenario!(
         "calico-silent-task-death",
         Family::SilentTaskDeath,
         "Calico election under silent deaths and stalls of the elector, compaction and status-watcher tasks",
-        &["elector-died-while-master", "handover", "stale-stamp-observed", "election-lease-expired"]
+        &["elector-died-while-master", "handover", "stale-stamp-observed", "election-lease-expired"],
+        &[]
     ),
     calico_scenario!(
         "calico-clock-skew",
         Family::ClockSkew,
         "Calico election with skewed, drifting and stepped wall clocks on the hosts and etcd, plus elector stalls",
-        &["backward-step-on-master", "stale-stamp-observed", "handover"]
+        &["backward-step-on-master", "stale-stamp-observed", "handover"],
+        &[Finding {
+            invariant: "master-only-work-legitimate",
+            seed: 6,
+            fix: "calico-monotonic-stamp",
+            summary: "is_master() compares a wall-clock stamp with the wall clock: once the elector stops refreshing (silent death or stall), a backward step of the host's wall clock keeps a stale stamp 'fresh', and the host keeps doing master-only work long after another host took the key",
+        }]
     ),
     calico_scenario!(
         "calico-split-brain",
         Family::SplitBrain,
         "Calico election under partitions, pauses, latency and etcd unavailability, ambiguity and slowness",
-        &["master-paused", "master-cut-from-etcd", "two-hosts-acting-as-master", "etcd-ambiguous-applied", "etcd-ambiguous-lost", "handover"]
+        &["master-paused", "master-cut-from-etcd", "two-hosts-acting-as-master", "etcd-ambiguous-applied", "etcd-ambiguous-lost", "handover"],
+        &[Finding {
+            invariant: "master-only-work-legitimate",
+            seed: 5317,
+            fix: "calico-recheck-before-act",
+            summary: "a master-only watcher acts on the is_master() answer of its last 5 s poll: a host paused for longer than the lease TTL resumes and performs master-only work before its next poll, after another host won the key (the lease-lock hazard of spec/etcd.md)",
+        }]
     ),
     calico_scenario!(
         "calico-restart",
         Family::Restart,
         "Calico election across graceful restarts, manager crashes, host reboots, etcd restarts and garbled replies",
-        &["graceful-step-down", "dead-pid-cleanup", "elector-exit-on-unexpected-error", "handover"]
+        &["graceful-step-down", "dead-pid-cleanup", "elector-exit-on-unexpected-error", "handover"],
+        &[]
     ),
 ];
 

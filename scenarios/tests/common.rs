@@ -1,0 +1,31 @@
+//! Helpers shared by the scenario tests.
+#![allow(dead_code)]
+
+use scenarios::explore::{ExploreConfig, ExploreSummary};
+use scenarios::{explore, Scenario};
+
+/// Explores `seeds` seeds from `from` on two threads, keeping going; writes no files.
+pub fn sweep(sc: &'static Scenario, from: u64, seeds: u64, bugs: &[&str], fixes: &[&str], keep_going: bool) -> ExploreSummary {
+    let cfg = ExploreConfig {
+        scenario: sc,
+        from,
+        seeds,
+        bugs: bugs.iter().map(|s| s.to_string()).collect(),
+        fixes: fixes.iter().map(|s| s.to_string()).collect(),
+        jobs: 2,
+        keep_going,
+        out_dir: None,
+    };
+    explore(&cfg, |_| {}).expect("valid exploration")
+}
+
+/// The replay command lines of every failure, for assertion messages.
+pub fn replays(s: &ExploreSummary) -> String {
+    s.failures
+        .iter()
+        .map(|f| {
+            let v = f.outcome.violation.as_ref().unwrap();
+            format!("\n  {} -- {}: {}", f.spec.command(), v.invariant, v.explanation)
+        })
+        .collect()
+}
