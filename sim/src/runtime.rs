@@ -72,6 +72,7 @@ pub fn simulate(cfg: SimConfig, monitor: Box<dyn Monitor>, deploy: impl FnOnce(&
             world.boot(n as NodeIx);
         }
         let end_ms = drive(&world, &cfg).await;
+        world.shutdown();
         let (violation, events, trace_hash, trace, coverage) = world.finish();
         let sim_time_ms = violation.as_ref().map_or(end_ms, |v| v.sim_time_ms);
         Outcome { violation, events, sim_time_ms, trace_hash, trace, coverage }

@@ -337,6 +337,18 @@ impl World {
         }
     }
 
+    /// Ends the run: kills every node (madsim wakes their tasks so the executor drops them) and
+    /// drops the service closures. Without this, a task parked on a channel that the world itself
+    /// reaches keeps the whole world alive: a leak per run.
+    pub(crate) fn shutdown(&self) {
+        let mut nodes = self.0.nodes.borrow_mut();
+        for n in nodes.iter_mut() {
+            self.0.handle.kill(n.msim);
+            n.services = None;
+            n.procs.clear();
+        }
+    }
+
     pub(crate) fn finish(&self) -> (Option<Violation>, u64, String, Option<Vec<u8>>, Vec<(&'static str, bool)>) {
         let mut bus = self.0.bus.borrow_mut();
         let hash = format!("{:016x}", bus.hasher.digest());
