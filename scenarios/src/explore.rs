@@ -25,18 +25,30 @@ pub fn parse_seed(s: &str) -> Result<u64, BadInput> {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => t.parse::<u64>(),
     };
-    r.map_err(|e| BadInput(format!("malformed seed '{s}': {e} (give a decimal or 0x-hex number below 2^64)")))
+    r.map_err(|e| {
+        BadInput(format!(
+            "malformed seed '{s}': {e} (give a decimal or 0x-hex number below 2^64)"
+        ))
+    })
 }
 
 /// Validates switch names against the registry and the scenario's system.
 pub fn check_switches(sc: &Scenario, bugs: &[String], fixes: &[String]) -> Result<(), BadInput> {
-    for (names, kind, flag) in [(bugs, SwitchKind::Bug, "--bug"), (fixes, SwitchKind::Fix, "--fix")] {
+    for (names, kind, flag) in [
+        (bugs, SwitchKind::Bug, "--bug"),
+        (fixes, SwitchKind::Fix, "--fix"),
+    ] {
         for n in names {
             let Some(sw) = switch(n, kind) else {
-                return Err(BadInput(format!("unknown {flag} switch '{n}' (see `faultline bugs`)")));
+                return Err(BadInput(format!(
+                    "unknown {flag} switch '{n}' (see `faultline bugs`)"
+                )));
             };
             if sw.system != sc.system {
-                return Err(BadInput(format!("{flag} {n} is a {} switch; scenario {} runs {}", sw.system, sc.name, sc.system)));
+                return Err(BadInput(format!(
+                    "{flag} {n} is a {} switch; scenario {} runs {}",
+                    sw.system, sc.name, sc.system
+                )));
             }
         }
     }
@@ -47,7 +59,10 @@ pub fn check_switches(sc: &Scenario, bugs: &[String], fixes: &[String]) -> Resul
 pub fn find_scenario(name: &str) -> Result<&'static Scenario, BadInput> {
     scenario(name).ok_or_else(|| {
         let names: Vec<&str> = crate::scenario::SCENARIOS.iter().map(|s| s.name).collect();
-        BadInput(format!("unknown scenario '{name}' (known: {})", names.join(", ")))
+        BadInput(format!(
+            "unknown scenario '{name}' (known: {})",
+            names.join(", ")
+        ))
     })
 }
 
@@ -96,18 +111,35 @@ impl ReplayFile {
 
     /// Reads and validates a replay file.
     pub fn load(path: &Path) -> Result<ReplayFile, BadInput> {
-        let text = std::fs::read_to_string(path).map_err(|e| BadInput(format!("cannot read replay file {}: {e}", path.display())))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| BadInput(format!("{} is not a faultline replay file (corrupt or truncated JSON: {e})", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BadInput(format!("cannot read replay file {}: {e}", path.display())))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            BadInput(format!(
+                "{} is not a faultline replay file (corrupt or truncated JSON: {e})",
+                path.display()
+            ))
+        })?;
         if v.get("format").and_then(|f| f.as_str()) != Some(REPLAY_FORMAT) {
-            return Err(BadInput(format!("{} is not a faultline replay file (no \"format\": \"{REPLAY_FORMAT}\")", path.display())));
+            return Err(BadInput(format!(
+                "{} is not a faultline replay file (no \"format\": \"{REPLAY_FORMAT}\")",
+                path.display()
+            )));
         }
         match v.get("version").and_then(|f| f.as_u64()) {
             Some(n) if n == REPLAY_VERSION as u64 => {}
-            Some(n) => return Err(BadInput(format!("{} has replay format version {n}; this faultline reads version {REPLAY_VERSION}", path.display()))),
-            None => return Err(BadInput(format!("{} has no replay format version", path.display()))),
+            Some(n) => return Err(BadInput(format!(
+                "{} has replay format version {n}; this faultline reads version {REPLAY_VERSION}",
+                path.display()
+            ))),
+            None => {
+                return Err(BadInput(format!(
+                    "{} has no replay format version",
+                    path.display()
+                )))
+            }
         }
-        serde_json::from_value(v).map_err(|e| BadInput(format!("{} is a corrupt replay file: {e}", path.display())))
+        serde_json::from_value(v)
+            .map_err(|e| BadInput(format!("{} is a corrupt replay file: {e}", path.display())))
     }
 
     /// The spec it replays.
@@ -127,13 +159,21 @@ impl ReplayFile {
 
     /// Writes atomically (temporary file, then rename).
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        write_atomic(path, serde_json::to_string_pretty(self).expect("serializable").as_bytes())
+        write_atomic(
+            path,
+            serde_json::to_string_pretty(self)
+                .expect("serializable")
+                .as_bytes(),
+        )
     }
 }
 
 /// Writes a file atomically: a temporary file in the same directory, then a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }
@@ -177,14 +217,30 @@ pub struct ExploreSummary {
 /// Explores `seeds` seeds from `from`, in parallel. Each failure's replay file is written the moment
 /// it is found, so an exploration killed half-way keeps every failure it saw. `progress` is called
 /// after each seed with the number done.
-pub fn explore(cfg: &ExploreConfig, progress: impl Fn(u64) + Send + Sync + 'static) -> Result<ExploreSummary, BadInput> {
+pub fn explore(
+    cfg: &ExploreConfig,
+    progress: impl Fn(u64) + Send + Sync + 'static,
+) -> Result<ExploreSummary, BadInput> {
     if cfg.from.checked_add(cfg.seeds.saturating_sub(1)).is_none() {
-        return Err(BadInput(format!("seed range {}..+{} overflows 64 bits", cfg.from, cfg.seeds)));
+        return Err(BadInput(format!(
+            "seed range {}..+{} overflows 64 bits",
+            cfg.from, cfg.seeds
+        )));
     }
     if let Some(dir) = &cfg.out_dir {
-        std::fs::create_dir_all(dir).map_err(|e| BadInput(format!("cannot create output directory {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            BadInput(format!(
+                "cannot create output directory {}: {e}",
+                dir.display()
+            ))
+        })?;
         let probe = dir.join(".faultline-write-test");
-        std::fs::write(&probe, b"").map_err(|e| BadInput(format!("output directory {} is not writable: {e}", dir.display())))?;
+        std::fs::write(&probe, b"").map_err(|e| {
+            BadInput(format!(
+                "output directory {} is not writable: {e}",
+                dir.display()
+            ))
+        })?;
         let _ = std::fs::remove_file(probe);
     }
     let summary = Arc::new(Mutex::new(ExploreSummary {
@@ -216,18 +272,26 @@ pub fn explore(cfg: &ExploreConfig, progress: impl Fn(u64) + Send + Sync + 'stat
                 }
             }
             if outcome.violation.is_some() {
-                let file = c2.out_dir.as_ref().map(|d| d.join(format!("{}-{}.json", spec.scenario.name, spec.seed)));
+                let file = c2
+                    .out_dir
+                    .as_ref()
+                    .map(|d| d.join(format!("{}-{}.json", spec.scenario.name, spec.seed)));
                 let file = match (&file, ReplayFile::new(&spec, &outcome)) {
                     (Some(path), Some(r)) => match r.write(path) {
                         Ok(()) => Some(path.clone()),
                         Err(e) => {
-                            s.write_errors.push(format!("cannot write {}: {e}", path.display()));
+                            s.write_errors
+                                .push(format!("cannot write {}: {e}", path.display()));
                             None
                         }
                     },
                     _ => None,
                 };
-                s.failures.push(Found { spec, outcome, file });
+                s.failures.push(Found {
+                    spec,
+                    outcome,
+                    file,
+                });
                 if !c2.keep_going {
                     stop2.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
@@ -237,7 +301,9 @@ pub fn explore(cfg: &ExploreConfig, progress: impl Fn(u64) + Send + Sync + 'stat
             progress(done);
         },
     );
-    let mut s = Arc::try_unwrap(summary).map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).unwrap_or_else(|a| a.lock().unwrap().clone());
+    let mut s = Arc::try_unwrap(summary)
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .unwrap_or_else(|a| a.lock().unwrap().clone());
     s.failures.sort_by_key(|f| f.spec.seed);
     Ok(s)
 }
@@ -261,14 +327,25 @@ fn crash_outcome(msg: String) -> Outcome {
 }
 
 /// Trace hashes of seeds `from..from+seeds` computed with `jobs` threads, in seed order.
-pub fn hashes(sc: &'static Scenario, from: u64, seeds: u64, bugs: &[String], fixes: &[String], jobs: usize) -> Vec<String> {
+pub fn hashes(
+    sc: &'static Scenario,
+    from: u64,
+    seeds: u64,
+    bugs: &[String],
+    fixes: &[String],
+    jobs: usize,
+) -> Vec<String> {
     let out = Arc::new(Mutex::new(vec![String::new(); seeds as usize]));
     let (o2, bugs, fixes) = (out.clone(), bugs.to_vec(), fixes.to_vec());
     pool(
         seeds as usize,
         jobs,
         Arc::new(AtomicBool::new(false)),
-        move |i| RunSpec::from_seed(sc, from + i as u64, &bugs, &fixes).run().trace_hash,
+        move |i| {
+            RunSpec::from_seed(sc, from + i as u64, &bugs, &fixes)
+                .run()
+                .trace_hash
+        },
         move |i, r| o2.lock().unwrap()[i] = r.unwrap_or_else(|m| format!("panic: {m}")),
     );
     Arc::try_unwrap(out).unwrap().into_inner().unwrap()

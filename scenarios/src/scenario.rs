@@ -33,9 +33,22 @@ pub struct RunSpec {
 
 impl RunSpec {
     /// The spec a seed draws.
-    pub fn from_seed(scenario: &'static Scenario, seed: u64, bugs: &[String], fixes: &[String]) -> RunSpec {
+    pub fn from_seed(
+        scenario: &'static Scenario,
+        seed: u64,
+        bugs: &[String],
+        fixes: &[String],
+    ) -> RunSpec {
         let (options, schedule) = (scenario.draw)(seed);
-        RunSpec { scenario, seed, bugs: bugs.to_vec(), fixes: fixes.to_vec(), options, schedule, keep_trace: false }
+        RunSpec {
+            scenario,
+            seed,
+            bugs: bugs.to_vec(),
+            fixes: fixes.to_vec(),
+            options,
+            schedule,
+            keep_trace: false,
+        }
     }
 
     /// Runs it on the current thread (use `sim::runtime::on_fresh_thread`).

@@ -17,15 +17,39 @@ fn every_bug_switch_is_found_and_replays_exactly() {
         let sc = scenario(sw.scenario).unwrap();
         for from in STARTS {
             let s = sweep(sc, from, 2_000, &[sw.name], &[], false);
-            let f = s.failures.first().unwrap_or_else(|| panic!("{} not found by {} in 2000 seeds from {from}", sw.name, sc.name));
+            let f = s.failures.first().unwrap_or_else(|| {
+                panic!(
+                    "{} not found by {} in 2000 seeds from {from}",
+                    sw.name, sc.name
+                )
+            });
             // Write, read back and replay the failure file.
             let path = dir.join(format!("{}-{from}.json", sw.name));
-            ReplayFile::new(&f.spec, &f.outcome).unwrap().write(&path).unwrap();
+            ReplayFile::new(&f.spec, &f.outcome)
+                .unwrap()
+                .write(&path)
+                .unwrap();
             let r = ReplayFile::load(&path).unwrap();
             let again = run_spec(r.spec().unwrap());
-            let (v1, v2) = (f.outcome.violation.as_ref().unwrap(), again.violation.as_ref().expect("replay reproduces a violation"));
-            assert_eq!((&v1.invariant, v1.event_index), (&v2.invariant, v2.event_index), "{}", f.spec.command());
-            assert_eq!(f.outcome.trace_hash, again.trace_hash, "{}", f.spec.command());
+            let (v1, v2) = (
+                f.outcome.violation.as_ref().unwrap(),
+                again
+                    .violation
+                    .as_ref()
+                    .expect("replay reproduces a violation"),
+            );
+            assert_eq!(
+                (&v1.invariant, v1.event_index),
+                (&v2.invariant, v2.event_index),
+                "{}",
+                f.spec.command()
+            );
+            assert_eq!(
+                f.outcome.trace_hash,
+                again.trace_hash,
+                "{}",
+                f.spec.command()
+            );
         }
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -37,5 +61,10 @@ fn split_brain_under_the_local_master_flag_is_explained() {
     let s = sweep(sc, 0, 2_000, &["calico-local-master-flag"], &[], false);
     let v = s.failures[0].outcome.violation.as_ref().unwrap();
     assert_eq!(v.invariant, "master-only-work-legitimate");
-    assert!(v.explanation.contains("last held the election key") && v.explanation.contains("has held it since"), "{}", v.explanation);
+    assert!(
+        v.explanation.contains("last held the election key")
+            && v.explanation.contains("has held it since"),
+        "{}",
+        v.explanation
+    );
 }

@@ -4,7 +4,10 @@
 use std::process::{Command, Output};
 
 fn faultline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline runs")
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .output()
+        .expect("faultline runs")
 }
 
 fn last_json(o: &Output) -> serde_json::Value {
@@ -16,9 +19,16 @@ fn assert_bad_input(args: &[&str], needle: &str) {
     let o = faultline(args);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: expected one line, got {err:?}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: expected one line, got {err:?}"
+    );
     assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
-    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{args:?}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{args:?}: {err}"
+    );
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -29,34 +39,106 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn bad_input_gets_one_line_and_status_2() {
-    assert_bad_input(&["run", "no-such-scenario", "--seed", "1"], "unknown scenario 'no-such-scenario'");
-    assert_bad_input(&["run", "calico-restart", "--seed", "12x"], "malformed seed '12x'");
-    assert_bad_input(&["run", "calico-restart", "--seed", "18446744073709551616"], "malformed seed");
-    assert_bad_input(&["run", "calico-restart", "--seed", "0x1ffffffffffffffff"], "malformed seed");
-    assert_bad_input(&["run", "calico-restart", "--seed", "1", "--bug", "nope"], "unknown --bug switch 'nope'");
-    assert_bad_input(&["run", "calico-restart", "--seed", "1", "--fix", "calico-local-master-flag"], "unknown --fix switch");
+    assert_bad_input(
+        &["run", "no-such-scenario", "--seed", "1"],
+        "unknown scenario 'no-such-scenario'",
+    );
+    assert_bad_input(
+        &["run", "calico-restart", "--seed", "12x"],
+        "malformed seed '12x'",
+    );
+    assert_bad_input(
+        &["run", "calico-restart", "--seed", "18446744073709551616"],
+        "malformed seed",
+    );
+    assert_bad_input(
+        &["run", "calico-restart", "--seed", "0x1ffffffffffffffff"],
+        "malformed seed",
+    );
+    assert_bad_input(
+        &["run", "calico-restart", "--seed", "1", "--bug", "nope"],
+        "unknown --bug switch 'nope'",
+    );
+    assert_bad_input(
+        &[
+            "run",
+            "calico-restart",
+            "--seed",
+            "1",
+            "--fix",
+            "calico-local-master-flag",
+        ],
+        "unknown --fix switch",
+    );
     assert_bad_input(&["explore", "calico-restart", "--seeds", "0"], "at least 1");
-    assert_bad_input(&["explore", "calico-restart", "--from", "18446744073709551615", "--seeds", "2"], "overflows");
+    assert_bad_input(
+        &[
+            "explore",
+            "calico-restart",
+            "--from",
+            "18446744073709551615",
+            "--seeds",
+            "2",
+        ],
+        "overflows",
+    );
     assert_bad_input(&["frobnicate"], "unrecognized subcommand");
-    assert_bad_input(&["replay", "/nonexistent/file.json"], "cannot read replay file");
+    assert_bad_input(
+        &["replay", "/nonexistent/file.json"],
+        "cannot read replay file",
+    );
     let truncated = tmp("truncated.json");
     std::fs::write(&truncated, "{\"format\": \"faultline-replay\", \"vers").unwrap();
-    assert_bad_input(&["replay", truncated.to_str().unwrap()], "corrupt or truncated");
+    assert_bad_input(
+        &["replay", truncated.to_str().unwrap()],
+        "corrupt or truncated",
+    );
     let other = tmp("other.json");
     std::fs::write(&other, "{\"hello\": 1}").unwrap();
-    assert_bad_input(&["replay", other.to_str().unwrap()], "not a faultline replay file");
+    assert_bad_input(
+        &["replay", other.to_str().unwrap()],
+        "not a faultline replay file",
+    );
     let future = tmp("future.json");
-    std::fs::write(&future, "{\"format\": \"faultline-replay\", \"version\": 99}").unwrap();
+    std::fs::write(
+        &future,
+        "{\"format\": \"faultline-replay\", \"version\": 99}",
+    )
+    .unwrap();
     assert_bad_input(&["replay", future.to_str().unwrap()], "version 99");
     let fields = tmp("fields.json");
-    std::fs::write(&fields, "{\"format\": \"faultline-replay\", \"version\": 1, \"seed\": \"x\"}").unwrap();
+    std::fs::write(
+        &fields,
+        "{\"format\": \"faultline-replay\", \"version\": 1, \"seed\": \"x\"}",
+    )
+    .unwrap();
     assert_bad_input(&["replay", fields.to_str().unwrap()], "corrupt replay file");
     // An output directory that cannot be created (its parent is a file).
     let file = tmp("plain-file");
     std::fs::write(&file, "x").unwrap();
     let out = file.join("sub");
-    assert_bad_input(&["explore", "calico-restart", "--seeds", "1", "--out", out.to_str().unwrap()], "cannot create output directory");
-    assert_bad_input(&["run", "calico-restart", "--seed", "1", "--trace", out.to_str().unwrap()], "cannot write trace file");
+    assert_bad_input(
+        &[
+            "explore",
+            "calico-restart",
+            "--seeds",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "cannot create output directory",
+    );
+    assert_bad_input(
+        &[
+            "run",
+            "calico-restart",
+            "--seed",
+            "1",
+            "--trace",
+            out.to_str().unwrap(),
+        ],
+        "cannot write trace file",
+    );
 }
 
 #[test]
@@ -64,7 +146,18 @@ fn run_json_and_exit_status() {
     let o = faultline(&["run", "calico-split-brain", "--seed", "0x2a", "--json"]);
     assert_eq!(o.status.code(), Some(0));
     let j = last_json(&o);
-    for k in ["scenario", "seed", "bugs", "fixes", "outcome", "violation", "events", "sim_time_ms", "wall_ms", "trace_hash"] {
+    for k in [
+        "scenario",
+        "seed",
+        "bugs",
+        "fixes",
+        "outcome",
+        "violation",
+        "events",
+        "sim_time_ms",
+        "wall_ms",
+        "trace_hash",
+    ] {
         assert!(j.get(k).is_some(), "missing {k} in {j}");
     }
     assert_eq!(j["seed"], 42);
@@ -74,31 +167,82 @@ fn run_json_and_exit_status() {
 #[test]
 fn explore_finds_writes_and_replays_a_failure() {
     let dir = tmp("failures");
-    let o = faultline(&["explore", "calico-restart", "--bug", "calico-no-dead-pid-cleanup", "--seeds", "200", "--jobs", "2", "--out", dir.to_str().unwrap(), "--json"]);
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = faultline(&[
+        "explore",
+        "calico-restart",
+        "--bug",
+        "calico-no-dead-pid-cleanup",
+        "--seeds",
+        "200",
+        "--jobs",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let j = last_json(&o);
-    for k in ["scenario", "bugs", "fixes", "seeds_run", "failures", "first_failure", "wall_ms", "seeds_per_sec", "sim_speedup", "failure_file"] {
+    for k in [
+        "scenario",
+        "bugs",
+        "fixes",
+        "seeds_run",
+        "failures",
+        "first_failure",
+        "wall_ms",
+        "seeds_per_sec",
+        "sim_speedup",
+        "failure_file",
+    ] {
         assert!(j.get(k).is_some(), "missing {k} in {j}");
     }
     let file = j["failure_file"].as_str().unwrap().to_string();
     assert!(std::path::Path::new(&file).exists());
     let r = faultline(&["replay", &file, "--json"]);
-    assert_eq!(r.status.code(), Some(1), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
     let rj = last_json(&r);
     assert_eq!(rj["reproduced"], true);
-    assert_eq!(rj["violation"]["invariant"], j["first_failure"]["invariant"]);
+    assert_eq!(
+        rj["violation"]["invariant"],
+        j["first_failure"]["invariant"]
+    );
     // Plain output names the invariant, the causal sentence and the replay command.
     let p = faultline(&["replay", &file]);
     let text = String::from_utf8_lossy(&p.stdout);
-    assert!(text.contains("VIOLATION prompt-handover") && text.contains("replay: cargo run --release --bin faultline -- replay"), "{text}");
+    assert!(
+        text.contains("VIOLATION prompt-handover")
+            && text.contains("replay: cargo run --release --bin faultline -- replay"),
+        "{text}"
+    );
 }
 
 #[test]
 fn tampered_replay_is_nondeterminism() {
     let dir = tmp("tamper");
-    let o = faultline(&["explore", "calico-restart", "--bug", "calico-no-dead-pid-cleanup", "--seeds", "200", "--out", dir.to_str().unwrap(), "--json"]);
+    let o = faultline(&[
+        "explore",
+        "calico-restart",
+        "--bug",
+        "calico-no-dead-pid-cleanup",
+        "--seeds",
+        "200",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
     let file = last_json(&o)["failure_file"].as_str().unwrap().to_string();
-    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     v["trace_hash"] = serde_json::json!("0000000000000000");
     std::fs::write(&file, v.to_string()).unwrap();
     assert_eq!(faultline(&["replay", &file]).status.code(), Some(3));
@@ -108,11 +252,19 @@ fn tampered_replay_is_nondeterminism() {
 fn list_bugs_and_check_determinism() {
     let l = faultline(&["list"]);
     let text = String::from_utf8_lossy(&l.stdout);
-    for s in ["calico-silent-task-death", "calico-clock-skew", "calico-split-brain", "calico-restart"] {
+    for s in [
+        "calico-silent-task-death",
+        "calico-clock-skew",
+        "calico-split-brain",
+        "calico-restart",
+    ] {
         assert!(text.contains(s), "{text}");
     }
     let b = last_json(&faultline(&["bugs", "--json"]));
-    assert_eq!(b["switches"].as_array().unwrap().len(), scenarios::SWITCHES.len());
+    assert_eq!(
+        b["switches"].as_array().unwrap().len(),
+        scenarios::SWITCHES.len()
+    );
     let d = faultline(&["check-determinism", "calico-clock-skew", "--seeds", "6"]);
     assert_eq!(d.status.code(), Some(0));
     assert_eq!(last_json(&d)["mismatches"], 0);

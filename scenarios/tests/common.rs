@@ -5,7 +5,14 @@ use scenarios::explore::{ExploreConfig, ExploreSummary};
 use scenarios::{explore, Scenario};
 
 /// Explores `seeds` seeds from `from` on two threads, keeping going; writes no files.
-pub fn sweep(sc: &'static Scenario, from: u64, seeds: u64, bugs: &[&str], fixes: &[&str], keep_going: bool) -> ExploreSummary {
+pub fn sweep(
+    sc: &'static Scenario,
+    from: u64,
+    seeds: u64,
+    bugs: &[&str],
+    fixes: &[&str],
+    keep_going: bool,
+) -> ExploreSummary {
     let cfg = ExploreConfig {
         scenario: sc,
         from,
@@ -24,8 +31,11 @@ pub fn replays(s: &ExploreSummary) -> String {
     s.failures
         .iter()
         .map(|f| {
-            let v = f.outcome.violation.as_ref().unwrap();
-            format!("\n  {} -- {}: {}", f.spec.command(), v.invariant, v.explanation)
+            format!(
+                "\n  {}\n  replay: {}",
+                reports::summary(f.spec.scenario.name, f.spec.seed, &f.outcome),
+                f.spec.command()
+            )
         })
         .collect()
 }

@@ -16,7 +16,11 @@ fn same_seed_same_hash_across_runs_and_thread_counts() {
         let mut distinct = one.clone();
         distinct.sort();
         distinct.dedup();
-        assert!(distinct.len() > 12, "{}: seeds should give different runs", sc.name);
+        assert!(
+            distinct.len() > 12,
+            "{}: seeds should give different runs",
+            sc.name
+        );
     }
 }
 
@@ -27,8 +31,14 @@ fn trace_hash_matches_the_trace() {
     spec.keep_trace = true;
     let o = run_spec(spec);
     let trace = o.trace.unwrap();
-    assert_eq!(format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&trace)), o.trace_hash);
-    assert_eq!(trace.iter().filter(|b| **b == b'\n').count() as u64, o.events);
+    assert_eq!(
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&trace)),
+        o.trace_hash
+    );
+    assert_eq!(
+        trace.iter().filter(|b| **b == b'\n').count() as u64,
+        o.events
+    );
     for line in String::from_utf8(trace).unwrap().lines() {
         let _: sim::event::TraceLine = serde_json::from_str(line).unwrap();
     }
@@ -40,7 +50,10 @@ fn golden_trace_hashes() {
         .iter()
         .map(|sc| {
             let o = run_spec(RunSpec::from_seed(sc, 42, &[], &[]));
-            format!("{} seed 42: {} events, {} ms, trace {}", sc.name, o.events, o.sim_time_ms, o.trace_hash)
+            format!(
+                "{} seed 42: {} events, {} ms, trace {}",
+                sc.name, o.events, o.sim_time_ms, o.trace_hash
+            )
         })
         .collect();
     insta::assert_snapshot!(golden.join("\n"));

@@ -50,7 +50,11 @@ impl NodeClock {
     /// true time 0.
     pub fn new(offset_us: i64, drift_ppm: i64) -> Self {
         NodeClock {
-            segments: vec![Segment { from_us: 0, wall_at_from_us: offset_us, drift_ppm }],
+            segments: vec![Segment {
+                from_us: 0,
+                wall_at_from_us: offset_us,
+                drift_ppm,
+            }],
             boot_us: 0,
         }
     }
@@ -83,12 +87,18 @@ impl NodeClock {
 
     /// Current drift in ppm.
     pub fn drift_ppm(&self) -> i64 {
-        self.segments.last().expect("a clock has a segment").drift_ppm
+        self.segments
+            .last()
+            .expect("a clock has a segment")
+            .drift_ppm
     }
 
     fn push(&mut self, seg: Segment) {
         let last = self.segments.last().expect("a clock has a segment");
-        assert!(seg.from_us >= last.from_us, "clock changes must be applied in true-time order");
+        assert!(
+            seg.from_us >= last.from_us,
+            "clock changes must be applied in true-time order"
+        );
         if seg.from_us == last.from_us {
             *self.segments.last_mut().unwrap() = seg;
         } else {
@@ -100,13 +110,21 @@ impl NodeClock {
     pub fn step(&mut self, t_us: u64, delta_us: i64) {
         let wall = self.wall_at(t_us) + delta_us;
         let drift_ppm = self.drift_ppm();
-        self.push(Segment { from_us: t_us, wall_at_from_us: wall, drift_ppm });
+        self.push(Segment {
+            from_us: t_us,
+            wall_at_from_us: wall,
+            drift_ppm,
+        });
     }
 
     /// Change the drift rate from true time `t_us` on (the reading itself is continuous).
     pub fn set_drift(&mut self, t_us: u64, drift_ppm: i64) {
         let wall = self.wall_at(t_us);
-        self.push(Segment { from_us: t_us, wall_at_from_us: wall, drift_ppm });
+        self.push(Segment {
+            from_us: t_us,
+            wall_at_from_us: wall,
+            drift_ppm,
+        });
     }
 
     /// The node booted at true time `t_us`: the monotonic clock restarts at zero; the wall clock
@@ -126,7 +144,11 @@ impl NodeClock {
         // correct the rounding by scanning a few microseconds.
         let need = (wall_us - seg.wall_at_from_us) as i128;
         let rate = PPM + seg.drift_ppm as i128;
-        let mut dt = if rate <= 0 { need } else { (need * PPM + rate - 1).div_euclid(rate) };
+        let mut dt = if rate <= 0 {
+            need
+        } else {
+            (need * PPM + rate - 1).div_euclid(rate)
+        };
         dt = dt.max((now_us - seg.from_us) as i128);
         while dt > 0 && seg.wall_at(seg.from_us + (dt - 1) as u64) >= wall_us {
             dt -= 1;
@@ -217,7 +239,10 @@ mod tests {
                 let t = c.true_time_for_wall(target, 1_000_000);
                 assert!(c.wall_at(t) >= target, "ppm {ppm} target {target}");
                 if t > 1_000_000 {
-                    assert!(c.wall_at(t - 1) < target, "not earliest: ppm {ppm} target {target}");
+                    assert!(
+                        c.wall_at(t - 1) < target,
+                        "not earliest: ppm {ppm} target {target}"
+                    );
                 }
             }
         }
@@ -233,6 +258,9 @@ mod tests {
     fn rfc3339() {
         assert_eq!(format_rfc3339(0), "2026-01-01T00:00:00.000000Z");
         assert_eq!(format_rfc3339(-1), "2025-12-31T23:59:59.999999Z");
-        assert_eq!(format_rfc3339(86_400_000_000 * 59 + 3_723_000_001), "2026-03-01T01:02:03.000001Z");
+        assert_eq!(
+            format_rfc3339(86_400_000_000 * 59 + 3_723_000_001),
+            "2026-03-01T01:02:03.000001Z"
+        );
     }
 }

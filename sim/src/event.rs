@@ -37,7 +37,11 @@ pub enum DeleteCause {
 pub enum Event {
     // ---- the world ----
     /// A scheduled fault started (`id` is its position in the schedule).
-    FaultStart { id: u32, dur_ms: u64, fault: FaultKind },
+    FaultStart {
+        id: u32,
+        dur_ms: u64,
+        fault: FaultKind,
+    },
     /// A fault with a duration ended (or was healed by the liveness phase).
     FaultEnd { id: u32 },
     /// Faults stop; the monitor now checks liveness.
@@ -53,11 +57,19 @@ pub enum Event {
     /// A process started.
     ProcessStart { pid: u32, name: String },
     /// A process ended.
-    ProcessExit { pid: u32, name: String, status: ExitStatus },
+    ProcessExit {
+        pid: u32,
+        name: String,
+        status: ExitStatus,
+    },
     /// A task was dropped silently (no cleanup ran).
     TaskDeath { pid: u32, task: String },
     /// A task will not be polled until `until_ms` (true time).
-    TaskStall { pid: u32, task: String, until_ms: u64 },
+    TaskStall {
+        pid: u32,
+        task: String,
+        until_ms: u64,
+    },
     /// The node's wall clock jumped.
     ClockStep { delta_ms: i64 },
     /// The node's wall clock drift changed.
@@ -65,11 +77,27 @@ pub enum Event {
 
     // ---- the simulated etcd ----
     /// A key was created or updated.
-    EtcdPut { key: String, value: String, rev: i64, version: i64, lease: i64, client: String },
+    EtcdPut {
+        key: String,
+        value: String,
+        rev: i64,
+        version: i64,
+        lease: i64,
+        client: String,
+    },
     /// A key was deleted.
-    EtcdDelete { key: String, rev: i64, prev_value: String, cause: DeleteCause },
+    EtcdDelete {
+        key: String,
+        rev: i64,
+        prev_value: String,
+        cause: DeleteCause,
+    },
     /// A lease was granted.
-    EtcdLeaseGrant { lease: i64, ttl_s: i64, client: String },
+    EtcdLeaseGrant {
+        lease: i64,
+        ttl_s: i64,
+        client: String,
+    },
     /// A lease expired on the etcd node's clock (its keys' deletions follow).
     EtcdLeaseExpire { lease: i64 },
     /// The store was compacted at `rev`.
@@ -77,7 +105,11 @@ pub enum Event {
     /// etcd came back after a crash; with `lease_ttl_reset` every lease got its full TTL again.
     EtcdRecover { lease_ttl_reset: bool },
     /// A request timed out at the client but was (or was not) applied.
-    EtcdAmbiguous { op: String, applied: bool, client: String },
+    EtcdAmbiguous {
+        op: String,
+        applied: bool,
+        client: String,
+    },
 
     // ---- Calico (networking-calico's OpenStack driver) ----
     /// The elector tries to create the election key.
@@ -97,7 +129,11 @@ pub enum Event {
     /// The elector hit an unexpected error; its process exits with status 1.
     CalicoElectorCrash { id: String, error: String },
     /// A master-only side effect (`worker`: which worker, `action`: what it did).
-    CalicoMasterOnly { pid: u32, worker: String, action: String },
+    CalicoMasterOnly {
+        pid: u32,
+        worker: String,
+        action: String,
+    },
     /// `is_master()` answered false because the stamp was stale (logged as a warning upstream).
     CalicoStaleStamp { age_ms: i64 },
     /// A watcher worker started or stopped its master-only watch.

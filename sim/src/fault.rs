@@ -93,7 +93,9 @@ impl FaultKind {
         use FaultKind::*;
         match self {
             Partition { a, b } => format!("partition [{}] | [{}]", a.join(", "), b.join(", ")),
-            Simplex { from, to } => format!("simplex [{}] -> [{}] cut", from.join(", "), to.join(", ")),
+            Simplex { from, to } => {
+                format!("simplex [{}] -> [{}] cut", from.join(", "), to.join(", "))
+            }
             Isolate { node } => format!("isolate {node}"),
             Latency { node, extra_ms } => format!("+{extra_ms} ms latency at {node}"),
             Pause { node } => format!("pause {node}"),
@@ -105,7 +107,9 @@ impl FaultKind {
             ProcessCrash { node, process } => format!("crash of process {node}/{process}"),
             ServiceRestart { node } => format!("graceful service restart on {node}"),
             ServiceUnavailable { node } => format!("{node} unavailable"),
-            ServiceAmbiguous { node, percent } => format!("{percent}% ambiguous timeouts at {node}"),
+            ServiceAmbiguous { node, percent } => {
+                format!("{percent}% ambiguous timeouts at {node}")
+            }
             ServiceSlow { node, extra_ms } => format!("{node} slow by {extra_ms} ms"),
             ServiceGarbled { node, percent } => format!("{percent}% garbled replies from {node}"),
         }

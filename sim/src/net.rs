@@ -23,16 +23,25 @@ impl World {
         }
         let net = self.0.net.borrow();
         !net.rules.values().any(|r| {
-            (r.from.contains(&from) && r.to.contains(&to)) || (r.both_ways && r.from.contains(&to) && r.to.contains(&from))
+            (r.from.contains(&from) && r.to.contains(&to))
+                || (r.both_ways && r.from.contains(&to) && r.to.contains(&from))
         })
     }
 
     /// One-way latency for a message from `from` to `to` sent now.
     pub fn latency(&self, from: NodeIx, to: NodeIx) -> Duration {
         let mut net = self.0.net.borrow_mut();
-        let (lo, hi) = (net.spec.latency_min_us, net.spec.latency_max_us.max(net.spec.latency_min_us));
+        let (lo, hi) = (
+            net.spec.latency_min_us,
+            net.spec.latency_max_us.max(net.spec.latency_min_us),
+        );
         let base = net.rng.random_range(lo..=hi);
-        let extra: u64 = net.extra_us.values().filter(|(n, _)| *n == from || *n == to).map(|(_, e)| e).sum();
+        let extra: u64 = net
+            .extra_us
+            .values()
+            .filter(|(n, _)| *n == from || *n == to)
+            .map(|(_, e)| e)
+            .sum();
         Duration::from_micros(base + extra)
     }
 }
@@ -73,7 +82,10 @@ pub struct Endpoint<Req, Resp> {
 
 impl<Req, Resp> Clone for Endpoint<Req, Resp> {
     fn clone(&self) -> Self {
-        Endpoint { node: self.node, inbox: self.inbox.clone() }
+        Endpoint {
+            node: self.node,
+            inbox: self.inbox.clone(),
+        }
     }
 }
 
@@ -88,7 +100,10 @@ pub enum RpcError {
 impl<Req, Resp> Endpoint<Req, Resp> {
     /// A service address on `node`.
     pub fn new(node: NodeIx) -> Self {
-        Endpoint { node, inbox: Rc::new(RefCell::new(None)) }
+        Endpoint {
+            node,
+            inbox: Rc::new(RefCell::new(None)),
+        }
     }
 
     /// The node serving it.
@@ -119,7 +134,14 @@ impl<Req, Resp> Endpoint<Req, Resp> {
             let delivered = world.reachable(from, to) && world.node_up(to);
             let (tx, rx) = oneshot::channel();
             let queued = match (delivered, sender) {
-                (true, Some(s)) => s.unbounded_send(Call { caller, from, req, reply: Responder(tx) }).is_ok(),
+                (true, Some(s)) => s
+                    .unbounded_send(Call {
+                        caller,
+                        from,
+                        req,
+                        reply: Responder(tx),
+                    })
+                    .is_ok(),
                 _ => false,
             };
             if !queued {
@@ -135,7 +157,9 @@ impl<Req, Resp> Endpoint<Req, Resp> {
             }
             resp
         };
-        madsim::time::timeout(timeout, exchange).await.map_err(|_| RpcError::Timeout)
+        madsim::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| RpcError::Timeout)
     }
 }
 
@@ -163,15 +187,28 @@ pub struct StreamRx<T> {
 pub fn stream<T>(world: &World, from: NodeIx, to: NodeIx) -> (StreamTx<T>, StreamRx<T>) {
     let (tx, rx) = mpsc::unbounded();
     (
-        StreamTx { world: world.clone(), tx, from, to, last_us: Cell::new(0) },
-        StreamRx { world: world.clone(), rx, from, to, broken: false },
+        StreamTx {
+            world: world.clone(),
+            tx,
+            from,
+            to,
+            last_us: Cell::new(0),
+        },
+        StreamRx {
+            world: world.clone(),
+            rx,
+            from,
+            to,
+            broken: false,
+        },
     )
 }
 
 impl<T> StreamTx<T> {
     /// Sends an item; false if the receiver is gone (the client dropped the stream).
     pub fn send(&self, item: T) -> bool {
-        let at = (self.world.now_us() + self.world.latency(self.from, self.to).as_micros() as u64).max(self.last_us.get());
+        let at = (self.world.now_us() + self.world.latency(self.from, self.to).as_micros() as u64)
+            .max(self.last_us.get());
         self.last_us.set(at);
         self.tx.unbounded_send((at, item)).is_ok()
     }

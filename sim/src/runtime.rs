@@ -63,10 +63,20 @@ enum Item {
 }
 
 /// Runs one simulation on the current thread. Call it on a fresh thread ([`on_fresh_thread`]).
-pub fn simulate(cfg: SimConfig, monitor: Box<dyn Monitor>, deploy: impl FnOnce(&World) + 'static) -> Outcome {
+pub fn simulate(
+    cfg: SimConfig,
+    monitor: Box<dyn Monitor>,
+    deploy: impl FnOnce(&World) + 'static,
+) -> Outcome {
     let rt = madsim::runtime::Runtime::with_seed_and_config(cfg.seed, madsim::Config::default());
     rt.block_on(async move {
-        let world = World::new(cfg.seed, &cfg.nodes, cfg.net.clone(), monitor, cfg.keep_trace);
+        let world = World::new(
+            cfg.seed,
+            &cfg.nodes,
+            cfg.net.clone(),
+            monitor,
+            cfg.keep_trace,
+        );
         deploy(&world);
         for n in 0..world.node_count() {
             world.boot(n as NodeIx);
@@ -75,7 +85,14 @@ pub fn simulate(cfg: SimConfig, monitor: Box<dyn Monitor>, deploy: impl FnOnce(&
         world.shutdown();
         let (violation, events, trace_hash, trace, coverage) = world.finish();
         let sim_time_ms = violation.as_ref().map_or(end_ms, |v| v.sim_time_ms);
-        Outcome { violation, events, sim_time_ms, trace_hash, trace, coverage }
+        Outcome {
+            violation,
+            events,
+            sim_time_ms,
+            trace_hash,
+            trace,
+            coverage,
+        }
     })
 }
 
@@ -99,7 +116,10 @@ async fn drive(world: &World, cfg: &SimConfig) -> u64 {
     push(&mut agenda, end_us, Item::Finish);
     let mut in_window = true;
     loop {
-        let (&(at_us, key), _) = agenda.iter().next().expect("the agenda always holds Finish");
+        let (&(at_us, key), _) = agenda
+            .iter()
+            .next()
+            .expect("the agenda always holds Finish");
         let seen = world.0.stopped.generation();
         if at_us > world.now_us() {
             let sleep = madsim::time::sleep_until(world.instant_at(at_us));
@@ -142,7 +162,9 @@ async fn drive(world: &World, cfg: &SimConfig) -> u64 {
 }
 
 /// Runs `f` on a fresh OS thread and returns its result, or the panic message if it panicked.
-pub fn on_fresh_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Result<R, String> {
+pub fn on_fresh_thread<R: Send + 'static>(
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Result<R, String> {
     let handle = std::thread::Builder::new()
         .name("faultline-run".into())
         .stack_size(16 << 20)
@@ -193,7 +215,10 @@ pub fn pool<R: Send + 'static>(
 
 /// A convenient default for `SimConfig::net`: 0.5-5 ms one-way latency.
 pub fn lan() -> NetSpec {
-    NetSpec { latency_min_us: 500, latency_max_us: 5_000 }
+    NetSpec {
+        latency_min_us: 500,
+        latency_max_us: 5_000,
+    }
 }
 
 /// Sleep helper that is a no-op for zero durations (madsim's minimum sleep is 1 ms).

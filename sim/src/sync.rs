@@ -42,7 +42,10 @@ impl Notify {
 
     /// Resolves once the generation differs from `seen`.
     pub fn changed_since(&self, seen: u64) -> Changed {
-        Changed { notify: self.clone(), seen }
+        Changed {
+            notify: self.clone(),
+            seen,
+        }
     }
 }
 

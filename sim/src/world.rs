@@ -206,7 +206,12 @@ impl World {
 
     /// Index of the node with this name.
     pub fn node(&self, name: &str) -> Option<NodeIx> {
-        self.0.nodes.borrow().iter().position(|n| n.name == name).map(|i| i as NodeIx)
+        self.0
+            .nodes
+            .borrow()
+            .iter()
+            .position(|n| n.name == name)
+            .map(|i| i as NodeIx)
     }
 
     /// Name of a node.
@@ -250,7 +255,9 @@ impl World {
     /// does), assuming no further clock changes.
     pub fn true_time_for_wall(&self, node: NodeIx, wall_us: i64) -> u64 {
         let now = self.now_us();
-        self.0.nodes.borrow()[node as usize].clock.true_time_for_wall(wall_us, now)
+        self.0.nodes.borrow()[node as usize]
+            .clock
+            .true_time_for_wall(wall_us, now)
     }
 
     /// Current fault modes of the service on `node`.
@@ -279,13 +286,27 @@ impl World {
         if bus.violation.is_some() {
             return;
         }
-        let rec = Record { index: bus.next_index, t_us: now, node, local_us, event };
+        let rec = Record {
+            index: bus.next_index,
+            t_us: now,
+            node,
+            local_us,
+            event,
+        };
         bus.next_index += 1;
         {
             let nodes = self.0.nodes.borrow();
             let name = nodes[node as usize].name.as_str();
-            let line = TraceLineRef { i: rec.index, t_us: now, node: name, local_us, ev: &rec.event };
-            let Bus { buf, hasher, trace, .. } = &mut *bus;
+            let line = TraceLineRef {
+                i: rec.index,
+                t_us: now,
+                node: name,
+                local_us,
+                ev: &rec.event,
+            };
+            let Bus {
+                buf, hasher, trace, ..
+            } = &mut *bus;
             buf.clear();
             serde_json::to_writer(&mut *buf, &line).expect("events serialize");
             buf.push(b'\n');
@@ -312,7 +333,9 @@ impl World {
     }
 
     fn record_violation(&self, bus: &mut Bus, f: Failure, index: u64, now_us: u64) {
-        let node = f.node.map(|n| self.0.nodes.borrow()[n as usize].name.clone());
+        let node = f
+            .node
+            .map(|n| self.0.nodes.borrow()[n as usize].name.clone());
         bus.violation = Some(Violation {
             invariant: f.invariant.to_string(),
             kind: f.kind,
@@ -349,10 +372,24 @@ impl World {
         }
     }
 
-    pub(crate) fn finish(&self) -> (Option<Violation>, u64, String, Option<Vec<u8>>, Vec<(&'static str, bool)>) {
+    pub(crate) fn finish(
+        &self,
+    ) -> (
+        Option<Violation>,
+        u64,
+        String,
+        Option<Vec<u8>>,
+        Vec<(&'static str, bool)>,
+    ) {
         let mut bus = self.0.bus.borrow_mut();
         let hash = format!("{:016x}", bus.hasher.digest());
-        (bus.violation.clone(), bus.next_index, hash, bus.trace.take(), bus.monitor.coverage())
+        (
+            bus.violation.clone(),
+            bus.next_index,
+            hash,
+            bus.trace.take(),
+            bus.monitor.coverage(),
+        )
     }
 
     // ---------------------------------------------------------------- nodes and processes
@@ -379,7 +416,10 @@ impl World {
     fn start_services(&self, node: NodeIx) {
         let services = self.0.nodes.borrow()[node as usize].services.clone();
         if let Some(s) = services {
-            s(&Host { world: self.clone(), node });
+            s(&Host {
+                world: self.clone(),
+                node,
+            });
         }
     }
 
@@ -415,21 +455,37 @@ impl World {
             );
             pid
         };
-        self.emit(node, Event::ProcessStart { pid, name: name.to_string() });
-        Proc { world: self.clone(), node, pid }
+        self.emit(
+            node,
+            Event::ProcessStart {
+                pid,
+                name: name.to_string(),
+            },
+        );
+        Proc {
+            world: self.clone(),
+            node,
+            pid,
+        }
     }
 
     /// Ends a process: its tasks are dropped (no cleanup runs) and waiters learn its status.
     fn end_process(&self, node: NodeIx, pid: u32, status: ExitStatus) {
         let (name, tasks, exited) = {
             let mut nodes = self.0.nodes.borrow_mut();
-            let Some(p) = nodes[node as usize].procs.get_mut(&pid) else { return };
+            let Some(p) = nodes[node as usize].procs.get_mut(&pid) else {
+                return;
+            };
             if !p.alive {
                 return;
             }
             p.alive = false;
             p.exit_status = Some(status.clone());
-            (p.name.clone(), std::mem::take(&mut p.tasks), p.exited.clone())
+            (
+                p.name.clone(),
+                std::mem::take(&mut p.tasks),
+                p.exited.clone(),
+            )
         };
         for slot in tasks.values() {
             slot.abort.abort();
@@ -440,14 +496,30 @@ impl World {
 
     fn find_process(&self, node: NodeIx, pred: impl Fn(&ProcState) -> bool) -> Option<u32> {
         let nodes = self.0.nodes.borrow();
-        nodes[node as usize].procs.iter().rev().find(|(_, p)| p.alive && pred(p)).map(|(pid, _)| *pid)
+        nodes[node as usize]
+            .procs
+            .iter()
+            .rev()
+            .find(|(_, p)| p.alive && pred(p))
+            .map(|(pid, _)| *pid)
     }
 
-    fn spawn_task(&self, node: NodeIx, pid: u32, name: &str, fut: Pin<Box<dyn Future<Output = ()>>>) {
+    fn spawn_task(
+        &self,
+        node: NodeIx,
+        pid: u32,
+        name: &str,
+        fut: Pin<Box<dyn Future<Output = ()>>>,
+    ) {
         let stall = Rc::new(Cell::new(0u64));
         let world = self.clone();
         let task_name = name.to_string();
-        let wrapped = Stallable { world: self.clone(), until_us: stall.clone(), sleep: None, inner: fut };
+        let wrapped = Stallable {
+            world: self.clone(),
+            until_us: stall.clone(),
+            sleep: None,
+            inner: fut,
+        };
         let body = async move {
             wrapped.await;
             // Finished normally: forget the slot so that later faults do not target it.
@@ -462,7 +534,13 @@ impl World {
         let mut nodes = self.0.nodes.borrow_mut();
         if let Some(p) = nodes[node as usize].procs.get_mut(&pid) {
             if p.alive {
-                p.tasks.insert(name.to_string(), TaskSlot { abort: jh.abort_handle(), stall_until_us: stall });
+                p.tasks.insert(
+                    name.to_string(),
+                    TaskSlot {
+                        abort: jh.abort_handle(),
+                        stall_until_us: stall,
+                    },
+                );
                 return;
             }
         }
@@ -476,28 +554,61 @@ impl World {
         let mut later = Vec::new();
         let kind = &fault.kind;
         let first = kind.nodes().first().and_then(|n| self.node(n)).unwrap_or(0);
-        self.emit(first, Event::FaultStart { id, dur_ms: fault.dur_ms, fault: kind.clone() });
+        self.emit(
+            first,
+            Event::FaultStart {
+                id,
+                dur_ms: fault.dur_ms,
+                fault: kind.clone(),
+            },
+        );
         let now = self.now_us();
-        let resolve = |names: &[String]| names.iter().filter_map(|n| self.node(n)).collect::<Vec<_>>();
+        let resolve = |names: &[String]| {
+            names
+                .iter()
+                .filter_map(|n| self.node(n))
+                .collect::<Vec<_>>()
+        };
         use FaultKind::*;
         match kind {
             Partition { a, b } => {
-                let rule = NetRule { from: resolve(a), to: resolve(b), both_ways: true };
+                let rule = NetRule {
+                    from: resolve(a),
+                    to: resolve(b),
+                    both_ways: true,
+                };
                 self.0.net.borrow_mut().rules.insert(id, rule);
             }
             Simplex { from, to } => {
-                let rule = NetRule { from: resolve(from), to: resolve(to), both_ways: false };
+                let rule = NetRule {
+                    from: resolve(from),
+                    to: resolve(to),
+                    both_ways: false,
+                };
                 self.0.net.borrow_mut().rules.insert(id, rule);
             }
             Isolate { node } => {
                 if let Some(n) = self.node(node) {
-                    let others = (0..self.node_count() as NodeIx).filter(|&o| o != n).collect();
-                    self.0.net.borrow_mut().rules.insert(id, NetRule { from: vec![n], to: others, both_ways: true });
+                    let others = (0..self.node_count() as NodeIx)
+                        .filter(|&o| o != n)
+                        .collect();
+                    self.0.net.borrow_mut().rules.insert(
+                        id,
+                        NetRule {
+                            from: vec![n],
+                            to: others,
+                            both_ways: true,
+                        },
+                    );
                 }
             }
             Latency { node, extra_ms } => {
                 if let Some(n) = self.node(node) {
-                    self.0.net.borrow_mut().extra_us.insert(id, (n, extra_ms * 1000));
+                    self.0
+                        .net
+                        .borrow_mut()
+                        .extra_us
+                        .insert(id, (n, extra_ms * 1000));
                 }
             }
             Pause { node } => {
@@ -526,7 +637,12 @@ impl World {
             ClockStep { node, delta_ms } => {
                 if let Some(n) = self.node(node) {
                     self.change_clock(n, |c| c.step(now, delta_ms * 1000));
-                    self.emit(n, Event::ClockStep { delta_ms: *delta_ms });
+                    self.emit(
+                        n,
+                        Event::ClockStep {
+                            delta_ms: *delta_ms,
+                        },
+                    );
                 }
             }
             Drift { node, ppm } => {
@@ -538,10 +654,21 @@ impl World {
             TaskDeath { node, task } => {
                 if let Some(n) = self.node(node) {
                     if let Some(pid) = self.find_process(n, |p| p.tasks.contains_key(task)) {
-                        let slot = self.0.nodes.borrow_mut()[n as usize].procs.get_mut(&pid).unwrap().tasks.remove(task);
+                        let slot = self.0.nodes.borrow_mut()[n as usize]
+                            .procs
+                            .get_mut(&pid)
+                            .unwrap()
+                            .tasks
+                            .remove(task);
                         if let Some(slot) = slot {
                             slot.abort.abort();
-                            self.emit(n, Event::TaskDeath { pid, task: task.clone() });
+                            self.emit(
+                                n,
+                                Event::TaskDeath {
+                                    pid,
+                                    task: task.clone(),
+                                },
+                            );
                         }
                     }
                 }
@@ -551,9 +678,18 @@ impl World {
                     if let Some(pid) = self.find_process(n, |p| p.tasks.contains_key(task)) {
                         let until = now + fault.dur_ms * 1000;
                         let nodes = self.0.nodes.borrow();
-                        nodes[n as usize].procs[&pid].tasks[task].stall_until_us.set(until);
+                        nodes[n as usize].procs[&pid].tasks[task]
+                            .stall_until_us
+                            .set(until);
                         drop(nodes);
-                        self.emit(n, Event::TaskStall { pid, task: task.clone(), until_ms: until / 1000 });
+                        self.emit(
+                            n,
+                            Event::TaskStall {
+                                pid,
+                                task: task.clone(),
+                                until_ms: until / 1000,
+                            },
+                        );
                     }
                 }
             }
@@ -569,15 +705,26 @@ impl World {
                     // Ask every live process to terminate; kill whatever is left after a grace period.
                     let pids: Vec<u32> = {
                         let nodes = self.0.nodes.borrow();
-                        nodes[n as usize].procs.iter().filter(|(_, p)| p.alive).map(|(pid, _)| *pid).collect()
+                        nodes[n as usize]
+                            .procs
+                            .iter()
+                            .filter(|(_, p)| p.alive)
+                            .map(|(pid, _)| *pid)
+                            .collect()
                     };
                     for pid in &pids {
                         self.request_terminate(n, *pid);
                     }
-                    later.push((now + TERMINATE_GRACE_US, PendingAction::KillIfAlive(n, pids)));
+                    later.push((
+                        now + TERMINATE_GRACE_US,
+                        PendingAction::KillIfAlive(n, pids),
+                    ));
                 }
             }
-            ServiceUnavailable { .. } | ServiceAmbiguous { .. } | ServiceSlow { .. } | ServiceGarbled { .. } => {}
+            ServiceUnavailable { .. }
+            | ServiceAmbiguous { .. }
+            | ServiceSlow { .. }
+            | ServiceGarbled { .. } => {}
         }
         if fault.dur_ms > 0 {
             self.0.active.borrow_mut().insert(id, kind.clone());
@@ -588,7 +735,9 @@ impl World {
 
     /// Applies the end of fault `id` (its duration elapsed, or the liveness phase heals it).
     pub(crate) fn end_fault(&self, id: u32) {
-        let Some(kind) = self.0.active.borrow_mut().remove(&id) else { return };
+        let Some(kind) = self.0.active.borrow_mut().remove(&id) else {
+            return;
+        };
         let first = kind.nodes().first().and_then(|n| self.node(n)).unwrap_or(0);
         let now = self.now_us();
         // The end is announced before its effects (a reboot, a resume), which follow as their own events.
@@ -649,7 +798,10 @@ impl World {
                 }
             }
             ClockStep { .. } | TaskDeath { .. } | ProcessCrash { .. } => {}
-            ServiceUnavailable { .. } | ServiceAmbiguous { .. } | ServiceSlow { .. } | ServiceGarbled { .. } => {}
+            ServiceUnavailable { .. }
+            | ServiceAmbiguous { .. }
+            | ServiceSlow { .. }
+            | ServiceGarbled { .. } => {}
         }
         self.recompute_services();
     }
@@ -711,7 +863,9 @@ impl World {
     fn request_terminate(&self, node: NodeIx, pid: u32) {
         let notify = {
             let mut nodes = self.0.nodes.borrow_mut();
-            let Some(p) = nodes[node as usize].procs.get_mut(&pid) else { return };
+            let Some(p) = nodes[node as usize].procs.get_mut(&pid) else {
+                return;
+            };
             p.terminate_requested = true;
             p.terminate.clone()
         };
@@ -742,7 +896,9 @@ impl Future for Stallable {
         let until = self.until_us.get();
         if until > self.world.now_us() {
             let at = self.world.instant_at(until);
-            let sleep = self.sleep.get_or_insert_with(|| Box::pin(madsim::time::sleep_until(at)));
+            let sleep = self
+                .sleep
+                .get_or_insert_with(|| Box::pin(madsim::time::sleep_until(at)));
             if sleep.deadline() != at {
                 sleep.as_mut().reset(at);
             }
@@ -820,7 +976,8 @@ impl Proc {
 
     /// Spawns a named task belonging to this process (a target for task faults).
     pub fn spawn(&self, task: &str, fut: impl Future<Output = ()> + 'static) {
-        self.world.spawn_task(self.node, self.pid, task, Box::pin(fut));
+        self.world
+            .spawn_task(self.node, self.pid, task, Box::pin(fut));
     }
 
     /// Starts a child process on the same node.
@@ -831,7 +988,8 @@ impl Proc {
     /// Ends this process with `code`. Every task of the process (the caller's included) is dropped
     /// at its next await; the caller should return right after.
     pub fn exit(&self, code: i32) {
-        self.world.end_process(self.node, self.pid, ExitStatus::Code { code });
+        self.world
+            .end_process(self.node, self.pid, ExitStatus::Code { code });
     }
 
     /// Whether this process is still running.
@@ -842,7 +1000,10 @@ impl Proc {
     /// Whether a process with this pid is running on this node (a `/proc/<pid>` check).
     pub fn pid_alive(&self, pid: u32) -> bool {
         let nodes = self.world.0.nodes.borrow();
-        nodes[self.node as usize].procs.get(&pid).is_some_and(|p| p.alive)
+        nodes[self.node as usize]
+            .procs
+            .get(&pid)
+            .is_some_and(|p| p.alive)
     }
 
     /// Waits until this process has ended and returns how.

@@ -13,7 +13,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 fn node(name: &str, drift_ppm: i64) -> NodeSpec {
-    NodeSpec { name: name.into(), offset_us: 0, drift_ppm }
+    NodeSpec {
+        name: name.into(),
+        offset_us: 0,
+        drift_ppm,
+    }
 }
 
 /// Runs `body` as a process on node `client` next to an etcd node, with `schedule`; returns what
@@ -29,7 +33,10 @@ where
         let cfg = SimConfig {
             seed: 7,
             nodes: vec![node("etcd", etcd_drift_ppm), node("client", 0)],
-            net: NetSpec { latency_min_us: 1_000, latency_max_us: 1_000 },
+            net: NetSpec {
+                latency_min_us: 1_000,
+                latency_max_us: 1_000,
+            },
             schedule,
             fault_window_ms: 200_000,
             liveness_ms: 0,
@@ -67,7 +74,8 @@ fn lease_expiry_follows_a_fast_etcd_clock() {
         c.put("/k", "v", lease).await.unwrap();
         let mut watch = c.watch("/k", false, 0).await.unwrap();
         if let WatchMsg::Events(ev) = watch.next().await {
-            log.borrow_mut().push(format!("{:?} {:.3}", ev[0].kind, secs(&w)));
+            log.borrow_mut()
+                .push(format!("{:?} {:.3}", ev[0].kind, secs(&w)));
         }
     });
     let parts: Vec<&str> = log[0].split(' ').collect();
@@ -79,7 +87,14 @@ fn lease_expiry_follows_a_fast_etcd_clock() {
 #[test]
 fn lease_expiry_follows_an_etcd_clock_step() {
     // At 10 s etcd's clock jumps 30 s forward: the 60 s lease granted at ~0 s ends at ~30 s.
-    let step = Fault { at_ms: 10_000, dur_ms: 0, kind: FaultKind::ClockStep { node: "etcd".into(), delta_ms: 30_000 } };
+    let step = Fault {
+        at_ms: 10_000,
+        dur_ms: 0,
+        kind: FaultKind::ClockStep {
+            node: "etcd".into(),
+            delta_ms: 30_000,
+        },
+    };
     let log = with_etcd(0, vec![step], |p, etcd, w, log| async move {
         let c = etcd.client(&p);
         let (lease, _) = c.grant(60).await.unwrap();
@@ -94,7 +109,14 @@ fn lease_expiry_follows_an_etcd_clock_step() {
 
 #[test]
 fn ambiguous_timeouts_are_sometimes_applied_and_sometimes_not() {
-    let amb = Fault { at_ms: 0, dur_ms: 100_000, kind: FaultKind::ServiceAmbiguous { node: "etcd".into(), percent: 100 } };
+    let amb = Fault {
+        at_ms: 0,
+        dur_ms: 100_000,
+        kind: FaultKind::ServiceAmbiguous {
+            node: "etcd".into(),
+            percent: 100,
+        },
+    };
     let log = with_etcd(0, vec![amb], |p, etcd, _w, log| async move {
         let c = etcd.client(&p);
         for i in 0..16 {
@@ -106,17 +128,27 @@ fn ambiguous_timeouts_are_sometimes_applied_and_sometimes_not() {
         log.borrow_mut().push(kvs.len().to_string());
     });
     let applied: usize = log[0].parse().unwrap();
-    assert!(applied > 0 && applied < 16, "{applied} of 16 ambiguous puts applied");
+    assert!(
+        applied > 0 && applied < 16,
+        "{applied} of 16 ambiguous puts applied"
+    );
 }
 
 #[test]
 fn unavailable_requests_are_not_applied() {
-    let down = Fault { at_ms: 0, dur_ms: 10_000, kind: FaultKind::ServiceUnavailable { node: "etcd".into() } };
+    let down = Fault {
+        at_ms: 0,
+        dur_ms: 10_000,
+        kind: FaultKind::ServiceUnavailable {
+            node: "etcd".into(),
+        },
+    };
     let log = with_etcd(0, vec![down], |p, etcd, _w, log| async move {
         let c = etcd.client(&p);
         assert_eq!(c.put("/u", "x", 0).await, Err(EtcdError::Unavailable));
         p.sleep(Duration::from_secs(11)).await;
-        log.borrow_mut().push(format!("{:?}", c.get("/u").await.unwrap()));
+        log.borrow_mut()
+            .push(format!("{:?}", c.get("/u").await.unwrap()));
     });
     assert_eq!(log, vec!["None"]);
 }
@@ -134,7 +166,8 @@ fn watch_from_a_compacted_revision_is_cancelled() {
         log.borrow_mut().push(format!("{:?}", w.next().await));
         let mut w = c.watch("/w", false, rev).await.unwrap();
         if let WatchMsg::Events(ev) = w.next().await {
-            log.borrow_mut().push(format!("{:?} {}", ev[0].kind, ev[0].kv.value));
+            log.borrow_mut()
+                .push(format!("{:?} {}", ev[0].kind, ev[0].kv.value));
         }
         assert!(matches!(c.compact(rev - 2).await, Err(EtcdError::Store(_))));
     });
@@ -144,7 +177,14 @@ fn watch_from_a_compacted_revision_is_cancelled() {
 
 #[test]
 fn a_partition_times_requests_out_and_healing_restores_them() {
-    let cut = Fault { at_ms: 1_000, dur_ms: 20_000, kind: FaultKind::Partition { a: vec!["client".into()], b: vec!["etcd".into()] } };
+    let cut = Fault {
+        at_ms: 1_000,
+        dur_ms: 20_000,
+        kind: FaultKind::Partition {
+            a: vec!["client".into()],
+            b: vec!["etcd".into()],
+        },
+    };
     let log = with_etcd(0, vec![cut], |p, etcd, w, log| async move {
         let c = etcd.client(&p);
         p.sleep(Duration::from_secs(2)).await;
@@ -158,7 +198,13 @@ fn a_partition_times_requests_out_and_healing_restores_them() {
 
 #[test]
 fn etcd_restart_keeps_data_and_resets_lease_ttls() {
-    let crash = Fault { at_ms: 30_000, dur_ms: 5_000, kind: FaultKind::Crash { node: "etcd".into() } };
+    let crash = Fault {
+        at_ms: 30_000,
+        dur_ms: 5_000,
+        kind: FaultKind::Crash {
+            node: "etcd".into(),
+        },
+    };
     let log = with_etcd(0, vec![crash], |p, etcd, w, log| async move {
         let c = etcd.client(&p);
         let (lease, _) = c.grant(60).await.unwrap();
@@ -166,7 +212,8 @@ fn etcd_restart_keeps_data_and_resets_lease_ttls() {
         c.put("/d", "durable", 0).await.unwrap();
         p.sleep(Duration::from_secs(40)).await;
         // Back at 35 s with a fresh 60 s TTL: the key lives until ~95 s instead of ~60 s.
-        log.borrow_mut().push(format!("{}", c.get("/d").await.unwrap().unwrap().value));
+        log.borrow_mut()
+            .push(format!("{}", c.get("/d").await.unwrap().unwrap().value));
         let mut watch = c.watch("/r", false, 0).await.unwrap();
         if let WatchMsg::Events(ev) = watch.next().await {
             assert_eq!(ev[0].kind, EventKind::Delete);
@@ -181,9 +228,29 @@ fn etcd_restart_keeps_data_and_resets_lease_ttls() {
 #[test]
 fn pauses_stalls_and_silent_deaths() {
     let faults = vec![
-        Fault { at_ms: 10_500, dur_ms: 10_000, kind: FaultKind::TaskStall { node: "client".into(), task: "ticker".into() } },
-        Fault { at_ms: 30_500, dur_ms: 10_000, kind: FaultKind::Pause { node: "client".into() } },
-        Fault { at_ms: 60_500, dur_ms: 0, kind: FaultKind::TaskDeath { node: "client".into(), task: "ticker".into() } },
+        Fault {
+            at_ms: 10_500,
+            dur_ms: 10_000,
+            kind: FaultKind::TaskStall {
+                node: "client".into(),
+                task: "ticker".into(),
+            },
+        },
+        Fault {
+            at_ms: 30_500,
+            dur_ms: 10_000,
+            kind: FaultKind::Pause {
+                node: "client".into(),
+            },
+        },
+        Fault {
+            at_ms: 60_500,
+            dur_ms: 0,
+            kind: FaultKind::TaskDeath {
+                node: "client".into(),
+                task: "ticker".into(),
+            },
+        },
     ];
     let log = with_etcd(0, faults, |p, _etcd, w, log| async move {
         let l = log.clone();

@@ -20,7 +20,9 @@ use super::master::Shared;
 use super::{Switches, MASTER_TIMEOUT, REFRESH_INTERVAL, WATCH_TIMEOUT};
 use futures::future::Either;
 use rand::Rng;
-use sim::etcd::{Client, CmpOp, Compare, EtcdError, EventKind, Op, Target, Txn, WatchEvent, WatchMsg};
+use sim::etcd::{
+    Client, CmpOp, Compare, EtcdError, EventKind, Op, Target, Txn, WatchEvent, WatchMsg,
+};
 use sim::sync::Notify;
 use sim::{Event, Proc};
 use std::cell::RefCell;
@@ -54,7 +56,13 @@ fn classify(e: EtcdError) -> Round {
 
 impl Elector {
     /// An elector for the process `proc` (its id is `host:pid`).
-    pub fn new(proc: &Proc, etcd: Client, key: String, shared: Rc<Shared>, sw: Switches) -> Rc<Elector> {
+    pub fn new(
+        proc: &Proc,
+        etcd: Client,
+        key: String,
+        shared: Rc<Shared>,
+        sw: Switches,
+    ) -> Rc<Elector> {
         Rc::new(Elector {
             id: proc.ident(),
             rng: RefCell::new(proc.rng("elector")),
@@ -73,7 +81,10 @@ impl Elector {
         let lp = Box::pin(self.run_loop());
         match futures::future::select(lp, stop.changed_since(seen)).await {
             Either::Left((Unexpected(error), _)) => {
-                self.proc.emit(Event::CalicoElectorCrash { id: self.id.clone(), error });
+                self.proc.emit(Event::CalicoElectorCrash {
+                    id: self.id.clone(),
+                    error,
+                });
                 self.step_down().await;
                 self.proc.exit(1);
             }
@@ -115,14 +126,25 @@ impl Elector {
 
     /// The dead-pid check. Returns false when the election must restart.
     async fn check_master_process(&self, master_id: &str) -> bool {
-        let Some((host, pid)) = master_id.split_once(':') else { return true };
-        let Ok(pid) = pid.parse::<u32>() else { return true };
+        let Some((host, pid)) = master_id.split_once(':') else {
+            return true;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            return true;
+        };
         if host != self.proc.host_name() || self.proc.pid_alive(pid) {
             return true;
         }
-        let deleted = self.etcd.txn(delete_if_value(&self.key, master_id)).await.is_ok_and(|r| r.succeeded);
+        let deleted = self
+            .etcd
+            .txn(delete_if_value(&self.key, master_id))
+            .await
+            .is_ok_and(|r| r.succeeded);
         if deleted {
-            self.proc.emit(Event::CalicoDeadPidCleanup { id: self.id.clone(), stale: master_id.to_string() });
+            self.proc.emit(Event::CalicoDeadPidCleanup {
+                id: self.id.clone(),
+                stale: master_id.to_string(),
+            });
         }
         deleted
     }
@@ -139,14 +161,21 @@ impl Elector {
                 }
             }
         };
-        madsim::time::timeout(WATCH_TIMEOUT, wait).await.unwrap_or(Err(EtcdError::Timeout))
+        madsim::time::timeout(WATCH_TIMEOUT, wait)
+            .await
+            .unwrap_or(Err(EtcdError::Timeout))
     }
 
     async fn become_master(&self) -> Round {
-        self.proc.emit(Event::CalicoCampaign { id: self.id.clone() });
+        self.proc.emit(Event::CalicoCampaign {
+            id: self.id.clone(),
+        });
         let won = async {
             let (lease, _) = self.etcd.grant(MASTER_TIMEOUT.as_secs() as i64).await?;
-            let r = self.etcd.txn(put_if_absent(&self.key, &self.id, lease)).await?;
+            let r = self
+                .etcd
+                .txn(put_if_absent(&self.key, &self.id, lease))
+                .await?;
             Ok::<_, EtcdError>((lease, r.succeeded))
         }
         .await;
@@ -158,17 +187,24 @@ impl Elector {
             }
         };
         self.shared.set(&self.proc, &self.sw);
-        self.proc.emit(Event::CalicoWon { id: self.id.clone(), lease });
+        self.proc.emit(Event::CalicoWon {
+            id: self.id.clone(),
+            lease,
+        });
         let reason = loop {
             let refreshed = async {
                 self.etcd.keep_alive(lease).await?;
-                self.etcd.txn(put_if_value(&self.key, &self.id, lease)).await
+                self.etcd
+                    .txn(put_if_value(&self.key, &self.id, lease))
+                    .await
             }
             .await;
             match refreshed {
                 Ok(r) if r.succeeded => {
                     self.shared.set(&self.proc, &self.sw);
-                    self.proc.emit(Event::CalicoRefresh { id: self.id.clone() });
+                    self.proc.emit(Event::CalicoRefresh {
+                        id: self.id.clone(),
+                    });
                 }
                 Ok(_) => break "key changed or deleted".to_string(),
                 Err(e) => break format!("refresh failed: {e:?}"),
@@ -176,38 +212,71 @@ impl Elector {
             self.proc.sleep(REFRESH_INTERVAL).await;
         };
         self.shared.clear(&self.proc);
-        self.proc.emit(Event::CalicoLost { id: self.id.clone(), reason });
+        self.proc.emit(Event::CalicoLost {
+            id: self.id.clone(),
+            reason,
+        });
         Ok(())
     }
 
     /// `_attempt_step_down`: clear the stamp, delete the key if it is still ours (errors ignored).
     async fn step_down(&self) {
         self.shared.clear(&self.proc);
-        let deleted = self.etcd.txn(delete_if_value(&self.key, &self.id)).await.is_ok_and(|r| r.succeeded);
-        self.proc.emit(Event::CalicoStepDown { id: self.id.clone(), deleted });
+        let deleted = self
+            .etcd
+            .txn(delete_if_value(&self.key, &self.id))
+            .await
+            .is_ok_and(|r| r.succeeded);
+        self.proc.emit(Event::CalicoStepDown {
+            id: self.id.clone(),
+            deleted,
+        });
     }
 }
 
 fn put_if_absent(key: &str, value: &str, lease: i64) -> Txn {
     Txn {
-        compare: vec![Compare { key: key.into(), op: CmpOp::Equal, target: Target::ModRevision(0) }],
-        success: vec![Op::Put { key: key.into(), value: value.into(), lease }],
+        compare: vec![Compare {
+            key: key.into(),
+            op: CmpOp::Equal,
+            target: Target::ModRevision(0),
+        }],
+        success: vec![Op::Put {
+            key: key.into(),
+            value: value.into(),
+            lease,
+        }],
         failure: vec![],
     }
 }
 
 fn put_if_value(key: &str, value: &str, lease: i64) -> Txn {
     Txn {
-        compare: vec![Compare { key: key.into(), op: CmpOp::Equal, target: Target::Value(value.into()) }],
-        success: vec![Op::Put { key: key.into(), value: value.into(), lease }],
+        compare: vec![Compare {
+            key: key.into(),
+            op: CmpOp::Equal,
+            target: Target::Value(value.into()),
+        }],
+        success: vec![Op::Put {
+            key: key.into(),
+            value: value.into(),
+            lease,
+        }],
         failure: vec![],
     }
 }
 
 fn delete_if_value(key: &str, value: &str) -> Txn {
     Txn {
-        compare: vec![Compare { key: key.into(), op: CmpOp::Equal, target: Target::Value(value.into()) }],
-        success: vec![Op::Delete { key: key.into(), prefix: false }],
+        compare: vec![Compare {
+            key: key.into(),
+            op: CmpOp::Equal,
+            target: Target::Value(value.into()),
+        }],
+        success: vec![Op::Delete {
+            key: key.into(),
+            prefix: false,
+        }],
         failure: vec![],
     }
 }

@@ -82,7 +82,11 @@ impl Shared {
     /// `is_master()` as the worker in `proc` sees it.
     pub fn verdict(&self, proc: &Proc, sw: &Switches) -> Verdict {
         if sw.local_master_flag {
-            return if self.flag.get() { Verdict::Master } else { Verdict::NotMaster };
+            return if self.flag.get() {
+                Verdict::Master
+            } else {
+                Verdict::NotMaster
+            };
         }
         is_master(self.stamp_us.get(), Self::clock_us(proc, sw))
     }
@@ -97,7 +101,10 @@ mod tests {
         assert_eq!(is_master(0, 100), Verdict::NotMaster);
         assert_eq!(is_master(-5, 100), Verdict::NotMaster);
         assert_eq!(is_master(1_000_000, 60_999_999), Verdict::Master);
-        assert_eq!(is_master(1_000_000, 61_000_000), Verdict::Stale { age_us: 60_000_000 });
+        assert_eq!(
+            is_master(1_000_000, 61_000_000),
+            Verdict::Stale { age_us: 60_000_000 }
+        );
         // A wall clock stepped backward makes an old stamp look fresh: the hazard upstream accepts.
         assert_eq!(is_master(100_000_000, 40_000_000), Verdict::Master);
     }

@@ -69,7 +69,10 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { region: "no-region".into(), switches: Switches::default() }
+        Config {
+            region: "no-region".into(),
+            switches: Switches::default(),
+        }
     }
 }
 
@@ -90,6 +93,9 @@ pub fn install(world: &World, hosts: &[NodeIx], etcd: &Etcd, cfg: Config) {
     let cfg = Rc::new(cfg);
     for &h in hosts {
         let (etcd, cfg) = (etcd.clone(), cfg.clone());
-        world.set_services(h, Rc::new(move |host: &Host| workers::start_neutron_server(host, &etcd, &cfg)));
+        world.set_services(
+            h,
+            Rc::new(move |host: &Host| workers::start_neutron_server(host, &etcd, &cfg)),
+        );
     }
 }

@@ -48,7 +48,9 @@ pub(super) fn start_neutron_server(host: &Host, etcd: &Etcd, cfg: &Rc<Config>) {
     });
     for w in [Worker::Manager, Worker::AgentStatus, Worker::EndpointStatus] {
         let s = server.clone();
-        parent.spawn(&format!("supervise-{}", w.name()), async move { s.supervise(w).await });
+        parent.spawn(&format!("supervise-{}", w.name()), async move {
+            s.supervise(w).await
+        });
     }
     parent.spawn("main", async move { server.main().await });
 }
@@ -82,16 +84,29 @@ impl Server {
     }
 
     fn spawn_worker(&self, w: Worker) -> Proc {
-        let proc = self.parent.spawn_child(&format!("neutron-server/{}", w.name()));
+        let proc = self
+            .parent
+            .spawn_child(&format!("neutron-server/{}", w.name()));
         let sw = self.cfg.switches.clone();
         match w {
             Worker::Manager => {
                 let client = self.etcd.client(&proc);
-                let elector = Elector::new(&proc, client.clone(), self.cfg.election_key(), self.shared.clone(), sw.clone());
+                let elector = Elector::new(
+                    &proc,
+                    client.clone(),
+                    self.cfg.election_key(),
+                    self.shared.clone(),
+                    sw.clone(),
+                );
                 let (stop, done) = (Notify::new(), Notify::new());
                 let (s, d) = (stop.clone(), done.clone());
                 proc.spawn("elector", elector.run(s, d));
-                let c = Compaction { proc: proc.clone(), etcd: client, shared: self.shared.clone(), sw: sw.clone() };
+                let c = Compaction {
+                    proc: proc.clone(),
+                    etcd: client,
+                    shared: self.shared.clone(),
+                    sw: sw.clone(),
+                };
                 proc.spawn("compaction", async move { c.run().await });
                 let p = proc.clone();
                 proc.spawn("main", async move {
@@ -100,13 +115,22 @@ impl Server {
                         // Elector.stop(): kill the elector where it waits; its cleanup steps down.
                         let seen = done.generation();
                         stop.notify();
-                        let _ = madsim::time::timeout(Duration::from_secs(10), done.changed_since(seen)).await;
+                        let _ = madsim::time::timeout(
+                            Duration::from_secs(10),
+                            done.changed_since(seen),
+                        )
+                        .await;
                     }
                     p.exit(0);
                 });
             }
             Worker::AgentStatus | Worker::EndpointStatus => {
-                let watcher = Watcher { proc: proc.clone(), shared: self.shared.clone(), sw, worker: w };
+                let watcher = Watcher {
+                    proc: proc.clone(),
+                    shared: self.shared.clone(),
+                    sw,
+                    worker: w,
+                };
                 proc.spawn(w.name(), async move { watcher.run().await });
                 let p = proc.clone();
                 proc.spawn("main", async move {
@@ -126,14 +150,18 @@ struct MasterCheck {
 
 impl MasterCheck {
     fn new() -> Self {
-        MasterCheck { last: Cell::new(None) }
+        MasterCheck {
+            last: Cell::new(None),
+        }
     }
 
     fn check(&self, proc: &Proc, shared: &Shared, sw: &Switches) -> bool {
         let v = shared.verdict(proc, sw);
         if let Verdict::Stale { age_us } = v {
             if !matches!(self.last.get(), Some(Verdict::Stale { .. })) {
-                proc.emit(Event::CalicoStaleStamp { age_ms: age_us / 1000 });
+                proc.emit(Event::CalicoStaleStamp {
+                    age_ms: age_us / 1000,
+                });
             }
         }
         self.last.set(Some(v));
@@ -171,20 +199,30 @@ impl Watcher {
                     wind_down_until = None;
                     if !running {
                         running = true;
-                        self.proc.emit(Event::CalicoWatcher { worker: self.worker.name().into(), running });
+                        self.proc.emit(Event::CalicoWatcher {
+                            worker: self.worker.name().into(),
+                            running,
+                        });
                     }
                 } else if running && wind_down_until.is_none() {
-                    wind_down_until = Some(now + rng.random_range(0..=ROUND_TRIP_CHECK.as_micros() as u64));
+                    wind_down_until =
+                        Some(now + rng.random_range(0..=ROUND_TRIP_CHECK.as_micros() as u64));
                 }
                 next_check = now + MASTER_CHECK_INTERVAL.as_micros() as u64;
             }
             if wind_down_until.is_some_and(|w| now >= w) {
                 wind_down_until = None;
                 running = false;
-                self.proc.emit(Event::CalicoWatcher { worker: self.worker.name().into(), running });
+                self.proc.emit(Event::CalicoWatcher {
+                    worker: self.worker.name().into(),
+                    running,
+                });
             }
             if now >= next_report {
-                if running && (!self.sw.recheck_before_act || check.check(&self.proc, &self.shared, &self.sw)) {
+                if running
+                    && (!self.sw.recheck_before_act
+                        || check.check(&self.proc, &self.shared, &self.sw))
+                {
                     self.proc.emit(Event::CalicoMasterOnly {
                         pid: self.proc.pid(),
                         worker: self.worker.name().into(),
@@ -193,8 +231,12 @@ impl Watcher {
                 }
                 next_report = now + rng.random_range(500_000..3_000_000);
             }
-            let wake = next_check.min(next_report).min(wind_down_until.unwrap_or(u64::MAX));
-            self.proc.sleep(Duration::from_micros(wake.saturating_sub(now))).await;
+            let wake = next_check
+                .min(next_report)
+                .min(wind_down_until.unwrap_or(u64::MAX));
+            self.proc
+                .sleep(Duration::from_micros(wake.saturating_sub(now)))
+                .await;
         }
     }
 }
@@ -223,7 +265,11 @@ impl Compaction {
         if self.etcd.get(COMPACTION_TRIGGER_KEY).await?.is_some() {
             return Ok(()); // someone compacted within the last period
         }
-        self.proc.emit(Event::CalicoMasterOnly { pid: self.proc.pid(), worker: "manager".into(), action: "compaction-check".into() });
+        self.proc.emit(Event::CalicoMasterOnly {
+            pid: self.proc.pid(),
+            worker: "manager".into(),
+            action: "compaction-check".into(),
+        });
         let (current, _) = self.etcd.status().await?;
         let (last_check, mut last_compacted) = match self.etcd.get(COMPACTION_LAST_KEY).await? {
             Some(kv) => parse_last(&kv.value),
@@ -239,7 +285,13 @@ impl Compaction {
         }
         let (lease, _) = self.etcd.grant(COMPACTION_PERIOD.as_secs() as i64).await?;
         self.etcd.put(COMPACTION_TRIGGER_KEY, "", lease).await?;
-        self.etcd.put(COMPACTION_LAST_KEY, &format!("{current},{last_compacted}"), 0).await?;
+        self.etcd
+            .put(
+                COMPACTION_LAST_KEY,
+                &format!("{current},{last_compacted}"),
+                0,
+            )
+            .await?;
         Ok(())
     }
 }

@@ -4,7 +4,9 @@
 //! standard output is one JSON object (shared/design.md, "Command line").
 
 use clap::{Parser, Subcommand};
-use scenarios::explore::{check_switches, find_scenario, hashes, write_atomic, BadInput, ExploreConfig, ReplayFile};
+use scenarios::explore::{
+    check_switches, find_scenario, hashes, write_atomic, BadInput, ExploreConfig, ReplayFile,
+};
 use scenarios::{explore, parse_seed, run_spec, RunSpec, Scenario, SCENARIOS, SWITCHES};
 use serde_json::json;
 use sim::{Outcome, Violation};
@@ -14,7 +16,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "faultline", version, about = "Deterministic simulation testing of cluster-coordination logic")]
+#[command(
+    name = "faultline",
+    version,
+    about = "Deterministic simulation testing of cluster-coordination logic"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -107,19 +113,31 @@ enum Cmd {
 
 fn main() -> ExitCode {
     if std::env::var_os("RUST_LOG").is_some() {
-        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_writer(std::io::stderr).init();
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;
-            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
             let text = e.render().to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad usage");
-            eprintln!("faultline: {} (see --help)", first.trim_start_matches("error: "));
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("bad usage");
+            eprintln!(
+                "faultline: {} (see --help)",
+                first.trim_start_matches("error: ")
+            );
             return ExitCode::from(2);
         }
     };
@@ -133,11 +151,14 @@ fn main() -> ExitCode {
 }
 
 fn cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 fn count(s: &str, what: &str) -> Result<u64, BadInput> {
-    let n = parse_seed(s).map_err(|_| BadInput(format!("malformed {what} '{s}': give a whole number")))?;
+    let n = parse_seed(s)
+        .map_err(|_| BadInput(format!("malformed {what} '{s}': give a whole number")))?;
     if n == 0 {
         return Err(BadInput(format!("{what} must be at least 1")));
     }
@@ -162,12 +183,25 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                 println!("{}", json!({ "switches": SWITCHES }));
             } else {
                 for s in SWITCHES {
-                    println!("{:<30} {:<4} found by {:<26} {}", s.name, format!("{:?}", s.kind).to_lowercase(), s.scenario, s.about);
+                    println!(
+                        "{:<30} {:<4} found by {:<26} {}",
+                        s.name,
+                        format!("{:?}", s.kind).to_lowercase(),
+                        s.scenario,
+                        s.about
+                    );
                 }
             }
             Ok(0)
         }
-        Cmd::Run { scenario, seed, bugs, fixes, trace, json } => {
+        Cmd::Run {
+            scenario,
+            seed,
+            bugs,
+            fixes,
+            trace,
+            json,
+        } => {
             let sc = find_scenario(&scenario)?;
             let seed = parse_seed(&seed)?;
             check_switches(sc, &bugs, &fixes)?;
@@ -197,9 +231,14 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             let outcome = run_spec(spec.clone());
             let wall_ms = t0.elapsed().as_millis() as u64;
             write_trace(trace.as_ref(), &outcome)?;
-            let same = outcome.violation.as_ref().is_some_and(|v| v.invariant == replay.violation.invariant && v.event_index == replay.violation.event_index)
-                && outcome.trace_hash == replay.trace_hash;
-            let cmd = format!("cargo run --release --bin faultline -- replay {}", file.display());
+            let same = outcome.violation.as_ref().is_some_and(|v| {
+                v.invariant == replay.violation.invariant
+                    && v.event_index == replay.violation.event_index
+            }) && outcome.trace_hash == replay.trace_hash;
+            let cmd = format!(
+                "cargo run --release --bin faultline -- replay {}",
+                file.display()
+            );
             report_run(&spec, &outcome, wall_ms, json, &cmd, Some(same));
             if !same {
                 eprintln!(
@@ -215,13 +254,32 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             }
             Ok(1)
         }
-        Cmd::Explore { scenario, seeds, from, bugs, fixes, jobs, keep_going, out, json } => {
+        Cmd::Explore {
+            scenario,
+            seeds,
+            from,
+            bugs,
+            fixes,
+            jobs,
+            keep_going,
+            out,
+            json,
+        } => {
             let sc = find_scenario(&scenario)?;
             let seeds = count(&seeds, "seed count")?;
             let from = parse_seed(&from)?;
             check_switches(sc, &bugs, &fixes)?;
             let jobs = jobs.unwrap_or_else(cores).max(1);
-            let cfg = ExploreConfig { scenario: sc, from, seeds, bugs: bugs.clone(), fixes: fixes.clone(), jobs, keep_going, out_dir: Some(out) };
+            let cfg = ExploreConfig {
+                scenario: sc,
+                from,
+                seeds,
+                bugs: bugs.clone(),
+                fixes: fixes.clone(),
+                jobs,
+                keep_going,
+                out_dir: Some(out),
+            };
             let bar = (!json && std::io::stderr().is_terminal()).then(|| {
                 let b = indicatif::ProgressBar::new(seeds);
                 b.set_style(indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} seeds [{elapsed_precise}] {wide_bar} {per_sec} eta {eta}").unwrap());
@@ -260,7 +318,10 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                 }
                 for f in &summary.failures {
                     let cmd = match &f.file {
-                        Some(p) => format!("cargo run --release --bin faultline -- replay {}", p.display()),
+                        Some(p) => format!(
+                            "cargo run --release --bin faultline -- replay {}",
+                            p.display()
+                        ),
                         None => f.spec.command(),
                     };
                     println!();
@@ -281,46 +342,70 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                     "failure_file": first.and_then(|f| f.file.as_ref().map(|p| p.display().to_string())),
                 })
             );
-            if !json {
-                // The JSON line above is also the machine-readable summary in plain mode.
-            }
             Ok(if summary.failures.is_empty() { 0 } else { 1 })
         }
-        Cmd::CheckDeterminism { scenario, seeds, from, bugs, fixes } => {
+        Cmd::CheckDeterminism {
+            scenario,
+            seeds,
+            from,
+            bugs,
+            fixes,
+        } => {
             let sc = find_scenario(&scenario)?;
             let seeds = count(&seeds, "seed count")?;
             let from = parse_seed(&from)?;
             check_switches(sc, &bugs, &fixes)?;
             let one = hashes(sc, from, seeds, &bugs, &fixes, 1);
             let many = hashes(sc, from, seeds, &bugs, &fixes, cores().max(2));
-            let mismatches: Vec<u64> = (0..seeds).filter(|&i| one[i as usize] != many[i as usize]).map(|i| from + i).collect();
+            let mismatches: Vec<u64> = (0..seeds)
+                .filter(|&i| one[i as usize] != many[i as usize])
+                .map(|i| from + i)
+                .collect();
             for s in &mismatches {
                 let i = (s - from) as usize;
-                eprintln!("faultline: seed {s}: trace {} with one thread, {} with several", one[i], many[i]);
+                eprintln!(
+                    "faultline: seed {s}: trace {} with one thread, {} with several",
+                    one[i], many[i]
+                );
             }
-            println!("{}", json!({"scenario": sc.name, "seeds": seeds, "mismatches": mismatches.len()}));
+            println!(
+                "{}",
+                json!({"scenario": sc.name, "seeds": seeds, "mismatches": mismatches.len()})
+            );
             Ok(if mismatches.is_empty() { 0 } else { 3 })
         }
-        Cmd::Bench { scenarios, seeds, json } => bench(&scenarios, count(&seeds, "seed count")?, json),
+        Cmd::Bench {
+            scenarios,
+            seeds,
+            json,
+        } => bench(&scenarios, count(&seeds, "seed count")?, json),
     }
 }
 
 fn check_writable(path: Option<&PathBuf>) -> Result<(), BadInput> {
     if let Some(p) = path {
-        std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
     }
     Ok(())
 }
 
 fn write_trace(path: Option<&PathBuf>, outcome: &Outcome) -> Result<(), BadInput> {
     if let (Some(p), Some(t)) = (path, &outcome.trace) {
-        write_atomic(p, t).map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
+        write_atomic(p, t)
+            .map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
     }
     Ok(())
 }
 
 fn print_options(spec: &RunSpec) {
-    println!("{} seed {} (0x{:x})", spec.scenario.name, spec.seed, spec.seed);
+    println!(
+        "{} seed {} (0x{:x})",
+        spec.scenario.name, spec.seed, spec.seed
+    );
     println!("options: {}", serde_json::to_string(&spec.options).unwrap());
 }
 
@@ -328,33 +413,55 @@ fn print_spec(spec: &RunSpec) {
     print_options(spec);
     println!("faults ({}):", spec.schedule.len());
     for f in &spec.schedule {
-        let dur = if f.dur_ms > 0 { format!("for {:.3} s", f.dur_ms as f64 / 1000.0) } else { String::new() };
-        println!("  {:>9.3} s  {:<16} {}", f.at_ms as f64 / 1000.0, dur, f.kind.describe());
+        let dur = if f.dur_ms > 0 {
+            format!("for {:.3} s", f.dur_ms as f64 / 1000.0)
+        } else {
+            String::new()
+        };
+        println!(
+            "  {:>9.3} s  {:<16} {}",
+            f.at_ms as f64 / 1000.0,
+            dur,
+            f.kind.describe()
+        );
     }
 }
 
 fn print_violation(v: &Violation, seed: u64, replay: &str) {
-    println!(
-        "VIOLATION {} ({}) at event #{}, {:.3} s true time{} (seed {seed})",
-        v.invariant,
-        v.kind,
-        v.event_index,
-        v.sim_time_ms as f64 / 1000.0,
-        v.node.as_ref().map(|n| format!(", node {n}")).unwrap_or_default()
-    );
+    println!("{} (seed {seed})", reports::headline(v));
     println!("  {}", v.explanation);
     println!("  replay: {replay}");
 }
 
-fn report_run(spec: &RunSpec, o: &Outcome, wall_ms: u64, json: bool, replay: &str, reproduced: Option<bool>) {
+fn report_run(
+    spec: &RunSpec,
+    o: &Outcome,
+    wall_ms: u64,
+    json: bool,
+    replay: &str,
+    reproduced: Option<bool>,
+) {
     if !json {
         match &o.violation {
             Some(v) => print_violation(v, spec.seed, replay),
             None => println!("PASS"),
         }
-        println!("events {}  simulated {:.3} s  wall {} ms  trace {}", o.events, o.sim_time_ms as f64 / 1000.0, wall_ms, o.trace_hash);
+        println!(
+            "events {}  simulated {:.3} s  wall {} ms  trace {}",
+            o.events,
+            o.sim_time_ms as f64 / 1000.0,
+            wall_ms,
+            o.trace_hash
+        );
         if let Some(r) = reproduced {
-            println!("{}", if r { "reproduced: same invariant, event index and trace hash" } else { "NOT reproduced" });
+            println!(
+                "{}",
+                if r {
+                    "reproduced: same invariant, event index and trace hash"
+                } else {
+                    "NOT reproduced"
+                }
+            );
         }
     }
     let mut j = json!({
@@ -372,18 +479,39 @@ fn report_run(spec: &RunSpec, o: &Outcome, wall_ms: u64, json: bool, replay: &st
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
 fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
-    let list: Vec<&'static Scenario> = if names.is_empty() { SCENARIOS.iter().collect() } else { names.iter().map(|n| find_scenario(n)).collect::<Result<_, _>>()? };
+    let list: Vec<&'static Scenario> = if names.is_empty() {
+        SCENARIOS.iter().collect()
+    } else {
+        names
+            .iter()
+            .map(|n| find_scenario(n))
+            .collect::<Result<_, _>>()?
+    };
     let jobs = cores();
     let mut rows = Vec::new();
     let mut scaling = Vec::new();
     for sc in list {
         let measure = |jobs: usize| {
-            let cfg = ExploreConfig { scenario: sc, from: 1_000_000, seeds, bugs: vec![], fixes: vec![], jobs, keep_going: true, out_dir: None };
+            let cfg = ExploreConfig {
+                scenario: sc,
+                from: 1_000_000,
+                seeds,
+                bugs: vec![],
+                fixes: vec![],
+                jobs,
+                keep_going: true,
+                out_dir: None,
+            };
             let t0 = Instant::now();
             let s = explore(&cfg, |_| {}).expect("bench config is valid");
             (t0.elapsed().as_secs_f64(), s)
@@ -415,6 +543,9 @@ fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
         rows.push(row);
     }
     let mean_scaling = scaling.iter().sum::<f64>() / scaling.len().max(1) as f64;
-    println!("{}", json!({"scenarios": rows, "jobs_scaling": mean_scaling, "jobs": jobs}));
+    println!(
+        "{}",
+        json!({"scenarios": rows, "jobs_scaling": mean_scaling, "jobs": jobs})
+    );
     Ok(0)
 }

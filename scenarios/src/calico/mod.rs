@@ -59,8 +59,16 @@ pub enum Family {
 /// Tasks a silent death or a stall can hit.
 const TASKS: &[&str] = &["elector", "compaction", "agent-status", "endpoint-status"];
 
-fn pick_subset(rng: &mut ChaCha8Rng, all: &[&'static str], at_least_one_of: &[&'static str]) -> Vec<String> {
-    let mut on: Vec<String> = all.iter().filter(|_| rng.random_bool(0.5)).map(|s| s.to_string()).collect();
+fn pick_subset(
+    rng: &mut ChaCha8Rng,
+    all: &[&'static str],
+    at_least_one_of: &[&'static str],
+) -> Vec<String> {
+    let mut on: Vec<String> = all
+        .iter()
+        .filter(|_| rng.random_bool(0.5))
+        .map(|s| s.to_string())
+        .collect();
     if !on.iter().any(|k| at_least_one_of.contains(&k.as_str())) {
         on.push(at_least_one_of.choose(rng).unwrap().to_string());
     }
@@ -76,26 +84,80 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
     let latency_max_us = latency_min_us + rng.random_range(0..=8_000u64);
     let n = hosts as usize + 1;
     let (offset_max_ms, drift_max) = match family {
-        Family::ClockSkew => (rng.random_range(0..=30_000i64), rng.random_range(0..=500i64)),
+        Family::ClockSkew => (
+            rng.random_range(0..=30_000i64),
+            rng.random_range(0..=500i64),
+        ),
         _ => (rng.random_range(0..=500i64), rng.random_range(0..=50i64)),
     };
-    let clock_offset_ms = (0..n).map(|_| rng.random_range(-offset_max_ms..=offset_max_ms)).collect();
-    let drift_ppm = (0..n).map(|_| rng.random_range(-drift_max..=drift_max)).collect();
+    let clock_offset_ms = (0..n)
+        .map(|_| rng.random_range(-offset_max_ms..=offset_max_ms))
+        .collect();
+    let drift_ppm = (0..n)
+        .map(|_| rng.random_range(-drift_max..=drift_max))
+        .collect();
     let kinds: &[&'static str] = match family {
-        Family::SilentTaskDeath => &["death-elector", "death-compaction", "death-agent-status", "death-endpoint-status", "stall", "latency"],
-        Family::ClockSkew => &["host-step", "etcd-step", "drift-change", "stall-elector", "death-elector"],
-        Family::SplitBrain => &["partition", "isolate", "simplex", "flapping", "pause", "latency", "etcd-unavailable", "etcd-ambiguous", "etcd-slow"],
-        Family::Restart => &["graceful-restart", "manager-crash", "host-crash", "etcd-restart", "etcd-garbled"],
+        Family::SilentTaskDeath => &[
+            "death-elector",
+            "death-compaction",
+            "death-agent-status",
+            "death-endpoint-status",
+            "stall",
+            "latency",
+        ],
+        Family::ClockSkew => &[
+            "host-step",
+            "etcd-step",
+            "drift-change",
+            "stall-elector",
+            "death-elector",
+        ],
+        Family::SplitBrain => &[
+            "partition",
+            "isolate",
+            "simplex",
+            "flapping",
+            "pause",
+            "latency",
+            "etcd-unavailable",
+            "etcd-ambiguous",
+            "etcd-slow",
+        ],
+        Family::Restart => &[
+            "graceful-restart",
+            "manager-crash",
+            "host-crash",
+            "etcd-restart",
+            "etcd-garbled",
+        ],
     };
     let must: &[&'static str] = match family {
-        Family::SilentTaskDeath => &["death-elector", "death-compaction", "death-agent-status", "death-endpoint-status"],
+        Family::SilentTaskDeath => &[
+            "death-elector",
+            "death-compaction",
+            "death-agent-status",
+            "death-endpoint-status",
+        ],
         Family::ClockSkew => &["host-step"],
         Family::SplitBrain => &["partition", "isolate", "simplex", "flapping", "pause"],
-        Family::Restart => &["graceful-restart", "manager-crash", "host-crash", "etcd-restart"],
+        Family::Restart => &[
+            "graceful-restart",
+            "manager-crash",
+            "host-crash",
+            "etcd-restart",
+        ],
     };
     let fault_kinds = pick_subset(&mut rng, kinds, must);
     let fault_count = rng.random_range(1..=8u32);
-    let opts = CalicoOptions { hosts, latency_min_us, latency_max_us, clock_offset_ms, drift_ppm, fault_kinds, fault_count };
+    let opts = CalicoOptions {
+        hosts,
+        latency_min_us,
+        latency_max_us,
+        clock_offset_ms,
+        drift_ppm,
+        fault_kinds,
+        fault_count,
+    };
     let schedule = schedule(family, &opts, &mut rng);
     (opts, schedule)
 }
@@ -122,37 +184,109 @@ fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule
                     }
                     elector_deaths += 1;
                 }
-                (0, FaultKind::TaskDeath { node: host, task: task.to_string() })
+                (
+                    0,
+                    FaultKind::TaskDeath {
+                        node: host,
+                        task: task.to_string(),
+                    },
+                )
             }
-            (_, "stall") => (rng.random_range(1_000..=30_000), FaultKind::TaskStall { node: host, task: TASKS.choose(rng).unwrap().to_string() }),
-            (_, "stall-elector") => (rng.random_range(5_000..=90_000), FaultKind::TaskStall { node: host, task: "elector".into() }),
+            (_, "stall") => (
+                rng.random_range(1_000..=30_000),
+                FaultKind::TaskStall {
+                    node: host,
+                    task: TASKS.choose(rng).unwrap().to_string(),
+                },
+            ),
+            (_, "stall-elector") => (
+                rng.random_range(5_000..=90_000),
+                FaultKind::TaskStall {
+                    node: host,
+                    task: "elector".into(),
+                },
+            ),
             (_, "latency") => {
-                let node = if rng.random_bool(0.3) { etcd.clone() } else { host };
-                (rng.random_range(10_000..=60_000), FaultKind::Latency { node, extra_ms: rng.random_range(50..=3_000) })
+                let node = if rng.random_bool(0.3) {
+                    etcd.clone()
+                } else {
+                    host
+                };
+                (
+                    rng.random_range(10_000..=60_000),
+                    FaultKind::Latency {
+                        node,
+                        extra_ms: rng.random_range(50..=3_000),
+                    },
+                )
             }
             (_, "host-step") => {
-                let delta = rng.random_range(1_000..=300_000i64) * if rng.random_bool(0.6) { -1 } else { 1 };
-                (0, FaultKind::ClockStep { node: host, delta_ms: delta })
+                let delta = rng.random_range(1_000..=300_000i64)
+                    * if rng.random_bool(0.6) { -1 } else { 1 };
+                (
+                    0,
+                    FaultKind::ClockStep {
+                        node: host,
+                        delta_ms: delta,
+                    },
+                )
             }
-            (_, "etcd-step") => (0, FaultKind::ClockStep { node: etcd.clone(), delta_ms: rng.random_range(-5_000..=5_000) }),
+            (_, "etcd-step") => (
+                0,
+                FaultKind::ClockStep {
+                    node: etcd.clone(),
+                    delta_ms: rng.random_range(-5_000..=5_000),
+                },
+            ),
             (_, "drift-change") => {
-                let node = if rng.random_bool(0.2) { etcd.clone() } else { host };
-                (rng.random_range(0..=300_000), FaultKind::Drift { node, ppm: rng.random_range(-500..=500) })
+                let node = if rng.random_bool(0.2) {
+                    etcd.clone()
+                } else {
+                    host
+                };
+                (
+                    rng.random_range(0..=300_000),
+                    FaultKind::Drift {
+                        node,
+                        ppm: rng.random_range(-500..=500),
+                    },
+                )
             }
             (_, "partition") => {
                 // A complete partition: a non-empty proper subset of hosts on one side, etcd with the rest.
-                let mut side: Vec<String> = hosts.iter().filter(|_| rng.random_bool(0.5)).cloned().collect();
+                let mut side: Vec<String> = hosts
+                    .iter()
+                    .filter(|_| rng.random_bool(0.5))
+                    .cloned()
+                    .collect();
                 if side.is_empty() || side.len() == hosts.len() {
                     side = vec![host];
                 }
-                let mut other: Vec<String> = hosts.iter().filter(|h| !side.contains(h)).cloned().collect();
+                let mut other: Vec<String> = hosts
+                    .iter()
+                    .filter(|h| !side.contains(h))
+                    .cloned()
+                    .collect();
                 other.push(etcd.clone());
-                (rng.random_range(5_000..=120_000), FaultKind::Partition { a: side, b: other })
+                (
+                    rng.random_range(5_000..=120_000),
+                    FaultKind::Partition { a: side, b: other },
+                )
             }
-            (_, "isolate") => (rng.random_range(5_000..=120_000), FaultKind::Isolate { node: host }),
+            (_, "isolate") => (
+                rng.random_range(5_000..=120_000),
+                FaultKind::Isolate { node: host },
+            ),
             (_, "simplex") => {
-                let (from, to) = if rng.random_bool(0.5) { (vec![etcd.clone()], vec![host]) } else { (vec![host], vec![etcd.clone()]) };
-                (rng.random_range(5_000..=120_000), FaultKind::Simplex { from, to })
+                let (from, to) = if rng.random_bool(0.5) {
+                    (vec![etcd.clone()], vec![host])
+                } else {
+                    (vec![host], vec![etcd.clone()])
+                };
+                (
+                    rng.random_range(5_000..=120_000),
+                    FaultKind::Simplex { from, to },
+                )
             }
             (_, "flapping") => {
                 // A link that goes up and down: several short cuts between one host and etcd.
@@ -163,27 +297,73 @@ fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule
                     if t + d >= FAULT_WINDOW_MS {
                         break;
                     }
-                    out.push(Fault { at_ms: t, dur_ms: d, kind: FaultKind::Partition { a: vec![host.clone()], b: vec![etcd.clone()] } });
+                    out.push(Fault {
+                        at_ms: t,
+                        dur_ms: d,
+                        kind: FaultKind::Partition {
+                            a: vec![host.clone()],
+                            b: vec![etcd.clone()],
+                        },
+                    });
                     t += d + rng.random_range(500..=8_000);
                 }
                 continue;
             }
-            (_, "pause") => (rng.random_range(5_000..=120_000), FaultKind::Pause { node: host }),
-            (_, "etcd-unavailable") => (rng.random_range(2_000..=30_000), FaultKind::ServiceUnavailable { node: etcd.clone() }),
-            (_, "etcd-ambiguous") => {
-                (rng.random_range(10_000..=60_000), FaultKind::ServiceAmbiguous { node: etcd.clone(), percent: rng.random_range(10..=60) })
-            }
-            (_, "etcd-slow") => (rng.random_range(10_000..=60_000), FaultKind::ServiceSlow { node: etcd.clone(), extra_ms: rng.random_range(100..=3_000) }),
-            (_, "etcd-garbled") => {
-                (rng.random_range(5_000..=30_000), FaultKind::ServiceGarbled { node: etcd.clone(), percent: rng.random_range(20..=100) })
-            }
-            (_, "graceful-restart") => (rng.random_range(2_000..=60_000), FaultKind::ServiceRestart { node: host }),
-            (_, "manager-crash") => (0, FaultKind::ProcessCrash { node: host, process: "neutron-server/manager".into() }),
-            (_, "host-crash") => (rng.random_range(5_000..=120_000), FaultKind::Crash { node: host }),
-            (_, "etcd-restart") => (rng.random_range(1_000..=20_000), FaultKind::Crash { node: etcd.clone() }),
+            (_, "pause") => (
+                rng.random_range(5_000..=120_000),
+                FaultKind::Pause { node: host },
+            ),
+            (_, "etcd-unavailable") => (
+                rng.random_range(2_000..=30_000),
+                FaultKind::ServiceUnavailable { node: etcd.clone() },
+            ),
+            (_, "etcd-ambiguous") => (
+                rng.random_range(10_000..=60_000),
+                FaultKind::ServiceAmbiguous {
+                    node: etcd.clone(),
+                    percent: rng.random_range(10..=60),
+                },
+            ),
+            (_, "etcd-slow") => (
+                rng.random_range(10_000..=60_000),
+                FaultKind::ServiceSlow {
+                    node: etcd.clone(),
+                    extra_ms: rng.random_range(100..=3_000),
+                },
+            ),
+            (_, "etcd-garbled") => (
+                rng.random_range(5_000..=30_000),
+                FaultKind::ServiceGarbled {
+                    node: etcd.clone(),
+                    percent: rng.random_range(20..=100),
+                },
+            ),
+            (_, "graceful-restart") => (
+                rng.random_range(2_000..=60_000),
+                FaultKind::ServiceRestart { node: host },
+            ),
+            (_, "manager-crash") => (
+                0,
+                FaultKind::ProcessCrash {
+                    node: host,
+                    process: "neutron-server/manager".into(),
+                },
+            ),
+            (_, "host-crash") => (
+                rng.random_range(5_000..=120_000),
+                FaultKind::Crash { node: host },
+            ),
+            (_, "etcd-restart") => (
+                rng.random_range(1_000..=20_000),
+                FaultKind::Crash { node: etcd.clone() },
+            ),
             (_, other) => unreachable!("unknown calico fault kind {other}"),
         };
-        out.push(Fault { at_ms, dur_ms, kind: fk });
+        out.push(Fault {
+            at_ms,
+            dur_ms,
+            kind: fk,
+        });
     }
     out.sort_by_key(|f| f.at_ms);
     out
@@ -218,13 +398,19 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
     let cfg = SimConfig {
         seed: spec.seed,
         nodes,
-        net: NetSpec { latency_min_us: o.latency_min_us, latency_max_us: o.latency_max_us },
+        net: NetSpec {
+            latency_min_us: o.latency_min_us,
+            latency_max_us: o.latency_max_us,
+        },
         schedule: spec.schedule.clone(),
         fault_window_ms: FAULT_WINDOW_MS,
         liveness_ms: LIVENESS_MS,
         keep_trace: spec.keep_trace,
     };
-    let model_cfg = Config { switches: switches(spec), ..Config::default() };
+    let model_cfg = Config {
+        switches: switches(spec),
+        ..Config::default()
+    };
     let monitor = monitor::CalicoMonitor::new(names.clone(), model_cfg.election_key(), coverage);
     let hosts: Vec<NodeIx> = (0..o.hosts as NodeIx).collect();
     let etcd_ix = o.hosts as NodeIx;

@@ -20,14 +20,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 const S: u64 = 1_000_000;
 /// See the table above.
-pub const LEGITIMACY_BOUND_US: u64 =
-    MASTER_TIMEOUT.as_micros() as u64 + MASTER_CHECK_INTERVAL.as_micros() as u64 + ROUND_TRIP_CHECK.as_micros() as u64 + 10 * S;
+pub const LEGITIMACY_BOUND_US: u64 = MASTER_TIMEOUT.as_micros() as u64
+    + MASTER_CHECK_INTERVAL.as_micros() as u64
+    + ROUND_TRIP_CHECK.as_micros() as u64
+    + 10 * S;
 /// See the table above.
 pub const ELECTION_BOUND_US: u64 = 85 * S;
 /// See the table above.
 pub const HANDOVER_BOUND_US: u64 = 10 * S;
 /// Two actions of one host less than this apart belong to one acting interval.
-const ACTING_GAP_US: u64 = MASTER_CHECK_INTERVAL.as_micros() as u64 + ROUND_TRIP_CHECK.as_micros() as u64;
+const ACTING_GAP_US: u64 =
+    MASTER_CHECK_INTERVAL.as_micros() as u64 + ROUND_TRIP_CHECK.as_micros() as u64;
 
 /// Every coverage point the Calico monitor can report.
 pub const ALL_POINTS: &[&str] = &[
@@ -118,7 +121,10 @@ impl CalicoMonitor {
     }
 
     fn node_of(&self, name: &str) -> Option<NodeIx> {
-        self.names.iter().position(|n| n == name).map(|i| i as NodeIx)
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| i as NodeIx)
     }
 
     fn parse_id(&self, id: &str) -> (Option<NodeIx>, u32) {
@@ -135,7 +141,9 @@ impl CalicoMonitor {
     /// A master exists: the key names a live process and that host's stamp is set.
     fn master_exists(&self) -> bool {
         match &self.holder {
-            Some(h) => h.node.is_some_and(|n| self.alive.contains(&(n, h.pid)) && self.stamps[n as usize] > 0),
+            Some(h) => h
+                .node
+                .is_some_and(|n| self.alive.contains(&(n, h.pid)) && self.stamps[n as usize] > 0),
             None => false,
         }
     }
@@ -163,8 +171,15 @@ impl CalicoMonitor {
         if faults.is_empty() {
             return String::new();
         }
-        let list: Vec<String> = faults.iter().map(|(t, d)| format!("{d} at {}", secs(*t))).collect();
-        format!("; recent faults on {}: {}", self.names[node as usize], list.join(", "))
+        let list: Vec<String> = faults
+            .iter()
+            .map(|(t, d)| format!("{d} at {}", secs(*t)))
+            .collect();
+        format!(
+            "; recent faults on {}: {}",
+            self.names[node as usize],
+            list.join(", ")
+        )
     }
 
     fn holds(&self, node: NodeIx) -> bool {
@@ -186,7 +201,13 @@ impl CalicoMonitor {
         }
     }
 
-    fn on_master_only(&mut self, rec: &Record, worker: &str, action: &str, pid: u32) -> Option<Failure> {
+    fn on_master_only(
+        &mut self,
+        rec: &Record,
+        worker: &str,
+        action: &str,
+        pid: u32,
+    ) -> Option<Failure> {
         let node = rec.node;
         let t = rec.t_us;
         // Acting intervals and the overlap headline.
@@ -222,7 +243,12 @@ impl CalicoMonitor {
         }
         let name = &self.names[node as usize];
         let held = match last {
-            Some(l) => format!("{name} last held the election key at {} ({} earlier; bound {})", secs(l), secs(t - l), secs(LEGITIMACY_BOUND_US)),
+            Some(l) => format!(
+                "{name} last held the election key at {} ({} earlier; bound {})",
+                secs(l),
+                secs(t - l),
+                secs(LEGITIMACY_BOUND_US)
+            ),
             None => format!("{name} never held the election key"),
         };
         let other = match &self.holder {
@@ -236,7 +262,10 @@ impl CalicoMonitor {
             _ => String::new(),
         };
         let overlap = if self.max_overlap_us > 0 {
-            format!("; two hosts did master-only work at the same time for {}", secs(self.max_overlap_us))
+            format!(
+                "; two hosts did master-only work at the same time for {}",
+                secs(self.max_overlap_us)
+            )
         } else {
             String::new()
         };
@@ -253,7 +282,13 @@ impl CalicoMonitor {
         })
     }
 
-    fn on_fault_start(&mut self, id: u32, dur_ms: u64, fault: &FaultKind, t: u64) -> Option<Failure> {
+    fn on_fault_start(
+        &mut self,
+        id: u32,
+        dur_ms: u64,
+        fault: &FaultKind,
+        t: u64,
+    ) -> Option<Failure> {
         // Only faults with a duration are "in force"; instantaneous ones never end.
         if dur_ms > 0 {
             self.faults.insert(id, fault.clone());
@@ -269,29 +304,43 @@ impl CalicoMonitor {
             }
         }
         // Any other fault voids the prompt-handover obligations (they assume a quiet world).
-        self.obligations.retain(|o| o.invariant != "prompt-handover" || o.cause == Some(id));
+        self.obligations
+            .retain(|o| o.invariant != "prompt-handover" || o.cause == Some(id));
         let master = self.holder.as_ref().and_then(|h| h.node);
         match fault {
-            FaultKind::ServiceRestart { node } if master.is_some() && master == self.node_of(node) && self.faults.len() == 1 => {
+            FaultKind::ServiceRestart { node }
+                if master.is_some() && master == self.node_of(node) && self.faults.len() == 1 =>
+            {
                 self.obligations.push(Obligation {
                     deadline_us: t + HANDOVER_BOUND_US,
                     invariant: "prompt-handover",
-                    what: format!("graceful stop of the services on master host {node} at {}", secs(t)),
+                    what: format!(
+                        "graceful stop of the services on master host {node} at {}",
+                        secs(t)
+                    ),
                     cause: Some(id),
                 });
             }
-            FaultKind::TaskDeath { node, task } if task == "elector" && master == self.node_of(node) => {
+            FaultKind::TaskDeath { node, task }
+                if task == "elector" && master == self.node_of(node) =>
+            {
                 self.reach("elector-died-while-master");
             }
-            FaultKind::ClockStep { node, delta_ms } if *delta_ms < 0 && master.is_some() && master == self.node_of(node) => {
+            FaultKind::ClockStep { node, delta_ms }
+                if *delta_ms < 0 && master.is_some() && master == self.node_of(node) =>
+            {
                 self.reach("backward-step-on-master");
             }
-            FaultKind::Pause { node } if master.is_some() && master == self.node_of(node) => self.reach("master-paused"),
+            FaultKind::Pause { node } if master.is_some() && master == self.node_of(node) => {
+                self.reach("master-paused")
+            }
             FaultKind::Partition { .. } | FaultKind::Isolate { .. } | FaultKind::Simplex { .. } => {
                 if let Some(m) = master {
                     let names = fault.nodes();
                     let mname = self.names[m as usize].as_str();
-                    if names.contains(&mname) && (names.contains(&"etcd") || matches!(fault, FaultKind::Isolate { .. })) {
+                    if names.contains(&mname)
+                        && (names.contains(&"etcd") || matches!(fault, FaultKind::Isolate { .. }))
+                    {
                         self.reach("master-cut-from-etcd");
                     }
                 }
@@ -453,7 +502,11 @@ impl Monitor for CalicoMonitor {
                 });
             }
         }
-        if let Some(i) = self.obligations.iter().position(|o| now_us >= o.deadline_us) {
+        if let Some(i) = self
+            .obligations
+            .iter()
+            .position(|o| now_us >= o.deadline_us)
+        {
             let o = self.obligations.remove(i);
             let node = self.holder.as_ref().and_then(|h| h.node);
             let note = node.map(|n| self.fault_note(n)).unwrap_or_default();
@@ -461,13 +514,23 @@ impl Monitor for CalicoMonitor {
                 invariant: o.invariant,
                 kind: Kind::Liveness,
                 node,
-                explanation: format!("no master {} after the {} (bound {}): {}{}", secs(HANDOVER_BOUND_US), o.what, secs(HANDOVER_BOUND_US), self.describe_master_state(), note),
+                explanation: format!(
+                    "no master {} after the {} (bound {}): {}{}",
+                    secs(HANDOVER_BOUND_US),
+                    o.what,
+                    secs(HANDOVER_BOUND_US),
+                    self.describe_master_state(),
+                    note
+                ),
             });
         }
         None
     }
 
     fn coverage(&self) -> Vec<(&'static str, bool)> {
-        self.catalog.iter().map(|p| (*p, self.reached.contains(p))).collect()
+        self.catalog
+            .iter()
+            .map(|p| (*p, self.reached.contains(p)))
+            .collect()
     }
 }

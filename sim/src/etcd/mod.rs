@@ -22,7 +22,10 @@ use rand::Rng;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
-pub use store::{CmpOp, Compare, EventKind, KeyValue, Op, OpResult, Store, StoreError, Target, Txn, TxnResponse, WatchEvent};
+pub use store::{
+    CmpOp, Compare, EventKind, KeyValue, Op, OpResult, Store, StoreError, Target, Txn, TxnResponse,
+    WatchEvent,
+};
 
 /// Options of the simulated server.
 #[derive(Clone, Debug)]
@@ -35,7 +38,10 @@ pub struct EtcdConfig {
 
 impl Default for EtcdConfig {
     fn default() -> Self {
-        EtcdConfig { lease_ttl_reset_on_restart: true, min_ttl_s: store::DEFAULT_MIN_TTL_S }
+        EtcdConfig {
+            lease_ttl_reset_on_restart: true,
+            min_ttl_s: store::DEFAULT_MIN_TTL_S,
+        }
     }
 }
 
@@ -63,15 +69,34 @@ impl EtcdError {
 
 /// A request to the server.
 pub enum Request {
-    Range { key: String, prefix: bool, revision: i64 },
+    Range {
+        key: String,
+        prefix: bool,
+        revision: i64,
+    },
     Txn(Txn),
-    Grant { ttl_s: i64 },
-    KeepAlive { lease: i64 },
-    Revoke { lease: i64 },
-    TimeToLive { lease: i64 },
-    Compact { revision: i64 },
+    Grant {
+        ttl_s: i64,
+    },
+    KeepAlive {
+        lease: i64,
+    },
+    Revoke {
+        lease: i64,
+    },
+    TimeToLive {
+        lease: i64,
+    },
+    Compact {
+        revision: i64,
+    },
     Status,
-    Watch { key: String, prefix: bool, start_revision: i64, tx: StreamTx<WatchMsg> },
+    Watch {
+        key: String,
+        prefix: bool,
+        start_revision: i64,
+        tx: StreamTx<WatchMsg>,
+    },
 }
 
 impl Request {
@@ -93,14 +118,32 @@ impl Request {
 /// A successful response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Response {
-    Range { kvs: Vec<KeyValue>, revision: i64 },
+    Range {
+        kvs: Vec<KeyValue>,
+        revision: i64,
+    },
     Txn(TxnResponse),
-    Grant { lease: i64, ttl_s: i64 },
-    KeepAlive { ttl_s: i64 },
-    Revoke { revision: i64 },
-    TimeToLive { ttl_s: i64, granted_ttl_s: i64 },
-    Compact { revision: i64 },
-    Status { revision: i64, compact_revision: i64 },
+    Grant {
+        lease: i64,
+        ttl_s: i64,
+    },
+    KeepAlive {
+        ttl_s: i64,
+    },
+    Revoke {
+        revision: i64,
+    },
+    TimeToLive {
+        ttl_s: i64,
+        granted_ttl_s: i64,
+    },
+    Compact {
+        revision: i64,
+    },
+    Status {
+        revision: i64,
+        compact_revision: i64,
+    },
     Watch,
 }
 
@@ -166,7 +209,11 @@ impl Etcd {
 
     /// A client for a process.
     pub fn client(&self, proc: &Proc) -> Client {
-        Client { endpoint: self.0.endpoint.clone(), proc: proc.clone(), timeout: REQUEST_TIMEOUT }
+        Client {
+            endpoint: self.0.endpoint.clone(),
+            proc: proc.clone(),
+            timeout: REQUEST_TIMEOUT,
+        }
     }
 
     fn start(&self, host: &Host) {
@@ -177,11 +224,18 @@ impl Etcd {
             if self.0.cfg.lease_ttl_reset_on_restart {
                 self.0.store.borrow_mut().reset_lease_ttls(now_ms);
             }
-            proc.emit(Event::EtcdRecover { lease_ttl_reset: self.0.cfg.lease_ttl_reset_on_restart });
+            proc.emit(Event::EtcdRecover {
+                lease_ttl_reset: self.0.cfg.lease_ttl_reset_on_restart,
+            });
         }
         let watchers: Rc<RefCell<Vec<Watcher>>> = Rc::default();
         let inbox = self.0.endpoint.open();
-        let server = Server { etcd: self.clone(), world: world.clone(), watchers, rng: RefCell::new(rng::rng_for(world.seed(), "etcd-faults")) };
+        let server = Server {
+            etcd: self.clone(),
+            world: world.clone(),
+            watchers,
+            rng: RefCell::new(rng::rng_for(world.seed(), "etcd-faults")),
+        };
         let server = Rc::new(server);
         let s = server.clone();
         proc.spawn("server", async move { s.serve(inbox).await });
@@ -210,10 +264,18 @@ impl Server {
         percent > 0 && self.rng.borrow_mut().random_range(0..100) < percent
     }
 
-    async fn serve(&self, mut inbox: futures::channel::mpsc::UnboundedReceiver<Call<Request, Reply>>) {
+    async fn serve(
+        &self,
+        mut inbox: futures::channel::mpsc::UnboundedReceiver<Call<Request, Reply>>,
+    ) {
         while let Some(call) = inbox.next().await {
             let faults = self.world.service_faults(self.node());
-            let Call { caller, from, req, reply } = call;
+            let Call {
+                caller,
+                from,
+                req,
+                reply,
+            } = call;
             if faults.unavailable {
                 reply.send(Err(EtcdError::Unavailable));
                 continue;
@@ -229,12 +291,23 @@ impl Server {
                     let _ = self.handle(&caller, from, req);
                 }
                 reply.lose();
-                self.world.emit(self.node(), Event::EtcdAmbiguous { op, applied, client: caller });
+                self.world.emit(
+                    self.node(),
+                    Event::EtcdAmbiguous {
+                        op,
+                        applied,
+                        client: caller,
+                    },
+                );
                 continue;
             }
             let garbled = self.chance(faults.garbled_percent);
             let resp = self.handle(&caller, from, req);
-            reply.send(if garbled { Err(EtcdError::Garbled) } else { resp });
+            reply.send(if garbled {
+                Err(EtcdError::Garbled)
+            } else {
+                resp
+            });
         }
     }
 
@@ -246,44 +319,123 @@ impl Server {
         let now_ms = self.now_ms();
         let store_err = EtcdError::Store;
         match req {
-            Request::Range { key, prefix, revision } => {
-                let (kvs, revision) = self.etcd.0.store.borrow().range(&key, prefix, revision).map_err(store_err)?;
+            Request::Range {
+                key,
+                prefix,
+                revision,
+            } => {
+                let (kvs, revision) = self
+                    .etcd
+                    .0
+                    .store
+                    .borrow()
+                    .range(&key, prefix, revision)
+                    .map_err(store_err)?;
                 Ok(Response::Range { kvs, revision })
             }
             Request::Txn(txn) => {
-                let (resp, events) = self.etcd.0.store.borrow_mut().txn(&txn).map_err(store_err)?;
-                self.publish(&events, |_| DeleteCause::Client { client: caller.to_string() }, caller);
+                let (resp, events) = self
+                    .etcd
+                    .0
+                    .store
+                    .borrow_mut()
+                    .txn(&txn)
+                    .map_err(store_err)?;
+                self.publish(
+                    &events,
+                    |_| DeleteCause::Client {
+                        client: caller.to_string(),
+                    },
+                    caller,
+                );
                 Ok(Response::Txn(resp))
             }
             Request::Grant { ttl_s } => {
                 let (lease, ttl_s) = self.etcd.0.store.borrow_mut().grant(ttl_s, now_ms);
-                self.world.emit(self.node(), Event::EtcdLeaseGrant { lease, ttl_s, client: caller.to_string() });
+                self.world.emit(
+                    self.node(),
+                    Event::EtcdLeaseGrant {
+                        lease,
+                        ttl_s,
+                        client: caller.to_string(),
+                    },
+                );
                 self.etcd.0.leases_changed.notify();
                 Ok(Response::Grant { lease, ttl_s })
             }
-            Request::KeepAlive { lease } => Ok(Response::KeepAlive { ttl_s: self.etcd.0.store.borrow_mut().keep_alive(lease, now_ms) }),
+            Request::KeepAlive { lease } => Ok(Response::KeepAlive {
+                ttl_s: self.etcd.0.store.borrow_mut().keep_alive(lease, now_ms),
+            }),
             Request::Revoke { lease } => {
-                let (revision, events) = self.etcd.0.store.borrow_mut().revoke(lease).map_err(store_err)?;
-                self.publish(&events, |_| DeleteCause::LeaseRevoked { lease, client: caller.to_string() }, caller);
+                let (revision, events) = self
+                    .etcd
+                    .0
+                    .store
+                    .borrow_mut()
+                    .revoke(lease)
+                    .map_err(store_err)?;
+                self.publish(
+                    &events,
+                    |_| DeleteCause::LeaseRevoked {
+                        lease,
+                        client: caller.to_string(),
+                    },
+                    caller,
+                );
                 Ok(Response::Revoke { revision })
             }
             Request::TimeToLive { lease } => {
-                let (ttl_s, granted_ttl_s) = self.etcd.0.store.borrow().time_to_live(lease, now_ms).map_err(store_err)?;
-                Ok(Response::TimeToLive { ttl_s, granted_ttl_s })
+                let (ttl_s, granted_ttl_s) = self
+                    .etcd
+                    .0
+                    .store
+                    .borrow()
+                    .time_to_live(lease, now_ms)
+                    .map_err(store_err)?;
+                Ok(Response::TimeToLive {
+                    ttl_s,
+                    granted_ttl_s,
+                })
             }
             Request::Compact { revision } => {
-                let r = self.etcd.0.store.borrow_mut().compact(revision).map_err(store_err)?;
-                self.world.emit(self.node(), Event::EtcdCompact { rev: revision, client: caller.to_string() });
+                let r = self
+                    .etcd
+                    .0
+                    .store
+                    .borrow_mut()
+                    .compact(revision)
+                    .map_err(store_err)?;
+                self.world.emit(
+                    self.node(),
+                    Event::EtcdCompact {
+                        rev: revision,
+                        client: caller.to_string(),
+                    },
+                );
                 Ok(Response::Compact { revision: r })
             }
             Request::Status => {
                 let s = self.etcd.0.store.borrow();
-                Ok(Response::Status { revision: s.revision(), compact_revision: s.compact_revision() })
+                Ok(Response::Status {
+                    revision: s.revision(),
+                    compact_revision: s.compact_revision(),
+                })
             }
-            Request::Watch { key, prefix, start_revision, tx } => {
+            Request::Watch {
+                key,
+                prefix,
+                start_revision,
+                tx,
+            } => {
                 let _ = from;
                 let past = if start_revision > 0 {
-                    match self.etcd.0.store.borrow().events_since(&key, prefix, start_revision) {
+                    match self
+                        .etcd
+                        .0
+                        .store
+                        .borrow()
+                        .events_since(&key, prefix, start_revision)
+                    {
                         Ok(e) => e,
                         Err(StoreError::Compacted { compact_revision }) => {
                             tx.send(WatchMsg::Canceled { compact_revision });
@@ -304,7 +456,12 @@ impl Server {
     }
 
     /// Emits trace events for changes and pushes them to matching watchers.
-    fn publish(&self, events: &[WatchEvent], cause: impl Fn(&WatchEvent) -> DeleteCause, client: &str) {
+    fn publish(
+        &self,
+        events: &[WatchEvent],
+        cause: impl Fn(&WatchEvent) -> DeleteCause,
+        client: &str,
+    ) {
         if events.is_empty() {
             return;
         }
@@ -330,7 +487,11 @@ impl Server {
         let mut watchers = self.watchers.borrow_mut();
         watchers.retain(|w| !w.tx.is_closed());
         for w in watchers.iter() {
-            let mine: Vec<WatchEvent> = events.iter().filter(|e| store::in_range(&e.kv.key, &w.key, w.prefix)).cloned().collect();
+            let mine: Vec<WatchEvent> = events
+                .iter()
+                .filter(|e| store::in_range(&e.kv.key, &w.key, w.prefix))
+                .cloned()
+                .collect();
             if !mine.is_empty() {
                 w.tx.send(WatchMsg::Events(mine));
             }
@@ -341,7 +502,8 @@ impl Server {
         let now_ms = self.now_ms();
         let expired = self.etcd.0.store.borrow_mut().expire(now_ms);
         for (lease, events) in expired {
-            self.world.emit(self.node(), Event::EtcdLeaseExpire { lease });
+            self.world
+                .emit(self.node(), Event::EtcdLeaseExpire { lease });
             self.publish(&events, |_| DeleteCause::LeaseExpired { lease }, "etcd");
         }
     }
@@ -352,10 +514,16 @@ impl Server {
         let node = self.node();
         let clock_changed = self.world.clock_notify(node);
         loop {
-            let (cg, lg) = (clock_changed.generation(), self.etcd.0.leases_changed.generation());
+            let (cg, lg) = (
+                clock_changed.generation(),
+                self.etcd.0.leases_changed.generation(),
+            );
             self.expire_due();
             let next = self.etcd.0.store.borrow().next_expiry_ms();
-            let wake = futures::future::select(clock_changed.changed_since(cg), self.etcd.0.leases_changed.changed_since(lg));
+            let wake = futures::future::select(
+                clock_changed.changed_since(cg),
+                self.etcd.0.leases_changed.changed_since(lg),
+            );
             match next {
                 Some(ms) => {
                     let at = self.world.true_time_for_wall(node, ms * 1000);
@@ -393,7 +561,17 @@ impl Watch {
 impl Client {
     async fn call(&self, req: Request) -> Reply {
         let world = self.proc.world();
-        match self.endpoint.call(world, self.proc.node(), self.proc.ident(), req, self.timeout).await {
+        match self
+            .endpoint
+            .call(
+                world,
+                self.proc.node(),
+                self.proc.ident(),
+                req,
+                self.timeout,
+            )
+            .await
+        {
             Ok(r) => r,
             Err(_) => Err(EtcdError::Timeout),
         }
@@ -401,15 +579,34 @@ impl Client {
 
     /// Reads one key.
     pub async fn get(&self, key: &str) -> Result<Option<KeyValue>, EtcdError> {
-        match self.call(Request::Range { key: key.into(), prefix: false, revision: 0 }).await? {
+        match self
+            .call(Request::Range {
+                key: key.into(),
+                prefix: false,
+                revision: 0,
+            })
+            .await?
+        {
             Response::Range { mut kvs, .. } => Ok(kvs.pop()),
             r => unreachable!("range answered {r:?}"),
         }
     }
 
     /// Reads a key or prefix at a revision (0 = current); returns the key-values and the header revision.
-    pub async fn range(&self, key: &str, prefix: bool, revision: i64) -> Result<(Vec<KeyValue>, i64), EtcdError> {
-        match self.call(Request::Range { key: key.into(), prefix, revision }).await? {
+    pub async fn range(
+        &self,
+        key: &str,
+        prefix: bool,
+        revision: i64,
+    ) -> Result<(Vec<KeyValue>, i64), EtcdError> {
+        match self
+            .call(Request::Range {
+                key: key.into(),
+                prefix,
+                revision,
+            })
+            .await?
+        {
             Response::Range { kvs, revision } => Ok((kvs, revision)),
             r => unreachable!("range answered {r:?}"),
         }
@@ -425,13 +622,26 @@ impl Client {
 
     /// Puts a key (lease 0 = none); returns the new revision.
     pub async fn put(&self, key: &str, value: &str, lease: i64) -> Result<i64, EtcdError> {
-        let txn = Txn { success: vec![Op::Put { key: key.into(), value: value.into(), lease }], ..Default::default() };
+        let txn = Txn {
+            success: vec![Op::Put {
+                key: key.into(),
+                value: value.into(),
+                lease,
+            }],
+            ..Default::default()
+        };
         Ok(self.txn(txn).await?.revision)
     }
 
     /// Deletes a key; returns how many keys were deleted.
     pub async fn delete(&self, key: &str) -> Result<i64, EtcdError> {
-        let txn = Txn { success: vec![Op::Delete { key: key.into(), prefix: false }], ..Default::default() };
+        let txn = Txn {
+            success: vec![Op::Delete {
+                key: key.into(),
+                prefix: false,
+            }],
+            ..Default::default()
+        };
         match self.txn(txn).await?.results.first() {
             Some(OpResult::Delete { deleted }) => Ok(*deleted),
             r => unreachable!("delete answered {r:?}"),
@@ -465,7 +675,10 @@ impl Client {
     /// Remaining and granted TTL of a lease.
     pub async fn time_to_live(&self, lease: i64) -> Result<(i64, i64), EtcdError> {
         match self.call(Request::TimeToLive { lease }).await? {
-            Response::TimeToLive { ttl_s, granted_ttl_s } => Ok((ttl_s, granted_ttl_s)),
+            Response::TimeToLive {
+                ttl_s,
+                granted_ttl_s,
+            } => Ok((ttl_s, granted_ttl_s)),
             r => unreachable!("ttl answered {r:?}"),
         }
     }
@@ -481,16 +694,30 @@ impl Client {
     /// Current and compacted revision.
     pub async fn status(&self) -> Result<(i64, i64), EtcdError> {
         match self.call(Request::Status).await? {
-            Response::Status { revision, compact_revision } => Ok((revision, compact_revision)),
+            Response::Status {
+                revision,
+                compact_revision,
+            } => Ok((revision, compact_revision)),
             r => unreachable!("status answered {r:?}"),
         }
     }
 
     /// Opens a watch on a key or prefix from `start_revision` (0 = from now).
-    pub async fn watch(&self, key: &str, prefix: bool, start_revision: i64) -> Result<Watch, EtcdError> {
+    pub async fn watch(
+        &self,
+        key: &str,
+        prefix: bool,
+        start_revision: i64,
+    ) -> Result<Watch, EtcdError> {
         let world = self.proc.world();
         let (tx, rx) = stream(world, self.endpoint.node(), self.proc.node());
-        self.call(Request::Watch { key: key.into(), prefix, start_revision, tx }).await?;
+        self.call(Request::Watch {
+            key: key.into(),
+            prefix,
+            start_revision,
+            tx,
+        })
+        .await?;
         Ok(Watch { rx })
     }
 }

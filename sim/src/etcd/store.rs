@@ -92,9 +92,19 @@ pub struct Compare {
 /// One operation of a transaction branch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
-    Range { key: String, prefix: bool },
-    Put { key: String, value: String, lease: i64 },
-    Delete { key: String, prefix: bool },
+    Range {
+        key: String,
+        prefix: bool,
+    },
+    Put {
+        key: String,
+        value: String,
+        lease: i64,
+    },
+    Delete {
+        key: String,
+        prefix: bool,
+    },
 }
 
 /// Result of one operation.
@@ -189,23 +199,43 @@ impl Store {
     }
 
     fn live(&self, key: &str) -> Option<&KeyValue> {
-        self.keys.get(key).and_then(|v| v.last()).and_then(|v| v.kv.as_ref())
+        self.keys
+            .get(key)
+            .and_then(|v| v.last())
+            .and_then(|v| v.kv.as_ref())
     }
 
-    fn keys_in<'a>(&'a self, key: &'a str, prefix: bool) -> impl Iterator<Item = (&'a String, &'a Vec<Version>)> + 'a {
+    fn keys_in<'a>(
+        &'a self,
+        key: &'a str,
+        prefix: bool,
+    ) -> impl Iterator<Item = (&'a String, &'a Vec<Version>)> + 'a {
         use std::ops::Bound;
-        self.keys.range::<str, _>((Bound::Included(key), Bound::Unbounded)).take_while(move |(k, _)| in_range(k, key, prefix))
+        self.keys
+            .range::<str, _>((Bound::Included(key), Bound::Unbounded))
+            .take_while(move |(k, _)| in_range(k, key, prefix))
     }
 
     /// Reads a key (or a prefix) at `revision` (0 = current). Returns the key-values and the header
     /// revision.
-    pub fn range(&self, key: &str, prefix: bool, revision: i64) -> Result<(Vec<KeyValue>, i64), StoreError> {
-        let at = if revision <= 0 { self.revision } else { revision };
+    pub fn range(
+        &self,
+        key: &str,
+        prefix: bool,
+        revision: i64,
+    ) -> Result<(Vec<KeyValue>, i64), StoreError> {
+        let at = if revision <= 0 {
+            self.revision
+        } else {
+            revision
+        };
         if at > self.revision {
             return Err(StoreError::FutureRevision);
         }
         if at < self.compact_revision {
-            return Err(StoreError::Compacted { compact_revision: self.compact_revision });
+            return Err(StoreError::Compacted {
+                compact_revision: self.compact_revision,
+            });
         }
         let kvs = self
             .keys_in(key, prefix)
@@ -238,7 +268,11 @@ impl Store {
     /// Runs a transaction. Returns the response and the changes it made (for watchers).
     pub fn txn(&mut self, txn: &Txn) -> Result<(TxnResponse, Vec<WatchEvent>), StoreError> {
         let succeeded = txn.compare.iter().all(|c| self.compare(c));
-        let ops = if succeeded { &txn.success } else { &txn.failure };
+        let ops = if succeeded {
+            &txn.success
+        } else {
+            &txn.failure
+        };
         // Validate first: an unknown lease fails the whole transaction with nothing applied.
         for op in ops {
             if let Op::Put { lease, .. } = op {
@@ -255,7 +289,10 @@ impl Store {
             match op {
                 Op::Range { key, prefix } => {
                     // Reads inside a transaction see the transaction's earlier writes.
-                    let kvs = self.keys_in(key, *prefix).filter_map(|(_, v)| v.last().and_then(|v| v.kv.clone())).collect();
+                    let kvs = self
+                        .keys_in(key, *prefix)
+                        .filter_map(|(_, v)| v.last().and_then(|v| v.kv.clone()))
+                        .collect();
                     results.push(OpResult::Range { kvs });
                 }
                 Op::Put { key, value, lease } => {
@@ -273,14 +310,23 @@ impl Store {
                         events.push(self.delete_at(rev, sub, k));
                         sub += 1;
                     }
-                    results.push(OpResult::Delete { deleted: doomed.len() as i64 });
+                    results.push(OpResult::Delete {
+                        deleted: doomed.len() as i64,
+                    });
                 }
             }
         }
         if !events.is_empty() {
             self.revision = rev;
         }
-        Ok((TxnResponse { succeeded, revision: self.revision, results }, events))
+        Ok((
+            TxnResponse {
+                succeeded,
+                revision: self.revision,
+                results,
+            },
+            events,
+        ))
     }
 
     fn put_at(&mut self, rev: i64, sub: i64, key: &str, value: &str, lease: i64) -> WatchEvent {
@@ -293,7 +339,11 @@ impl Store {
             }
         }
         if lease != 0 {
-            self.leases.get_mut(&lease).expect("validated").keys.insert(key.to_string());
+            self.leases
+                .get_mut(&lease)
+                .expect("validated")
+                .keys
+                .insert(key.to_string());
         }
         let kv = KeyValue {
             key: key.to_string(),
@@ -303,8 +353,17 @@ impl Store {
             version: prev.as_ref().map_or(1, |p| p.version + 1),
             lease,
         };
-        self.keys.entry(key.to_string()).or_default().push(Version { main: rev, sub, kv: Some(kv.clone()) });
-        WatchEvent { kind: EventKind::Put, kv, sub, prev_value: prev.map(|p| p.value).unwrap_or_default() }
+        self.keys.entry(key.to_string()).or_default().push(Version {
+            main: rev,
+            sub,
+            kv: Some(kv.clone()),
+        });
+        WatchEvent {
+            kind: EventKind::Put,
+            kv,
+            sub,
+            prev_value: prev.map(|p| p.value).unwrap_or_default(),
+        }
     }
 
     fn delete_at(&mut self, rev: i64, sub: i64, key: &str) -> WatchEvent {
@@ -314,20 +373,51 @@ impl Store {
                 l.keys.remove(key);
             }
         }
-        self.keys.get_mut(key).expect("live key").push(Version { main: rev, sub, kv: None });
-        let kv = KeyValue { key: key.to_string(), mod_revision: rev, ..Default::default() };
-        WatchEvent { kind: EventKind::Delete, kv, sub, prev_value: prev.value }
+        self.keys.get_mut(key).expect("live key").push(Version {
+            main: rev,
+            sub,
+            kv: None,
+        });
+        let kv = KeyValue {
+            key: key.to_string(),
+            mod_revision: rev,
+            ..Default::default()
+        };
+        WatchEvent {
+            kind: EventKind::Delete,
+            kv,
+            sub,
+            prev_value: prev.value,
+        }
     }
 
     /// `put` as a one-operation transaction.
-    pub fn put(&mut self, key: &str, value: &str, lease: i64) -> Result<(i64, Vec<WatchEvent>), StoreError> {
-        let txn = Txn { success: vec![Op::Put { key: key.into(), value: value.into(), lease }], ..Default::default() };
+    pub fn put(
+        &mut self,
+        key: &str,
+        value: &str,
+        lease: i64,
+    ) -> Result<(i64, Vec<WatchEvent>), StoreError> {
+        let txn = Txn {
+            success: vec![Op::Put {
+                key: key.into(),
+                value: value.into(),
+                lease,
+            }],
+            ..Default::default()
+        };
         self.txn(&txn).map(|(r, e)| (r.revision, e))
     }
 
     /// `delete` (of a key or a prefix) as a one-operation transaction; returns how many were deleted.
     pub fn delete(&mut self, key: &str, prefix: bool) -> (i64, i64, Vec<WatchEvent>) {
-        let txn = Txn { success: vec![Op::Delete { key: key.into(), prefix }], ..Default::default() };
+        let txn = Txn {
+            success: vec![Op::Delete {
+                key: key.into(),
+                prefix,
+            }],
+            ..Default::default()
+        };
         let (r, e) = self.txn(&txn).expect("deletes cannot fail");
         let deleted = match r.results[0] {
             OpResult::Delete { deleted } => deleted,
@@ -341,7 +431,14 @@ impl Store {
         let ttl_s = ttl_s.max(self.min_ttl_s);
         let id = self.next_lease;
         self.next_lease += 1;
-        self.leases.insert(id, Lease { ttl_s, expiry_ms: now_ms + ttl_s * 1000, keys: BTreeSet::new() });
+        self.leases.insert(
+            id,
+            Lease {
+                ttl_s,
+                expiry_ms: now_ms + ttl_s * 1000,
+                keys: BTreeSet::new(),
+            },
+        );
         (id, ttl_s)
     }
 
@@ -366,7 +463,9 @@ impl Store {
     }
 
     fn drop_lease(&mut self, id: i64) -> Vec<WatchEvent> {
-        let Some(lease) = self.leases.remove(&id) else { return Vec::new() };
+        let Some(lease) = self.leases.remove(&id) else {
+            return Vec::new();
+        };
         let rev = self.revision + 1;
         let events: Vec<WatchEvent> = lease
             .keys
@@ -396,8 +495,15 @@ impl Store {
     /// Expires every lease whose deadline is at or before `now_ms`. Returns each expired lease with
     /// the deletions it caused (one revision per lease).
     pub fn expire(&mut self, now_ms: i64) -> Vec<(i64, Vec<WatchEvent>)> {
-        let due: Vec<i64> = self.leases.iter().filter(|(_, l)| l.expiry_ms <= now_ms).map(|(id, _)| *id).collect();
-        due.into_iter().map(|id| (id, self.drop_lease(id))).collect()
+        let due: Vec<i64> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.expiry_ms <= now_ms)
+            .map(|(id, _)| *id)
+            .collect();
+        due.into_iter()
+            .map(|id| (id, self.drop_lease(id)))
+            .collect()
     }
 
     /// The earliest lease deadline (etcd clock, ms), if any lease exists.
@@ -418,13 +524,19 @@ impl Store {
             return Err(StoreError::FutureRevision);
         }
         if rev <= self.compact_revision {
-            return Err(StoreError::Compacted { compact_revision: self.compact_revision });
+            return Err(StoreError::Compacted {
+                compact_revision: self.compact_revision,
+            });
         }
         self.compact_revision = rev;
         self.keys.retain(|_, versions| {
             let i = versions.partition_point(|v| v.main <= rev);
             // Keep the version in force at `rev` (unless it is a deletion) and everything newer.
-            let keep_from = if i > 0 && versions[i - 1].kv.is_some() { i - 1 } else { i };
+            let keep_from = if i > 0 && versions[i - 1].kv.is_some() {
+                i - 1
+            } else {
+                i
+            };
             versions.drain(..keep_from);
             !versions.is_empty()
         });
@@ -433,20 +545,44 @@ impl Store {
 
     /// Every change to `key` (or the prefix) with revision `>= start`, in revision order; fails if
     /// `start` is below the compacted revision.
-    pub fn events_since(&self, key: &str, prefix: bool, start: i64) -> Result<Vec<WatchEvent>, StoreError> {
+    pub fn events_since(
+        &self,
+        key: &str,
+        prefix: bool,
+        start: i64,
+    ) -> Result<Vec<WatchEvent>, StoreError> {
         if start < self.compact_revision {
-            return Err(StoreError::Compacted { compact_revision: self.compact_revision });
+            return Err(StoreError::Compacted {
+                compact_revision: self.compact_revision,
+            });
         }
         let mut out = Vec::new();
         for (k, versions) in self.keys_in(key, prefix) {
             let i = versions.partition_point(|v| v.main < start);
             for (j, v) in versions.iter().enumerate().skip(i) {
-                let prev_value = if j > 0 { versions[j - 1].kv.as_ref().map(|p| p.value.clone()).unwrap_or_default() } else { String::new() };
+                let prev_value = if j > 0 {
+                    versions[j - 1]
+                        .kv
+                        .as_ref()
+                        .map(|p| p.value.clone())
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                };
                 out.push(match &v.kv {
-                    Some(kv) => WatchEvent { kind: EventKind::Put, kv: kv.clone(), sub: v.sub, prev_value },
+                    Some(kv) => WatchEvent {
+                        kind: EventKind::Put,
+                        kv: kv.clone(),
+                        sub: v.sub,
+                        prev_value,
+                    },
                     None => WatchEvent {
                         kind: EventKind::Delete,
-                        kv: KeyValue { key: k.clone(), mod_revision: v.main, ..Default::default() },
+                        kv: KeyValue {
+                            key: k.clone(),
+                            mod_revision: v.main,
+                            ..Default::default()
+                        },
                         sub: v.sub,
                         prev_value,
                     },
@@ -460,6 +596,13 @@ impl Store {
 
 impl Default for KeyValue {
     fn default() -> Self {
-        KeyValue { key: String::new(), value: String::new(), create_revision: 0, mod_revision: 0, version: 0, lease: 0 }
+        KeyValue {
+            key: String::new(),
+            value: String::new(),
+            create_revision: 0,
+            mod_revision: 0,
+            version: 0,
+            lease: 0,
+        }
     }
 }

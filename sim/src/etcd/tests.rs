@@ -5,9 +5,20 @@ use super::store::*;
 
 fn put_if_absent(key: &str, value: &str, lease: i64) -> Txn {
     Txn {
-        compare: vec![Compare { key: key.into(), op: CmpOp::Equal, target: Target::ModRevision(0) }],
-        success: vec![Op::Put { key: key.into(), value: value.into(), lease }],
-        failure: vec![Op::Range { key: key.into(), prefix: false }],
+        compare: vec![Compare {
+            key: key.into(),
+            op: CmpOp::Equal,
+            target: Target::ModRevision(0),
+        }],
+        success: vec![Op::Put {
+            key: key.into(),
+            value: value.into(),
+            lease,
+        }],
+        failure: vec![Op::Range {
+            key: key.into(),
+            prefix: false,
+        }],
     }
 }
 
@@ -20,8 +31,16 @@ fn revisions_start_at_one_and_bump_once_per_changing_txn() {
     // A txn with two writes shares one revision.
     let txn = Txn {
         success: vec![
-            Op::Put { key: "/b".into(), value: "x".into(), lease: 0 },
-            Op::Put { key: "/c".into(), value: "y".into(), lease: 0 },
+            Op::Put {
+                key: "/b".into(),
+                value: "x".into(),
+                lease: 0,
+            },
+            Op::Put {
+                key: "/c".into(),
+                value: "y".into(),
+                lease: 0,
+            },
         ],
         ..Default::default()
     };
@@ -58,7 +77,14 @@ fn compares_on_missing_keys() {
     let s = Store::default();
     let check = |target: Target, op: CmpOp| {
         let mut s = s.clone();
-        let t = Txn { compare: vec![Compare { key: "/missing".into(), op, target }], ..Default::default() };
+        let t = Txn {
+            compare: vec![Compare {
+                key: "/missing".into(),
+                op,
+                target,
+            }],
+            ..Default::default()
+        };
         s.txn(&t).unwrap().0.succeeded
     };
     assert!(check(Target::Version(0), CmpOp::Equal));
@@ -88,8 +114,16 @@ fn unknown_lease_fails_the_whole_txn() {
     let mut s = Store::default();
     let txn = Txn {
         success: vec![
-            Op::Put { key: "/ok".into(), value: "1".into(), lease: 0 },
-            Op::Put { key: "/bad".into(), value: "1".into(), lease: 42 },
+            Op::Put {
+                key: "/ok".into(),
+                value: "1".into(),
+                lease: 0,
+            },
+            Op::Put {
+                key: "/bad".into(),
+                value: "1".into(),
+                lease: 42,
+            },
         ],
         ..Default::default()
     };
@@ -118,7 +152,9 @@ fn lease_expiry_deletes_all_keys_in_one_revision() {
     let (lid, events) = &expired[0];
     assert_eq!(*lid, id);
     assert_eq!(events.len(), 2);
-    assert!(events.iter().all(|e| e.kind == EventKind::Delete && e.kv.mod_revision == 4));
+    assert!(events
+        .iter()
+        .all(|e| e.kind == EventKind::Delete && e.kv.mod_revision == 4));
     assert_eq!(s.revision(), 4);
     assert_eq!(s.keep_alive(id, 61_000), 0);
     assert_eq!(s.time_to_live(id, 61_000), Err(StoreError::LeaseNotFound));
@@ -152,17 +188,40 @@ fn watch_history_and_compaction() {
     s.delete("/w/a", false); // rev 4
     s.put("/other", "1", 0).unwrap(); // rev 5
     let ev = s.events_since("/w/", true, 3).unwrap();
-    assert_eq!(ev.iter().map(|e| (e.kind, e.kv.mod_revision)).collect::<Vec<_>>(), vec![(EventKind::Put, 3), (EventKind::Delete, 4)]);
+    assert_eq!(
+        ev.iter()
+            .map(|e| (e.kind, e.kv.mod_revision))
+            .collect::<Vec<_>>(),
+        vec![(EventKind::Put, 3), (EventKind::Delete, 4)]
+    );
     assert_eq!(ev[1].prev_value, "1");
     // Compaction: below it, reads and watches fail; at it they work.
     assert_eq!(s.compact(4), Ok(5));
-    assert_eq!(s.events_since("/w/", true, 3), Err(StoreError::Compacted { compact_revision: 4 }));
+    assert_eq!(
+        s.events_since("/w/", true, 3),
+        Err(StoreError::Compacted {
+            compact_revision: 4
+        })
+    );
     assert!(s.events_since("/w/", true, 4).is_ok());
-    assert_eq!(s.range("/w/", true, 3), Err(StoreError::Compacted { compact_revision: 4 }));
+    assert_eq!(
+        s.range("/w/", true, 3),
+        Err(StoreError::Compacted {
+            compact_revision: 4
+        })
+    );
     let (kvs, _) = s.range("/w/", true, 4).unwrap();
-    assert_eq!(kvs.iter().map(|k| k.key.as_str()).collect::<Vec<_>>(), vec!["/w/b"]);
+    assert_eq!(
+        kvs.iter().map(|k| k.key.as_str()).collect::<Vec<_>>(),
+        vec!["/w/b"]
+    );
     // Compaction never goes backwards or into the future.
-    assert_eq!(s.compact(4), Err(StoreError::Compacted { compact_revision: 4 }));
+    assert_eq!(
+        s.compact(4),
+        Err(StoreError::Compacted {
+            compact_revision: 4
+        })
+    );
     assert_eq!(s.compact(99), Err(StoreError::FutureRevision));
 }
 
