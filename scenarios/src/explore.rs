@@ -127,10 +127,12 @@ impl ReplayFile {
         }
         match v.get("version").and_then(|f| f.as_u64()) {
             Some(n) if n == REPLAY_VERSION as u64 => {}
-            Some(n) => return Err(BadInput(format!(
+            Some(n) => {
+                return Err(BadInput(format!(
                 "{} has replay format version {n}; this faultline reads version {REPLAY_VERSION}",
                 path.display()
-            ))),
+            )))
+            }
             None => {
                 return Err(BadInput(format!(
                     "{} has no replay format version",

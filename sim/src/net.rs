@@ -77,8 +77,11 @@ impl<Resp> Responder<Resp> {
 /// at every boot; requests sent while it is down are lost.
 pub struct Endpoint<Req, Resp> {
     node: NodeIx,
-    inbox: Rc<RefCell<Option<mpsc::UnboundedSender<Call<Req, Resp>>>>>,
+    inbox: Inbox<Req, Resp>,
 }
+
+/// The sending side of a server's current inbox (none while it is down).
+type Inbox<Req, Resp> = Rc<RefCell<Option<mpsc::UnboundedSender<Call<Req, Resp>>>>>;
 
 impl<Req, Resp> Clone for Endpoint<Req, Resp> {
     fn clone(&self) -> Self {

@@ -372,15 +372,7 @@ impl World {
         }
     }
 
-    pub(crate) fn finish(
-        &self,
-    ) -> (
-        Option<Violation>,
-        u64,
-        String,
-        Option<Vec<u8>>,
-        Vec<(&'static str, bool)>,
-    ) {
+    pub(crate) fn finish(&self) -> Finished {
         let mut bus = self.0.bus.borrow_mut();
         let hash = format!("{:016x}", bus.hasher.digest());
         (
@@ -872,6 +864,15 @@ impl World {
         notify.notify();
     }
 }
+
+/// What a finished run hands back: violation, event count, trace hash, trace, coverage.
+pub(crate) type Finished = (
+    Option<Violation>,
+    u64,
+    String,
+    Option<Vec<u8>>,
+    Vec<(&'static str, bool)>,
+);
 
 /// How long a process asked to terminate may take before it is killed.
 pub const TERMINATE_GRACE_US: u64 = 10_000_000;

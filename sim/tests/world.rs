@@ -147,8 +147,8 @@ fn unavailable_requests_are_not_applied() {
         let c = etcd.client(&p);
         assert_eq!(c.put("/u", "x", 0).await, Err(EtcdError::Unavailable));
         p.sleep(Duration::from_secs(11)).await;
-        log.borrow_mut()
-            .push(format!("{:?}", c.get("/u").await.unwrap()));
+        let got = format!("{:?}", c.get("/u").await.unwrap());
+        log.borrow_mut().push(got);
     });
     assert_eq!(log, vec!["None"]);
 }
@@ -163,7 +163,8 @@ fn watch_from_a_compacted_revision_is_cancelled() {
         let (rev, _) = c.status().await.unwrap();
         c.compact(rev - 1).await.unwrap();
         let mut w = c.watch("/w", false, 2).await.unwrap();
-        log.borrow_mut().push(format!("{:?}", w.next().await));
+        let first = format!("{:?}", w.next().await);
+        log.borrow_mut().push(first);
         let mut w = c.watch("/w", false, rev).await.unwrap();
         if let WatchMsg::Events(ev) = w.next().await {
             log.borrow_mut()
@@ -191,7 +192,8 @@ fn a_partition_times_requests_out_and_healing_restores_them() {
         let r = c.get("/x").await;
         log.borrow_mut().push(format!("{r:?} {:.1}", secs(&w)));
         p.sleep(Duration::from_secs(20)).await;
-        log.borrow_mut().push(format!("{:?}", c.get("/x").await));
+        let healed = format!("{:?}", c.get("/x").await);
+        log.borrow_mut().push(healed);
     });
     assert_eq!(log, vec!["Err(Timeout) 7.0", "Ok(None)"]);
 }
@@ -212,8 +214,8 @@ fn etcd_restart_keeps_data_and_resets_lease_ttls() {
         c.put("/d", "durable", 0).await.unwrap();
         p.sleep(Duration::from_secs(40)).await;
         // Back at 35 s with a fresh 60 s TTL: the key lives until ~95 s instead of ~60 s.
-        log.borrow_mut()
-            .push(format!("{}", c.get("/d").await.unwrap().unwrap().value));
+        let durable = c.get("/d").await.unwrap().unwrap().value;
+        log.borrow_mut().push(durable);
         let mut watch = c.watch("/r", false, 0).await.unwrap();
         if let WatchMsg::Events(ev) = watch.next().await {
             assert_eq!(ev[0].kind, EventKind::Delete);

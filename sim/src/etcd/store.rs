@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A key's state as etcd returns it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyValue {
     pub key: String,
     pub value: String,
@@ -591,18 +591,5 @@ impl Store {
         }
         out.sort_by_key(|e| (e.kv.mod_revision, e.sub));
         Ok(out)
-    }
-}
-
-impl Default for KeyValue {
-    fn default() -> Self {
-        KeyValue {
-            key: String::new(),
-            value: String::new(),
-            create_revision: 0,
-            mod_revision: 0,
-            version: 0,
-            lease: 0,
-        }
     }
 }
