@@ -20,9 +20,7 @@ use super::master::Shared;
 use super::{Switches, MASTER_TIMEOUT, REFRESH_INTERVAL, WATCH_TIMEOUT};
 use futures::future::Either;
 use rand::Rng;
-use sim::etcd::{
-    Client, CmpOp, Compare, EtcdError, EventKind, Op, Target, Txn, WatchEvent, WatchMsg,
-};
+use sim::etcd::{Client, EtcdError, EventKind, Txn, WatchEvent, WatchMsg};
 use sim::sync::Notify;
 use sim::{Event, Proc};
 use std::cell::RefCell;
@@ -137,7 +135,7 @@ impl Elector {
         }
         let deleted = self
             .etcd
-            .txn(delete_if_value(&self.key, master_id))
+            .txn(Txn::delete_if_value(&self.key, master_id))
             .await
             .is_ok_and(|r| r.succeeded);
         if deleted {
@@ -174,7 +172,7 @@ impl Elector {
             let (lease, _) = self.etcd.grant(MASTER_TIMEOUT.as_secs() as i64).await?;
             let r = self
                 .etcd
-                .txn(put_if_absent(&self.key, &self.id, lease))
+                .txn(Txn::put_if_absent(&self.key, &self.id, lease))
                 .await?;
             Ok::<_, EtcdError>((lease, r.succeeded))
         }
@@ -195,7 +193,7 @@ impl Elector {
             let refreshed = async {
                 self.etcd.keep_alive(lease).await?;
                 self.etcd
-                    .txn(put_if_value(&self.key, &self.id, lease))
+                    .txn(Txn::put_if_value(&self.key, &self.id, lease, &self.id))
                     .await
             }
             .await;
@@ -224,59 +222,12 @@ impl Elector {
         self.shared.clear(&self.proc);
         let deleted = self
             .etcd
-            .txn(delete_if_value(&self.key, &self.id))
+            .txn(Txn::delete_if_value(&self.key, &self.id))
             .await
             .is_ok_and(|r| r.succeeded);
         self.proc.emit(Event::CalicoStepDown {
             id: self.id.clone(),
             deleted,
         });
-    }
-}
-
-fn put_if_absent(key: &str, value: &str, lease: i64) -> Txn {
-    Txn {
-        compare: vec![Compare {
-            key: key.into(),
-            op: CmpOp::Equal,
-            target: Target::ModRevision(0),
-        }],
-        success: vec![Op::Put {
-            key: key.into(),
-            value: value.into(),
-            lease,
-        }],
-        failure: vec![],
-    }
-}
-
-fn put_if_value(key: &str, value: &str, lease: i64) -> Txn {
-    Txn {
-        compare: vec![Compare {
-            key: key.into(),
-            op: CmpOp::Equal,
-            target: Target::Value(value.into()),
-        }],
-        success: vec![Op::Put {
-            key: key.into(),
-            value: value.into(),
-            lease,
-        }],
-        failure: vec![],
-    }
-}
-
-fn delete_if_value(key: &str, value: &str) -> Txn {
-    Txn {
-        compare: vec![Compare {
-            key: key.into(),
-            op: CmpOp::Equal,
-            target: Target::Value(value.into()),
-        }],
-        success: vec![Op::Delete {
-            key: key.into(),
-            prefix: false,
-        }],
-        failure: vec![],
     }
 }

@@ -622,26 +622,13 @@ impl Client {
 
     /// Puts a key (lease 0 = none); returns the new revision.
     pub async fn put(&self, key: &str, value: &str, lease: i64) -> Result<i64, EtcdError> {
-        let txn = Txn {
-            success: vec![Op::Put {
-                key: key.into(),
-                value: value.into(),
-                lease,
-            }],
-            ..Default::default()
-        };
+        let txn = Txn::put(key, value, lease);
         Ok(self.txn(txn).await?.revision)
     }
 
     /// Deletes a key; returns how many keys were deleted.
     pub async fn delete(&self, key: &str) -> Result<i64, EtcdError> {
-        let txn = Txn {
-            success: vec![Op::Delete {
-                key: key.into(),
-                prefix: false,
-            }],
-            ..Default::default()
-        };
+        let txn = Txn::delete(key, false);
         match self.txn(txn).await?.results.first() {
             Some(OpResult::Delete { deleted }) => Ok(*deleted),
             r => unreachable!("delete answered {r:?}"),

@@ -123,6 +123,62 @@ pub struct Txn {
     pub failure: Vec<Op>,
 }
 
+impl Txn {
+    /// An unconditional put.
+    pub fn put(key: &str, value: &str, lease: i64) -> Txn {
+        Txn {
+            success: vec![Op::Put {
+                key: key.into(),
+                value: value.into(),
+                lease,
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// An unconditional delete of a key or prefix.
+    pub fn delete(key: &str, prefix: bool) -> Txn {
+        Txn {
+            success: vec![Op::Delete {
+                key: key.into(),
+                prefix,
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// A put guarded by `mod_revision == 0` (only if the key is absent).
+    pub fn put_if_absent(key: &str, value: &str, lease: i64) -> Txn {
+        Txn::put(key, value, lease).when(key, Target::ModRevision(0))
+    }
+
+    /// A put guarded by `value == expected`.
+    pub fn put_if_value(key: &str, value: &str, lease: i64, expected: &str) -> Txn {
+        Txn::put(key, value, lease).when(key, Target::Value(expected.into()))
+    }
+
+    /// A delete guarded by `value == expected`.
+    pub fn delete_if_value(key: &str, expected: &str) -> Txn {
+        Txn::delete(key, false).when(key, Target::Value(expected.into()))
+    }
+
+    /// Adds an equality guard.
+    pub fn when(mut self, key: &str, target: Target) -> Txn {
+        self.compare.push(Compare {
+            key: key.into(),
+            op: CmpOp::Equal,
+            target,
+        });
+        self
+    }
+
+    /// Sets the failure branch.
+    pub fn otherwise(mut self, ops: Vec<Op>) -> Txn {
+        self.failure = ops;
+        self
+    }
+}
+
 /// Result of a transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TxnResponse {
@@ -398,26 +454,13 @@ impl Store {
         value: &str,
         lease: i64,
     ) -> Result<(i64, Vec<WatchEvent>), StoreError> {
-        let txn = Txn {
-            success: vec![Op::Put {
-                key: key.into(),
-                value: value.into(),
-                lease,
-            }],
-            ..Default::default()
-        };
+        let txn = Txn::put(key, value, lease);
         self.txn(&txn).map(|(r, e)| (r.revision, e))
     }
 
     /// `delete` (of a key or a prefix) as a one-operation transaction; returns how many were deleted.
     pub fn delete(&mut self, key: &str, prefix: bool) -> (i64, i64, Vec<WatchEvent>) {
-        let txn = Txn {
-            success: vec![Op::Delete {
-                key: key.into(),
-                prefix,
-            }],
-            ..Default::default()
-        };
+        let txn = Txn::delete(key, prefix);
         let (r, e) = self.txn(&txn).expect("deletes cannot fail");
         let deleted = match r.results[0] {
             OpResult::Delete { deleted } => deleted,

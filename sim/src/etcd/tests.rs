@@ -4,22 +4,10 @@
 use super::store::*;
 
 fn put_if_absent(key: &str, value: &str, lease: i64) -> Txn {
-    Txn {
-        compare: vec![Compare {
-            key: key.into(),
-            op: CmpOp::Equal,
-            target: Target::ModRevision(0),
-        }],
-        success: vec![Op::Put {
-            key: key.into(),
-            value: value.into(),
-            lease,
-        }],
-        failure: vec![Op::Range {
-            key: key.into(),
-            prefix: false,
-        }],
-    }
+    Txn::put_if_absent(key, value, lease).otherwise(vec![Op::Range {
+        key: key.into(),
+        prefix: false,
+    }])
 }
 
 #[test]
