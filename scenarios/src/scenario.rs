@@ -108,7 +108,7 @@ macro_rules! calico_scenario {
                 let (o, s) = calico::draw($family, seed);
                 (Options::Calico(o), s)
             },
-            run: |spec| calico::run(spec, $coverage),
+            run: |spec| calico::run(spec, $family, $coverage),
         }
     };
 }
@@ -122,6 +122,13 @@ pub struct Finding {
     pub fix: &'static str,
     pub summary: &'static str,
 }
+
+const WATCHER_DEATH: Finding = Finding {
+            invariant: "agent-view-converges",
+            seed: 283,
+            fix: "calico-watchdog",
+            summary: "when the master's agent-status (or endpoint-status) task dies silently, its process stays up and the elector keeps the key, so nobody forwards Felix reports and Neutron shows every agent down until someone restarts neutron-server (PR 13024 dropped the watchdog arguing that a dead worker greenlet means a dead process, which a silent death is not)",
+        };
 
 /// Every scenario.
 pub static SCENARIOS: &[Scenario] = &[
@@ -139,7 +146,7 @@ pub static SCENARIOS: &[Scenario] = &[
         &["backward-step-on-master", "stale-stamp-observed", "handover"],
         &[Finding {
             invariant: "master-only-work-legitimate",
-            seed: 6,
+            seed: 52,
             fix: "calico-monotonic-stamp",
             summary: "is_master() compares a wall-clock stamp with the wall clock: once the elector stops refreshing (silent death or stall), a backward step of the host's wall clock keeps a stale stamp 'fresh', and the host keeps doing master-only work long after another host took the key",
         }]
@@ -151,7 +158,7 @@ pub static SCENARIOS: &[Scenario] = &[
         &["master-paused", "master-cut-from-etcd", "two-hosts-acting-as-master", "etcd-ambiguous-applied", "etcd-ambiguous-lost", "handover"],
         &[Finding {
             invariant: "master-only-work-legitimate",
-            seed: 5317,
+            seed: 93,
             fix: "calico-recheck-before-act",
             summary: "a master-only watcher acts on the is_master() answer of its last 5 s poll: a host paused for longer than the lease TTL resumes and performs master-only work before its next poll, after another host won the key (the lease-lock hazard of spec/etcd.md)",
         }]
@@ -162,6 +169,27 @@ pub static SCENARIOS: &[Scenario] = &[
         "Calico election across graceful restarts, manager crashes, host reboots, etcd restarts and garbled replies",
         &["graceful-step-down", "dead-pid-cleanup", "elector-exit-on-unexpected-error", "handover"],
         &[]
+    ),
+    calico_scenario!(
+        "calico-status-backlog",
+        Family::StatusBacklog,
+        "Calico status watchers under a slow Neutron DB, snapshot replays, every timestamp format, skewed and rebooting hosts",
+        &["backlog-over-300s", "warning-on-young-host", "naive-timestamp-processed", "snapshot-replayed", "unparsable-time-skipped", "compaction-under-mastership-change"],
+        &[]
+    ),
+    calico_scenario!(
+        "calico-watchdog",
+        Family::Watchdog,
+        "Calico's mutual watchdog (PR 12456) under silent deaths of every worker task, with one-shot and periodic resync",
+        &["watchdog-restart", "oneshot-resync-finished", "periodic-resync", "handover"],
+        &[]
+    ),
+    calico_scenario!(
+        "calico-swarm",
+        Family::Swarm,
+        "Every Calico fault together: tasks, clocks, partitions, pauses, restarts, etcd and Neutron faults",
+        &["handover", "two-hosts-acting-as-master", "snapshot-replayed", "stale-stamp-observed", "watchdog-restart"],
+        &[WATCHER_DEATH]
     ),
 ];
 
@@ -211,6 +239,41 @@ pub static SWITCHES: &[Switch] = &[
         system: "calico",
         scenario: "calico-restart",
         about: "no same-host dead-pid check: after a master crash and respawn, no master until the TTL runs out",
+    },
+    Switch {
+        name: "calico-watchdog-counts-oneshot",
+        kind: SwitchKind::Bug,
+        system: "calico",
+        scenario: "calico-watchdog",
+        about: "the watchdog registers the one-shot resync: it finishes, the watchdog sees it dead and exits the process, over and over",
+    },
+    Switch {
+        name: "calico-stale-warn-zero-sentinel",
+        kind: SwitchKind::Bug,
+        system: "calico",
+        scenario: "calico-status-backlog",
+        about: "the stale-warning limiter starts at 0.0: on a host up for less than 300 s the first warning is suppressed",
+    },
+    Switch {
+        name: "calico-stale-warn-naive-crash",
+        kind: SwitchKind::Bug,
+        system: "calico",
+        scenario: "calico-status-backlog",
+        about: "naive timestamps are not treated as UTC: naive minus aware raises and the agent-status task dies",
+    },
+    Switch {
+        name: "calico-stale-warn-in-snapshot",
+        kind: SwitchKind::Bug,
+        system: "calico",
+        scenario: "calico-status-backlog",
+        about: "the stale check also runs during snapshot replay: false warnings for old reports in the snapshot",
+    },
+    Switch {
+        name: "calico-watchdog",
+        kind: SwitchKind::Fix,
+        system: "calico",
+        scenario: "calico-silent-task-death",
+        about: "run PR 12456's mutual watchdog in every worker: a worker whose registered task died exits and is respawned",
     },
     Switch {
         name: "calico-monotonic-stamp",

@@ -191,6 +191,17 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// (year, month, day) to days since 1970-01-01 (the inverse of [`civil_from_days`]).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 } as i64;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +263,14 @@ mod tests {
     fn inverse_of_the_past_is_now() {
         let c = NodeClock::new(0, 0);
         assert_eq!(c.true_time_for_wall(5, 100), 100);
+    }
+
+    #[test]
+    fn civil_round_trip() {
+        for z in [-800_000, -1, 0, 1, 59, 20_454, 2_000_000] {
+            let (y, m, d) = civil_from_days(z);
+            assert_eq!(days_from_civil(y, m, d), z);
+        }
     }
 
     #[test]

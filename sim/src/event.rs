@@ -64,6 +64,8 @@ pub enum Event {
     },
     /// A task was dropped silently (no cleanup ran).
     TaskDeath { pid: u32, task: String },
+    /// A task finished normally (returned).
+    TaskEnd { pid: u32, task: String },
     /// A task will not be polled until `until_ms` (true time).
     TaskStall {
         pid: u32,
@@ -138,6 +140,52 @@ pub enum Event {
     CalicoStaleStamp { age_ms: i64 },
     /// A watcher worker started or stopped its master-only watch.
     CalicoWatcher { worker: String, running: bool },
+    /// A status watcher loaded (`done` = false: started; true: finished) a snapshot of `keys` keys at `rev`.
+    CalicoSnapshot {
+        worker: String,
+        keys: u32,
+        rev: i64,
+        done: bool,
+    },
+    /// The agent-status watcher forwarded a Felix report (the key's `rev`) to Neutron.
+    CalicoAgentForward {
+        host: String,
+        rev: i64,
+        in_snapshot: bool,
+        time: String,
+    },
+    /// The stale-update WARNING was logged.
+    CalicoStaleWarning {
+        host: String,
+        lag_ms: i64,
+        in_snapshot: bool,
+    },
+    /// A stale report was seen but the rate limiter held the warning back.
+    CalicoStaleSuppressed { host: String, lag_ms: i64 },
+    /// A report's time could not be parsed ("could not parse"; skipped).
+    CalicoUnparsableTime { host: String, time: String },
+    /// A task died from an exception.
+    CalicoTaskCrash {
+        pid: u32,
+        task: String,
+        error: String,
+    },
+    /// The watchdog found a registered task dead and exits the process with status 1.
+    CalicoWatchdogExit { pid: u32, task: String },
+    /// A resync cycle ran.
+    CalicoResync { pid: u32, keys: u32 },
+    /// A port-status write to Neutron (`ok` = the DB accepted it).
+    CalicoPortWrite {
+        port: String,
+        status: String,
+        ok: bool,
+    },
+
+    // ---- Neutron (the OpenStack side Calico reports to) ----
+    /// Neutron recorded that the agent on `host` is alive (on Neutron's clock at receipt).
+    NeutronAgentHeard { host: String },
+    /// Neutron stored a port's status.
+    NeutronPortStatus { port: String, status: String },
 }
 
 impl Event {
@@ -155,6 +203,7 @@ impl Event {
             ProcessStart { .. } => "process-start",
             ProcessExit { .. } => "process-exit",
             TaskDeath { .. } => "task-death",
+            TaskEnd { .. } => "task-end",
             TaskStall { .. } => "task-stall",
             ClockStep { .. } => "clock-step",
             ClockDrift { .. } => "clock-drift",
@@ -176,6 +225,17 @@ impl Event {
             CalicoMasterOnly { .. } => "calico-master-only",
             CalicoStaleStamp { .. } => "calico-stale-stamp",
             CalicoWatcher { .. } => "calico-watcher",
+            CalicoSnapshot { .. } => "calico-snapshot",
+            CalicoAgentForward { .. } => "calico-agent-forward",
+            CalicoStaleWarning { .. } => "calico-stale-warning",
+            CalicoStaleSuppressed { .. } => "calico-stale-suppressed",
+            CalicoUnparsableTime { .. } => "calico-unparsable-time",
+            CalicoTaskCrash { .. } => "calico-task-crash",
+            CalicoWatchdogExit { .. } => "calico-watchdog-exit",
+            CalicoResync { .. } => "calico-resync",
+            CalicoPortWrite { .. } => "calico-port-write",
+            NeutronAgentHeard { .. } => "neutron-agent-heard",
+            NeutronPortStatus { .. } => "neutron-port-status",
         }
     }
 }

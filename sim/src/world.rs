@@ -515,9 +515,21 @@ impl World {
         let body = async move {
             wrapped.await;
             // Finished normally: forget the slot so that later faults do not target it.
-            let mut nodes = world.0.nodes.borrow_mut();
-            if let Some(p) = nodes[node as usize].procs.get_mut(&pid) {
-                p.tasks.remove(&task_name);
+            let removed = {
+                let mut nodes = world.0.nodes.borrow_mut();
+                match nodes[node as usize].procs.get_mut(&pid) {
+                    Some(p) if p.alive => p.tasks.remove(&task_name).is_some(),
+                    _ => false,
+                }
+            };
+            if removed {
+                world.emit(
+                    node,
+                    Event::TaskEnd {
+                        pid,
+                        task: task_name,
+                    },
+                );
             }
         };
         let msim = self.0.nodes.borrow()[node as usize].msim;
@@ -1070,5 +1082,31 @@ impl Proc {
     /// Emits an event on this node.
     pub fn emit(&self, event: Event) {
         self.world.emit(self.node, event);
+    }
+
+    /// Whether a task of this process with this name is running (not finished, not dead).
+    pub fn task_alive(&self, task: &str) -> bool {
+        let nodes = self.world.0.nodes.borrow();
+        nodes[self.node as usize]
+            .procs
+            .get(&self.pid)
+            .is_some_and(|p| p.alive && p.tasks.contains_key(task))
+    }
+
+    /// Sends a request to a service and waits up to `timeout` for its response.
+    pub async fn call<Req, Resp>(
+        &self,
+        endpoint: &crate::net::Endpoint<Req, Resp>,
+        req: Req,
+        timeout: Duration,
+    ) -> Result<Resp, crate::net::RpcError> {
+        endpoint
+            .call(&self.world, self.node, self.ident(), req, timeout)
+            .await
+    }
+
+    /// Fault modes currently applied to the service on this process's node.
+    pub fn service_faults(&self) -> ServiceFaults {
+        self.world.service_faults(self.node)
     }
 }

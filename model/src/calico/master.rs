@@ -58,7 +58,8 @@ impl Shared {
             // Time since boot, so +1 µs keeps a stamp taken at boot positive.
             proc.mono_us() as i64 + 1
         } else {
-            proc.wall_us()
+            // `time.time()`: Unix time, always positive (sim wall readings are relative to 2026).
+            sim::clock::EPOCH_UNIX_US + proc.wall_us()
         }
     }
 
@@ -89,6 +90,41 @@ impl Shared {
             };
         }
         is_master(self.stamp_us.get(), Self::clock_us(proc, sw))
+    }
+}
+
+/// Polls `is_master()` as a master-only loop does, reporting a stale stamp once per episode
+/// (upstream logs a warning at every stale check).
+pub struct MasterCheck {
+    last: Cell<Option<Verdict>>,
+}
+
+impl Default for MasterCheck {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MasterCheck {
+    /// A checker that has not checked yet.
+    pub fn new() -> Self {
+        MasterCheck {
+            last: Cell::new(None),
+        }
+    }
+
+    /// `is_master()` now.
+    pub fn check(&self, proc: &Proc, shared: &Shared, sw: &Switches) -> bool {
+        let v = shared.verdict(proc, sw);
+        if let Verdict::Stale { age_us } = v {
+            if !matches!(self.last.get(), Some(Verdict::Stale { .. })) {
+                proc.emit(Event::CalicoStaleStamp {
+                    age_ms: age_us / 1000,
+                });
+            }
+        }
+        self.last.set(Some(v));
+        v.is_master()
     }
 }
 

@@ -9,13 +9,19 @@
 //! The parent respawns a worker that exits (1 s later, new pid). A graceful stop (SIGTERM) stops
 //! every worker; the manager stops its elector first, whose cleanup steps down.
 //!
-//! The watchers are reduced here to their master-only side effects: while running they perform one
-//! observable action per incoming report (reports arrive every 0.5-3 s), and they start and stop
-//! following `is_master()` polled every 5 s, with up to ~3.3 s of wind-down (the round-trip check)
-//! after mastership is lost. Compaction checks the trigger key as specified.
+//! * `neutron-server/resync`: the startup resync (one-shot when `resync_interval_secs` is 0).
+//!
+//! Felix agents on compute hosts ([`felix`]) write status reports that the watchers ([`watchers`])
+//! forward to Neutron ([`neutron`]); the stale-update warning is in [`status`]; the optional mutual
+//! watchdog of PR 12456 in `watchdog`. Compaction checks the trigger key as specified.
 
 pub mod elector;
+pub mod felix;
 pub mod master;
+pub mod neutron;
+pub mod status;
+mod watchdog;
+pub mod watchers;
 mod workers;
 
 use sim::etcd::Etcd;
@@ -56,6 +62,14 @@ pub struct Switches {
     pub recheck_before_act: bool,
     /// Fix `calico-monotonic-stamp`: stamp and compare on the host's monotonic clock.
     pub monotonic_stamp: bool,
+    /// Bug `calico-watchdog-counts-oneshot`: the watchdog registers the one-shot resync task.
+    pub watchdog_counts_oneshot: bool,
+    /// Bug `calico-stale-warn-zero-sentinel`: the warning limiter starts at 0.0.
+    pub stale_warn_zero_sentinel: bool,
+    /// Bug `calico-stale-warn-naive-crash`: naive timestamps are not treated as UTC.
+    pub stale_warn_naive_crash: bool,
+    /// Bug `calico-stale-warn-in-snapshot`: the stale check also runs during snapshot replay.
+    pub stale_warn_in_snapshot: bool,
 }
 
 /// Deployment options.
@@ -65,6 +79,12 @@ pub struct Config {
     pub region: String,
     /// Bug and fix switches.
     pub switches: Switches,
+    /// Run the mutual watchdog of PR 12456 in every worker.
+    pub watchdog: bool,
+    /// `resync_interval_secs` (0: one resync at start).
+    pub resync_interval: Duration,
+    /// `etcd_compaction_period_mins`.
+    pub compaction_period: Duration,
 }
 
 impl Default for Config {
@@ -72,11 +92,19 @@ impl Default for Config {
         Config {
             region: "no-region".into(),
             switches: Switches::default(),
+            watchdog: false,
+            resync_interval: Duration::ZERO,
+            compaction_period: COMPACTION_PERIOD,
         }
     }
 }
 
 impl Config {
+    /// The prefix Felix writes under and the status watchers watch.
+    pub fn felix_prefix(&self) -> String {
+        felix::host_prefix(&self.region)
+    }
+
     /// `/calico/openstack/v2/<region>/neutron_election`.
     pub fn election_key(&self) -> String {
         format!("/calico/openstack/v2/{}/neutron_election", self.region)
@@ -89,13 +117,19 @@ pub const COMPACTION_TRIGGER_KEY: &str = "/calico/compaction/v1/trigger";
 pub const COMPACTION_LAST_KEY: &str = "/calico/compaction/v1/last";
 
 /// Installs neutron-server (with the Calico driver) as the services of each host.
-pub fn install(world: &World, hosts: &[NodeIx], etcd: &Etcd, cfg: Config) {
+pub fn install(
+    world: &World,
+    hosts: &[NodeIx],
+    etcd: &Etcd,
+    neutron: &neutron::Neutron,
+    cfg: Config,
+) {
     let cfg = Rc::new(cfg);
     for &h in hosts {
-        let (etcd, cfg) = (etcd.clone(), cfg.clone());
+        let (etcd, neutron, cfg) = (etcd.clone(), neutron.clone(), cfg.clone());
         world.set_services(
             h,
-            Rc::new(move |host: &Host| workers::start_neutron_server(host, &etcd, &cfg)),
+            Rc::new(move |host: &Host| workers::start_neutron_server(host, &etcd, &neutron, &cfg)),
         );
     }
 }

@@ -1,9 +1,10 @@
 //! neutron-server and its worker processes (see the module documentation of `calico`).
 
 use super::elector::Elector;
-use super::master::{Shared, Verdict};
+use super::master::{MasterCheck, Shared};
+use super::neutron::Neutron;
+use super::watchers::{Kind, Watcher, PORT_WRITERS};
 use super::*;
-use rand::Rng;
 use sim::etcd::{Client, Etcd};
 use sim::sync::Notify;
 use sim::{Event, Proc};
@@ -15,6 +16,7 @@ enum Worker {
     Manager,
     AgentStatus,
     EndpointStatus,
+    Resync,
 }
 
 impl Worker {
@@ -23,6 +25,7 @@ impl Worker {
             Worker::Manager => "manager",
             Worker::AgentStatus => "agent-status",
             Worker::EndpointStatus => "endpoint-status",
+            Worker::Resync => "resync",
         }
     }
 }
@@ -30,23 +33,30 @@ impl Worker {
 struct Server {
     parent: Proc,
     etcd: Etcd,
+    neutron: Neutron,
     cfg: Rc<Config>,
     shared: Rc<Shared>,
     stopping: Cell<bool>,
     children: RefCell<BTreeMap<Worker, Proc>>,
 }
 
-pub(super) fn start_neutron_server(host: &Host, etcd: &Etcd, cfg: &Rc<Config>) {
+pub(super) fn start_neutron_server(host: &Host, etcd: &Etcd, neutron: &Neutron, cfg: &Rc<Config>) {
     let parent = host.spawn_process("neutron-server");
     let server = Rc::new(Server {
         parent: parent.clone(),
         etcd: etcd.clone(),
+        neutron: neutron.clone(),
         cfg: cfg.clone(),
         shared: Rc::new(Shared::default()),
         stopping: Cell::new(false),
         children: RefCell::new(BTreeMap::new()),
     });
-    for w in [Worker::Manager, Worker::AgentStatus, Worker::EndpointStatus] {
+    for w in [
+        Worker::Manager,
+        Worker::AgentStatus,
+        Worker::EndpointStatus,
+        Worker::Resync,
+    ] {
         let s = server.clone();
         parent.spawn(&format!("supervise-{}", w.name()), async move {
             s.supervise(w).await
@@ -88,9 +98,10 @@ impl Server {
             .parent
             .spawn_child(&format!("neutron-server/{}", w.name()));
         let sw = self.cfg.switches.clone();
+        let client = self.etcd.client(&proc);
+        let mut registered: Vec<String> = Vec::new();
         match w {
             Worker::Manager => {
-                let client = self.etcd.client(&proc);
                 let elector = Elector::new(
                     &proc,
                     client.clone(),
@@ -106,8 +117,10 @@ impl Server {
                     etcd: client,
                     shared: self.shared.clone(),
                     sw: sw.clone(),
+                    period: self.cfg.compaction_period,
                 };
                 proc.spawn("compaction", async move { c.run().await });
+                registered.push("compaction".into());
                 let p = proc.clone();
                 proc.spawn("main", async move {
                     p.terminated().await;
@@ -125,119 +138,66 @@ impl Server {
                 });
             }
             Worker::AgentStatus | Worker::EndpointStatus => {
-                let watcher = Watcher {
-                    proc: proc.clone(),
-                    shared: self.shared.clone(),
-                    sw,
-                    worker: w,
+                let kind = if w == Worker::AgentStatus {
+                    Kind::Agent
+                } else {
+                    Kind::Endpoint
                 };
-                proc.spawn(w.name(), async move { watcher.run().await });
-                let p = proc.clone();
-                proc.spawn("main", async move {
-                    p.terminated().await;
-                    p.exit(0);
-                });
+                let watcher = Watcher::new(
+                    &proc,
+                    client,
+                    self.neutron.clone(),
+                    self.shared.clone(),
+                    sw,
+                    kind,
+                    self.cfg.felix_prefix(),
+                );
+                if kind == Kind::Endpoint {
+                    for i in 1..=PORT_WRITERS {
+                        let name = format!("port-writer-{i}");
+                        proc.spawn(&name, watcher.clone().port_writer());
+                        registered.push(name);
+                    }
+                }
+                proc.spawn(kind.name(), watcher.run());
+                registered.push(kind.name().into());
+                self.spawn_exit_on_terminate(&proc);
             }
+            Worker::Resync => {
+                let (p, interval) = (proc.clone(), self.cfg.resync_interval);
+                let prefix = self.cfg.felix_prefix();
+                proc.spawn("resync", async move {
+                    loop {
+                        // A resync reads the Calico data and reconciles it with Neutron's.
+                        let keys = client
+                            .range(&prefix, true, 0)
+                            .await
+                            .map_or(0, |(kvs, _)| kvs.len() as u32);
+                        p.emit(Event::CalicoResync { pid: p.pid(), keys });
+                        if interval.is_zero() {
+                            return; // one-shot: this task is MEANT to finish
+                        }
+                        p.sleep(interval).await;
+                    }
+                });
+                if !interval.is_zero() || sw.watchdog_counts_oneshot {
+                    registered.push("resync".into());
+                }
+                self.spawn_exit_on_terminate(&proc);
+            }
+        }
+        if self.cfg.watchdog {
+            super::watchdog::install(&proc, &registered);
         }
         proc
     }
-}
 
-/// Polls `is_master()` as a master-only loop does, reporting stale stamps once per episode.
-struct MasterCheck {
-    last: Cell<Option<Verdict>>,
-}
-
-impl MasterCheck {
-    fn new() -> Self {
-        MasterCheck {
-            last: Cell::new(None),
-        }
-    }
-
-    fn check(&self, proc: &Proc, shared: &Shared, sw: &Switches) -> bool {
-        let v = shared.verdict(proc, sw);
-        if let Verdict::Stale { age_us } = v {
-            if !matches!(self.last.get(), Some(Verdict::Stale { .. })) {
-                proc.emit(Event::CalicoStaleStamp {
-                    age_ms: age_us / 1000,
-                });
-            }
-        }
-        self.last.set(Some(v));
-        v.is_master()
-    }
-}
-
-/// A master-only status watcher, reduced to its side effects.
-struct Watcher {
-    proc: Proc,
-    shared: Rc<Shared>,
-    sw: Switches,
-    worker: Worker,
-}
-
-impl Watcher {
-    fn action(&self) -> &'static str {
-        match self.worker {
-            Worker::AgentStatus => "report-agent-alive",
-            _ => "write-port-status",
-        }
-    }
-
-    async fn run(&self) {
-        let mut rng = self.proc.rng(self.worker.name());
-        let check = MasterCheck::new();
-        let mut running = false;
-        let mut wind_down_until: Option<u64> = None;
-        let mut next_check = self.proc.mono_us();
-        let mut next_report = next_check + rng.random_range(500_000..3_000_000);
-        loop {
-            let now = self.proc.mono_us();
-            if now >= next_check {
-                if check.check(&self.proc, &self.shared, &self.sw) {
-                    wind_down_until = None;
-                    if !running {
-                        running = true;
-                        self.proc.emit(Event::CalicoWatcher {
-                            worker: self.worker.name().into(),
-                            running,
-                        });
-                    }
-                } else if running && wind_down_until.is_none() {
-                    wind_down_until =
-                        Some(now + rng.random_range(0..=ROUND_TRIP_CHECK.as_micros() as u64));
-                }
-                next_check = now + MASTER_CHECK_INTERVAL.as_micros() as u64;
-            }
-            if wind_down_until.is_some_and(|w| now >= w) {
-                wind_down_until = None;
-                running = false;
-                self.proc.emit(Event::CalicoWatcher {
-                    worker: self.worker.name().into(),
-                    running,
-                });
-            }
-            if now >= next_report {
-                if running
-                    && (!self.sw.recheck_before_act
-                        || check.check(&self.proc, &self.shared, &self.sw))
-                {
-                    self.proc.emit(Event::CalicoMasterOnly {
-                        pid: self.proc.pid(),
-                        worker: self.worker.name().into(),
-                        action: self.action().into(),
-                    });
-                }
-                next_report = now + rng.random_range(500_000..3_000_000);
-            }
-            let wake = next_check
-                .min(next_report)
-                .min(wind_down_until.unwrap_or(u64::MAX));
-            self.proc
-                .sleep(Duration::from_micros(wake.saturating_sub(now)))
-                .await;
-        }
+    fn spawn_exit_on_terminate(&self, proc: &Proc) {
+        let p = proc.clone();
+        proc.spawn("main", async move {
+            p.terminated().await;
+            p.exit(0);
+        });
     }
 }
 
@@ -247,6 +207,7 @@ struct Compaction {
     etcd: Client,
     shared: Rc<Shared>,
     sw: Switches,
+    period: Duration,
 }
 
 impl Compaction {
@@ -283,7 +244,7 @@ impl Compaction {
                 last_compacted = compact_at;
             }
         }
-        let (lease, _) = self.etcd.grant(COMPACTION_PERIOD.as_secs() as i64).await?;
+        let (lease, _) = self.etcd.grant(self.period.as_secs() as i64).await?;
         self.etcd.put(COMPACTION_TRIGGER_KEY, "", lease).await?;
         self.etcd
             .put(

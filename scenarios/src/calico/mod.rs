@@ -9,6 +9,8 @@
 pub mod monitor;
 
 use crate::scenario::{Options, RunSpec};
+use model::calico::felix::FelixConfig;
+use model::calico::status::TimeFormat;
 use model::calico::{Config, Switches};
 use rand::seq::IndexedRandom;
 use rand::Rng;
@@ -39,11 +41,34 @@ pub struct CalicoOptions {
     pub fault_kinds: Vec<String>,
     /// How many faults were drawn.
     pub fault_count: u32,
+    /// Felix on each compute host (`c1`..).
+    pub felix: Vec<FelixConfig>,
+    /// Wall clock offset of each compute host at start, ms.
+    pub compute_offset_ms: Vec<i64>,
+    /// The mutual watchdog of PR 12456 (on with `--fix calico-watchdog`, or drawn by the scenario).
+    pub watchdog: bool,
+    /// `resync_interval_secs`.
+    pub resync_interval_s: u64,
+    /// `etcd_compaction_period_mins`.
+    pub compaction_period_min: u64,
 }
 
 impl CalicoOptions {
     fn host_names(&self) -> Vec<String> {
         (1..=self.hosts).map(|i| format!("h{i}")).collect()
+    }
+
+    fn compute_names(&self) -> Vec<String> {
+        (1..=self.felix.len()).map(|i| format!("c{i}")).collect()
+    }
+
+    /// Node names in index order: neutron hosts, compute hosts, etcd, neutron-db.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut n = self.host_names();
+        n.extend(self.compute_names());
+        n.push("etcd".into());
+        n.push("neutron-db".into());
+        n
     }
 }
 
@@ -54,10 +79,27 @@ pub enum Family {
     ClockSkew,
     SplitBrain,
     Restart,
+    StatusBacklog,
+    Watchdog,
+    Swarm,
 }
 
 /// Tasks a silent death or a stall can hit.
 const TASKS: &[&str] = &["elector", "compaction", "agent-status", "endpoint-status"];
+/// Every long-running worker task (for the watchdog scenarios).
+const ALL_TASKS: &[&str] = &[
+    "elector",
+    "compaction",
+    "agent-status",
+    "endpoint-status",
+    "port-writer-1",
+    "port-writer-2",
+    "port-writer-3",
+    "port-writer-4",
+    "resync",
+    "status-loop",
+    "resync-monitor",
+];
 
 fn pick_subset(
     rng: &mut ChaCha8Rng,
@@ -84,7 +126,7 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
     let latency_max_us = latency_min_us + rng.random_range(0..=8_000u64);
     let n = hosts as usize + 1;
     let (offset_max_ms, drift_max) = match family {
-        Family::ClockSkew => (
+        Family::ClockSkew | Family::Swarm => (
             rng.random_range(0..=30_000i64),
             rng.random_range(0..=500i64),
         ),
@@ -130,6 +172,46 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
             "etcd-restart",
             "etcd-garbled",
         ],
+        Family::StatusBacklog => &[
+            "db-slow",
+            "db-unavailable",
+            "host-crash",
+            "watch-cut",
+            "etcd-restart",
+            "compute-crash",
+            "compute-isolate",
+            "compute-pause",
+            "compute-step",
+        ],
+        Family::Watchdog => &["death-any", "stall", "manager-crash", "graceful-restart"],
+        Family::Swarm => &[
+            "death-any",
+            "stall",
+            "latency",
+            "host-step",
+            "etcd-step",
+            "drift-change",
+            "partition",
+            "isolate",
+            "simplex",
+            "flapping",
+            "pause",
+            "etcd-unavailable",
+            "etcd-ambiguous",
+            "etcd-slow",
+            "graceful-restart",
+            "manager-crash",
+            "host-crash",
+            "etcd-restart",
+            "etcd-garbled",
+            "db-slow",
+            "db-unavailable",
+            "watch-cut",
+            "compute-crash",
+            "compute-isolate",
+            "compute-pause",
+            "compute-step",
+        ],
     };
     let must: &[&'static str] = match family {
         Family::SilentTaskDeath => &[
@@ -146,9 +228,71 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
             "host-crash",
             "etcd-restart",
         ],
+        Family::StatusBacklog => &["db-slow"],
+        Family::Watchdog => &["death-any"],
+        Family::Swarm => &["death-any", "partition", "pause", "host-step", "db-slow"],
     };
     let fault_kinds = pick_subset(&mut rng, kinds, must);
-    let fault_count = rng.random_range(1..=8u32);
+    let fault_count = match family {
+        Family::Swarm => rng.random_range(1..=16u32),
+        _ => rng.random_range(1..=8u32),
+    };
+    // Compute hosts and their Felix: few in the election scenarios (they only need master-only work
+    // to happen), many where the status path is the subject.
+    let computes = match family {
+        Family::StatusBacklog => rng.random_range(10..=40usize),
+        Family::Swarm => rng.random_range(3..=30usize),
+        Family::Watchdog => rng.random_range(3..=6usize),
+        _ => rng.random_range(2..=4usize),
+    };
+    let status_focus = matches!(family, Family::StatusBacklog | Family::Swarm);
+    let felix = (0..computes)
+        .map(|_| {
+            let format = match rng.random_range(0..10) {
+                0..=4 => TimeFormat::Zulu,
+                5..=7 => TimeFormat::Offset {
+                    minutes: *[0, 60, -300, 330, 540].choose(&mut rng).unwrap(),
+                },
+                _ => TimeFormat::Naive,
+            };
+            let garbage_percent = if status_focus && rng.random_bool(0.2) {
+                rng.random_range(1..=5)
+            } else {
+                0
+            };
+            FelixConfig {
+                format,
+                garbage_percent,
+                ports: rng.random_range(1..=3),
+            }
+        })
+        .collect();
+    // Compute hosts' clocks: in the status scenarios some run minutes behind or ahead, so skew shows
+    // up as lag (or hides it).
+    let compute_offset_ms = (0..computes)
+        .map(|_| {
+            if status_focus && rng.random_bool(0.3) {
+                rng.random_range(-900_000..=900_000i64)
+            } else {
+                rng.random_range(-2_000..=2_000i64)
+            }
+        })
+        .collect();
+    let watchdog = match family {
+        Family::Watchdog => true,
+        Family::Swarm => rng.random_bool(0.5),
+        _ => false,
+    };
+    let resync_interval_s = if rng.random_bool(0.5) {
+        0
+    } else {
+        rng.random_range(30..=300u64)
+    };
+    let compaction_period_min = if status_focus {
+        rng.random_range(1..=10u64)
+    } else {
+        60
+    };
     let opts = CalicoOptions {
         hosts,
         latency_min_us,
@@ -157,6 +301,11 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
         drift_ppm,
         fault_kinds,
         fault_count,
+        felix,
+        compute_offset_ms,
+        watchdog,
+        resync_interval_s,
+        compaction_period_min,
     };
     let schedule = schedule(family, &opts, &mut rng);
     (opts, schedule)
@@ -164,7 +313,9 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
 
 fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule {
     let hosts = o.host_names();
+    let computes = o.compute_names();
     let etcd = "etcd".to_string();
+    let db = "neutron-db".to_string();
     let mut out = Vec::new();
     // Silent deaths are capped at hosts - 1 electors: with every elector dead no master can ever
     // exist again, which is true by construction and says nothing about the protocol.
@@ -175,7 +326,68 @@ fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule
         let kind = o.fault_kinds.choose(rng).unwrap().as_str();
         let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
         let host = hosts.choose(rng).unwrap().clone();
+        let compute = computes
+            .choose(rng)
+            .cloned()
+            .unwrap_or_else(|| host.clone());
         let (dur_ms, fk) = match (family, kind) {
+            (_, "death-any") => {
+                let task = ALL_TASKS.choose(rng).unwrap();
+                if *task == "elector" {
+                    if elector_deaths + 1 >= o.hosts {
+                        continue;
+                    }
+                    elector_deaths += 1;
+                }
+                (
+                    0,
+                    FaultKind::TaskDeath {
+                        node: host,
+                        task: task.to_string(),
+                    },
+                )
+            }
+            (_, "db-slow") => (
+                rng.random_range(60_000..=400_000),
+                FaultKind::ServiceSlow {
+                    node: db.clone(),
+                    extra_ms: rng.random_range(500..=8_000),
+                },
+            ),
+            (_, "db-unavailable") => (
+                rng.random_range(2_000..=60_000),
+                FaultKind::ServiceUnavailable { node: db.clone() },
+            ),
+            (_, "watch-cut") => (
+                rng.random_range(11_000..=40_000),
+                FaultKind::Simplex {
+                    from: vec![etcd.clone()],
+                    to: vec![host],
+                },
+            ),
+            (_, "compute-crash") => (
+                rng.random_range(5_000..=120_000),
+                FaultKind::Crash { node: compute },
+            ),
+            (_, "compute-isolate") => (
+                rng.random_range(5_000..=200_000),
+                FaultKind::Isolate { node: compute },
+            ),
+            (_, "compute-pause") => (
+                rng.random_range(5_000..=200_000),
+                FaultKind::Pause { node: compute },
+            ),
+            (_, "compute-step") => {
+                let delta = rng.random_range(1_000..=900_000i64)
+                    * if rng.random_bool(0.5) { -1 } else { 1 };
+                (
+                    0,
+                    FaultKind::ClockStep {
+                        node: compute,
+                        delta_ms: delta,
+                    },
+                )
+            }
             (_, k) if k.starts_with("death-") => {
                 let task = &k["death-".len()..];
                 if task == "elector" {
@@ -378,21 +590,45 @@ pub fn switches(spec: &RunSpec) -> Switches {
         no_dead_pid_cleanup: has("calico-no-dead-pid-cleanup"),
         recheck_before_act: has("calico-recheck-before-act"),
         monotonic_stamp: has("calico-monotonic-stamp"),
+        watchdog_counts_oneshot: has("calico-watchdog-counts-oneshot"),
+        stale_warn_zero_sentinel: has("calico-stale-warn-zero-sentinel"),
+        stale_warn_naive_crash: has("calico-stale-warn-naive-crash"),
+        stale_warn_in_snapshot: has("calico-stale-warn-in-snapshot"),
     }
 }
 
 /// Runs one Calico scenario (on the current thread).
-pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
+pub fn run(spec: &RunSpec, family: Family, coverage: &'static [&'static str]) -> Outcome {
     let Options::Calico(o) = &spec.options;
-    let mut names = o.host_names();
-    names.push("etcd".into());
+    let names = o.node_names();
+    let (h, c) = (o.hosts as usize, o.felix.len());
+    let offset_ms = |i: usize| -> i64 {
+        if i < h {
+            o.clock_offset_ms.get(i).copied().unwrap_or(0)
+        } else if i < h + c {
+            o.compute_offset_ms.get(i - h).copied().unwrap_or(0)
+        } else if i == h + c {
+            o.clock_offset_ms.get(h).copied().unwrap_or(0)
+        } else {
+            0
+        }
+    };
+    let drift = |i: usize| -> i64 {
+        if i < h {
+            o.drift_ppm.get(i).copied().unwrap_or(0)
+        } else if i == h + c {
+            o.drift_ppm.get(h).copied().unwrap_or(0)
+        } else {
+            0
+        }
+    };
     let nodes: Vec<NodeSpec> = names
         .iter()
         .enumerate()
         .map(|(i, name)| NodeSpec {
             name: name.clone(),
-            offset_us: o.clock_offset_ms.get(i).copied().unwrap_or(0) * 1000,
-            drift_ppm: o.drift_ppm.get(i).copied().unwrap_or(0),
+            offset_us: offset_ms(i) * 1000,
+            drift_ppm: drift(i),
         })
         .collect();
     let cfg = SimConfig {
@@ -407,15 +643,45 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
         liveness_ms: LIVENESS_MS,
         keep_trace: spec.keep_trace,
     };
+    let sw = switches(spec);
+    let watchdog = o.watchdog
+        || sw.watchdog_counts_oneshot
+        || spec.fixes.iter().any(|f| f == "calico-watchdog");
     let model_cfg = Config {
-        switches: switches(spec),
+        switches: sw,
+        watchdog,
+        resync_interval: std::time::Duration::from_secs(o.resync_interval_s),
+        compaction_period: std::time::Duration::from_secs(o.compaction_period_min * 60),
         ..Config::default()
     };
-    let monitor = monitor::CalicoMonitor::new(names.clone(), model_cfg.election_key(), coverage);
-    let hosts: Vec<NodeIx> = (0..o.hosts as NodeIx).collect();
-    let etcd_ix = o.hosts as NodeIx;
+    // The status-path liveness check belongs to the scenarios about the status path; the election
+    // scenarios check the election and master-only invariants.
+    let status_path = matches!(
+        family,
+        Family::StatusBacklog | Family::Watchdog | Family::Swarm
+    );
+    let monitor = monitor::CalicoMonitor::new(
+        names.clone(),
+        model_cfg.election_key(),
+        model_cfg.felix_prefix(),
+        h,
+        c,
+        model_cfg.compaction_period,
+        status_path,
+        coverage,
+    );
+    let hosts: Vec<NodeIx> = (0..h as NodeIx).collect();
+    let felix: Vec<(NodeIx, FelixConfig)> = o
+        .felix
+        .iter()
+        .enumerate()
+        .map(|(i, f)| ((h + i) as NodeIx, f.clone()))
+        .collect();
+    let (etcd_ix, db_ix) = ((h + c) as NodeIx, (h + c + 1) as NodeIx);
     simulate(cfg, Box::new(monitor), move |world| {
         let etcd = Etcd::install(world, etcd_ix, EtcdConfig::default());
-        model::calico::install(world, &hosts, &etcd, model_cfg);
+        let neutron = model::calico::neutron::install(world, db_ix);
+        model::calico::felix::install(world, &felix, &etcd, &model_cfg.region);
+        model::calico::install(world, &hosts, &etcd, &neutron, model_cfg);
     })
 }

@@ -8,11 +8,19 @@
 //! | `election-deletes-owned` | safety | a client deletes the election key only when it holds the value, or when the value names a dead process on its own host (dead-pid cleanup) |
 //! | `master-elected` | liveness | once faults stop, a master exists (the key names a live process whose host's stamp is set) within TTL 60 s + watch timeout 20 s + retry jitter 2 s + 3 s of round trips = 85 s |
 //! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services, or of the master's manager being respawned on the same host (dead-pid cleanup) |
+//! | `stale-warning-not-in-snapshot` | safety | no stale-update warning while a watcher replays a snapshot |
+//! | `stale-warning-rate-limited` | safety | at most one stale-update warning per 300 s per watcher process |
+//! | `watcher-survives-timestamps` | safety | no watcher task dies on a malformed, naive or missing timestamp |
+//! | `stale-report-warned` | safety | a watcher that forwards (outside a snapshot) a report whose `time` is more than 300 s behind its own wall clock has logged a stale warning within the last 300 s |
+//! | `compaction-once-per-period` | safety | compaction never runs twice within one compaction period (etcd itself refuses to go backwards) |
+//! | `watchdog-restart-justified` | safety | the watchdog exits a process only if the dead registered task died unexpectedly (not by finishing) |
+//! | `agent-view-converges` | liveness | 140 s after faults stop (a master within 85 s, then one report interval and slack), Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs |
 //!
 //! The headline number of a split brain, the overlap of two hosts' master-only work, is computed
 //! from "acting" intervals (a host's consecutive master-only actions less than 8.3 s apart) and
 //! quoted in the causal sentence.
 
+use model::calico::status::{parse_time, Parsed, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US};
 use model::calico::{MASTER_CHECK_INTERVAL, MASTER_TIMEOUT, ROUND_TRIP_CHECK};
 use sim::event::{DeleteCause, Event, ExitStatus, Record};
 use sim::{Failure, FaultKind, Kind, Monitor, NodeIx};
@@ -32,8 +40,23 @@ pub const HANDOVER_BOUND_US: u64 = 10 * S;
 const ACTING_GAP_US: u64 =
     MASTER_CHECK_INTERVAL.as_micros() as u64 + ROUND_TRIP_CHECK.as_micros() as u64;
 
+/// When the agent view must have converged after faults stop.
+pub const AGENT_VIEW_BOUND_US: u64 = 140 * S;
+/// Neutron's `agent_down_time`.
+const AGENT_DOWN_US: u64 = 75 * S;
+
 /// Every coverage point the Calico monitor can report.
 pub const ALL_POINTS: &[&str] = &[
+    "backlog-over-300s",
+    "warning-on-young-host",
+    "naive-timestamp-processed",
+    "snapshot-replayed",
+    "compaction-under-mastership-change",
+    "unparsable-time-skipped",
+    "watchdog-restart",
+    "oneshot-resync-finished",
+    "periodic-resync",
+    "port-write-failed",
     "handover",
     "elector-died-while-master",
     "stale-stamp-observed",
@@ -87,6 +110,24 @@ pub struct CalicoMonitor {
     reached: BTreeSet<&'static str>,
     catalog: &'static [&'static str],
     now_us: u64,
+    // Status path.
+    felix_prefix: String,
+    computes: std::ops::Range<usize>,
+    boot_us: Vec<u64>,
+    status_put_us: BTreeMap<i64, u64>,
+    last_warning: BTreeMap<(NodeIx, u32), u64>,
+    snapshots: BTreeSet<(NodeIx, u32)>,
+    ended: BTreeSet<(NodeIx, u32, String)>,
+    crashed: BTreeSet<(NodeIx, u32, String)>,
+    resyncs: BTreeSet<(NodeIx, u32)>,
+    compaction_period_us: u64,
+    last_compaction_us: Option<u64>,
+    heard_us: Vec<Option<u64>>,
+    felix_alive: Vec<bool>,
+    agent_view_deadline: Option<u64>,
+    agent_watchers: BTreeMap<NodeIx, u32>,
+    /// Per node: silently dead tasks (true time, task) of processes still alive.
+    dead_tasks: Vec<Vec<(u64, u32, String)>>,
 }
 
 fn secs(us: u64) -> String {
@@ -96,9 +137,39 @@ fn secs(us: u64) -> String {
 impl CalicoMonitor {
     /// A monitor for nodes `names` (hosts then etcd) and the election key `key`; `catalog` lists
     /// the coverage points the scenario declares.
-    pub fn new(names: Vec<String>, key: String, catalog: &'static [&'static str]) -> Self {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        names: Vec<String>,
+        key: String,
+        felix_prefix: String,
+        hosts: usize,
+        computes: usize,
+        compaction_period: std::time::Duration,
+        check_agent_view: bool,
+        catalog: &'static [&'static str],
+    ) -> Self {
         let n = names.len();
         CalicoMonitor {
+            felix_prefix,
+            computes: if check_agent_view {
+                hosts..hosts + computes
+            } else {
+                hosts..hosts
+            },
+            boot_us: vec![0; n],
+            status_put_us: BTreeMap::new(),
+            last_warning: BTreeMap::new(),
+            snapshots: BTreeSet::new(),
+            ended: BTreeSet::new(),
+            crashed: BTreeSet::new(),
+            resyncs: BTreeSet::new(),
+            compaction_period_us: compaction_period.as_micros() as u64,
+            last_compaction_us: None,
+            heard_us: vec![None; n],
+            felix_alive: vec![false; n],
+            agent_view_deadline: None,
+            agent_watchers: BTreeMap::new(),
+            dead_tasks: vec![Vec::new(); n],
             names,
             key,
             holder: None,
@@ -165,21 +236,27 @@ impl CalicoMonitor {
         }
     }
 
-    /// The node's recent faults (at most three, oldest first), as a clause.
+    /// The node's silently dead tasks and recent faults (at most three, oldest first), as clauses.
     fn fault_note(&self, node: NodeIx) -> String {
-        let faults = &self.last_faults[node as usize];
-        if faults.is_empty() {
-            return String::new();
+        let name = &self.names[node as usize];
+        let mut out = String::new();
+        let dead = &self.dead_tasks[node as usize];
+        if !dead.is_empty() {
+            let list: Vec<String> = dead
+                .iter()
+                .map(|(t, pid, task)| format!("{task} of {name}:{pid} (since {})", secs(*t)))
+                .collect();
+            out += &format!("; silently dead tasks on {name}: {}", list.join(", "));
         }
-        let list: Vec<String> = faults
-            .iter()
-            .map(|(t, d)| format!("{d} at {}", secs(*t)))
-            .collect();
-        format!(
-            "; recent faults on {}: {}",
-            self.names[node as usize],
-            list.join(", ")
-        )
+        let faults = &self.last_faults[node as usize];
+        if !faults.is_empty() {
+            let list: Vec<String> = faults
+                .iter()
+                .map(|(t, d)| format!("{d} at {}", secs(*t)))
+                .collect();
+            out += &format!("; recent faults on {name}: {}", list.join(", "));
+        }
+        out
     }
 
     fn holds(&self, node: NodeIx) -> bool {
@@ -282,6 +359,104 @@ impl CalicoMonitor {
         })
     }
 
+    fn on_stale_warning(
+        &mut self,
+        rec: &Record,
+        host: &str,
+        lag_ms: i64,
+        in_snapshot: bool,
+    ) -> Option<Failure> {
+        let (node, t) = (rec.node, rec.t_us);
+        if t - self.boot_us[node as usize] < STALE_WARN_INTERVAL_US {
+            self.reach("warning-on-young-host");
+        }
+        let name = &self.names[node as usize];
+        if in_snapshot {
+            return Some(Failure {
+                invariant: "stale-warning-not-in-snapshot",
+                kind: Kind::Safety,
+                node: Some(node),
+                explanation: format!(
+                    "{name} logged a stale-update warning for {host} ({} old) while replaying a snapshot, where old timestamps are expected",
+                    secs(lag_ms.max(0) as u64 * 1000)
+                ),
+            });
+        }
+        let pid = self.forwarder_pid(node);
+        let prev = self.last_warning.insert((node, pid), t);
+        match prev {
+            Some(p) if t - p < STALE_WARN_INTERVAL_US => Some(Failure {
+                invariant: "stale-warning-rate-limited",
+                kind: Kind::Safety,
+                node: Some(node),
+                explanation: format!(
+                    "{name}:{pid} logged stale-update warnings at {} and {}, {} apart (limit: one per {})",
+                    secs(p),
+                    secs(t),
+                    secs(t - p),
+                    secs(STALE_WARN_INTERVAL_US)
+                ),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The live agent-status watcher process on a node (warnings carry no pid).
+    fn forwarder_pid(&self, node: NodeIx) -> u32 {
+        self.agent_watchers.get(&node).copied().unwrap_or(0)
+    }
+
+    fn on_forward(
+        &mut self,
+        rec: &Record,
+        host: &str,
+        rev: i64,
+        in_snapshot: bool,
+        time: &str,
+    ) -> Option<Failure> {
+        let (node, t) = (rec.node, rec.t_us);
+        if let Some(put) = self.status_put_us.get(&rev) {
+            if !in_snapshot && t - put > STALE_THRESHOLD_US as u64 {
+                self.reach("backlog-over-300s");
+            }
+        }
+        if in_snapshot {
+            return None;
+        }
+        let then = match parse_time(time) {
+            Parsed::Aware(x) => x,
+            Parsed::Naive(x) => {
+                self.reach("naive-timestamp-processed");
+                x
+            }
+            Parsed::Invalid => return None,
+        };
+        let lag = sim::clock::EPOCH_UNIX_US + rec.local_us - then;
+        if lag <= STALE_THRESHOLD_US {
+            return None;
+        }
+        let pid = self.forwarder_pid(node);
+        let warned = self
+            .last_warning
+            .get(&(node, pid))
+            .is_some_and(|w| t - w <= STALE_WARN_INTERVAL_US);
+        if warned {
+            return None;
+        }
+        let name = &self.names[node as usize];
+        Some(Failure {
+            invariant: "stale-report-warned",
+            kind: Kind::Safety,
+            node: Some(node),
+            explanation: format!(
+                "{name}:{pid} forwarded {host}'s report stamped {time}, {} behind its own clock, without any stale-update warning in the last {} ({name} booted {} ago)",
+                secs(lag as u64),
+                secs(STALE_WARN_INTERVAL_US),
+                secs(t - self.boot_us[node as usize])
+            ),
+        })
+    }
+
     fn on_fault_start(
         &mut self,
         id: u32,
@@ -364,6 +539,9 @@ impl Monitor for CalicoMonitor {
             }
             Event::LivenessPhase => {
                 self.obligations.retain(|o| o.invariant != "prompt-handover");
+                if !self.computes.is_empty() {
+                    self.agent_view_deadline = Some(t + AGENT_VIEW_BOUND_US);
+                }
                 if !self.master_exists() {
                     self.liveness_deadline = Some(t + ELECTION_BOUND_US);
                 }
@@ -380,7 +558,10 @@ impl Monitor for CalicoMonitor {
                 None
             }
             Event::NodeCrash | Event::NodeBoot { .. } => {
+                self.dead_tasks[node as usize].clear();
                 self.paused_since[node as usize] = None;
+                self.felix_alive[node as usize] = false;
+                self.boot_us[node as usize] = t;
                 self.alive.retain(|(n, _)| *n != node);
                 self.stamps[node as usize] = 0;
                 self.acting[node as usize] = None;
@@ -388,6 +569,12 @@ impl Monitor for CalicoMonitor {
             }
             Event::ProcessStart { pid, name } => {
                 self.alive.insert((node, *pid));
+                if name == "felix" {
+                    self.felix_alive[node as usize] = true;
+                }
+                if name == "neutron-server/agent-status" {
+                    self.agent_watchers.insert(node, *pid);
+                }
                 if name == "neutron-server/manager" {
                     let stale = self.holder.as_ref().is_some_and(|h| h.node == Some(node) && !self.alive.contains(&(node, h.pid)));
                     if stale && self.faults.is_empty() {
@@ -404,6 +591,10 @@ impl Monitor for CalicoMonitor {
             }
             Event::ProcessExit { pid, status, name } => {
                 self.alive.remove(&(node, *pid));
+                self.dead_tasks[node as usize].retain(|(_, p, _)| p != pid);
+                if name == "felix" {
+                    self.felix_alive[node as usize] = false;
+                }
                 if name == "neutron-server/manager" && *status == (ExitStatus::Code { code: 1 }) {
                     self.reach("elector-exit-on-unexpected-error");
                 }
@@ -471,6 +662,90 @@ impl Monitor for CalicoMonitor {
                 self.release(t);
                 failure
             }
+            Event::EtcdPut { key, rev, .. } if key.starts_with(&self.felix_prefix) && key.ends_with("/status") => {
+                self.status_put_us.insert(*rev, t);
+                None
+            }
+            Event::CalicoSnapshot { done: false, worker, .. } if worker == "agent-status" => {
+                let pid = self.forwarder_pid(node);
+                if !self.snapshots.insert((node, pid)) {
+                    self.reach("snapshot-replayed");
+                }
+                None
+            }
+            Event::CalicoStaleWarning { host, lag_ms, in_snapshot } => self.on_stale_warning(rec, host, *lag_ms, *in_snapshot),
+            Event::CalicoUnparsableTime { .. } => {
+                self.reach("unparsable-time-skipped");
+                None
+            }
+            Event::CalicoTaskCrash { pid, task, error } => {
+                self.crashed.insert((node, *pid, task.clone()));
+                Some(Failure {
+                    invariant: "watcher-survives-timestamps",
+                    kind: Kind::Safety,
+                    node: Some(node),
+                    explanation: format!("the {task} task of {}:{pid} died on a status report: {error}{}", self.names[node as usize], self.fault_note(node)),
+                })
+            }
+            Event::CalicoAgentForward { host, rev, in_snapshot, time } => {
+                let (h, r, s2, tm) = (host.clone(), *rev, *in_snapshot, time.clone());
+                self.on_forward(rec, &h, r, s2, &tm)
+            }
+            Event::TaskDeath { pid, task } => {
+                self.dead_tasks[node as usize].push((t, *pid, task.clone()));
+                None
+            }
+            Event::TaskEnd { pid, task } => {
+                if task == "resync" {
+                    self.reach("oneshot-resync-finished");
+                }
+                self.ended.insert((node, *pid, task.clone()));
+                None
+            }
+            Event::CalicoResync { pid, .. } => {
+                if !self.resyncs.insert((node, *pid)) {
+                    self.reach("periodic-resync");
+                }
+                None
+            }
+            Event::CalicoPortWrite { ok: false, .. } => {
+                self.reach("port-write-failed");
+                None
+            }
+            Event::CalicoWatchdogExit { pid, task } => {
+                self.reach("watchdog-restart");
+                let k = (node, *pid, task.clone());
+                (self.ended.contains(&k) && !self.crashed.contains(&k)).then(|| Failure {
+                    invariant: "watchdog-restart-justified",
+                    kind: Kind::Safety,
+                    node: Some(node),
+                    explanation: format!(
+                        "the watchdog of {}:{pid} exited the process because task '{task}' was dead, but that task had finished normally (a task meant to finish must not be registered)",
+                        self.names[node as usize]
+                    ),
+                })
+            }
+            Event::EtcdCompact { client, .. } => {
+                if self.winners.len() > 1 {
+                    self.reach("compaction-under-mastership-change");
+                }
+                let prev = self.last_compaction_us.replace(t);
+                match prev {
+                    Some(p) if t - p < self.compaction_period_us => Some(Failure {
+                        invariant: "compaction-once-per-period",
+                        kind: Kind::Safety,
+                        node: self.parse_id(client).0,
+                        explanation: format!("{client} compacted at {}, only {} after the previous compaction at {} (period {})", secs(t), secs(t - p), secs(p), secs(self.compaction_period_us)),
+                    }),
+                    _ => None,
+                }
+            }
+            Event::NeutronAgentHeard { host } => {
+                if let Some(n) = self.node_of(host) {
+                    self.heard_us[n as usize] = Some(t);
+                }
+                None
+            }
             Event::CalicoMasterOnly { pid, worker, action } => {
                 let (w, a, p) = (worker.clone(), action.clone(), *pid);
                 self.on_master_only(rec, &w, &a, p)
@@ -498,6 +773,37 @@ impl Monitor for CalicoMonitor {
                         secs(ELECTION_BOUND_US),
                         secs(ELECTION_BOUND_US),
                         self.describe_master_state()
+                    ),
+                });
+            }
+        }
+        if self.agent_view_deadline.is_some_and(|d| now_us >= d) {
+            self.agent_view_deadline = None;
+            let down: Vec<String> = self
+                .computes
+                .clone()
+                .filter(|&c| {
+                    self.felix_alive[c]
+                        && self.heard_us[c].is_none_or(|h| now_us - h >= AGENT_DOWN_US)
+                })
+                .map(|c| match self.heard_us[c] {
+                    Some(h) => format!("{} (last heard {} ago)", self.names[c], secs(now_us - h)),
+                    None => format!("{} (never heard)", self.names[c]),
+                })
+                .collect();
+            if !down.is_empty() {
+                let node = self.holder.as_ref().and_then(|h| h.node);
+                let note = node.map(|n| self.fault_note(n)).unwrap_or_default();
+                return Some(Failure {
+                    invariant: "agent-view-converges",
+                    kind: Kind::Liveness,
+                    node,
+                    explanation: format!(
+                        "{} after faults stopped, Neutron still shows running agents as down: {}; {}{}",
+                        secs(AGENT_VIEW_BOUND_US),
+                        down.join(", "),
+                        self.describe_master_state(),
+                        note
                     ),
                 });
             }

@@ -1,0 +1,89 @@
+//! Felix on a compute host: its status report every 30 s with a 90 s lease, and its ports' status.
+//!
+//! The report's `time` comes from the host's WALL clock in the host's format (so clock skew shows
+//! up as lag); `first_update` is true for the first report after Felix starts (after a reboot).
+
+use super::status::{format_time, TimeFormat};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use sim::etcd::Etcd;
+use sim::world::Host;
+use sim::{NodeIx, World};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Felix's status report interval.
+pub const REPORT_INTERVAL: Duration = Duration::from_secs(30);
+/// TTL of the status key's lease.
+pub const REPORT_TTL_S: i64 = 90;
+
+/// One compute host's Felix settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FelixConfig {
+    /// How it formats `time`.
+    pub format: TimeFormat,
+    /// Percentage of reports whose `time` is garbage.
+    pub garbage_percent: u32,
+    /// Number of ports (workload endpoints) on the host.
+    pub ports: u32,
+}
+
+/// `/calico/felix/v2/<region>/host/` (the prefix both status watchers watch).
+pub fn host_prefix(region: &str) -> String {
+    format!("/calico/felix/v2/{region}/host/")
+}
+
+/// Installs Felix as the services of each compute host.
+pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, region: &str) {
+    for (node, cfg) in hosts {
+        let (etcd, cfg, prefix) = (etcd.clone(), cfg.clone(), host_prefix(region));
+        world.set_services(
+            *node,
+            Rc::new(move |host: &Host| {
+                let proc = host.spawn_process("felix");
+                let client = etcd.client(&proc);
+                let (cfg, p) = (cfg.clone(), proc.clone());
+                let base = format!("{prefix}{}", host.name());
+                proc.spawn("status-reporter", async move {
+                    let mut rng = p.rng("felix");
+                    let mut first_update = true;
+                    let mut lease = 0i64;
+                    let ports: Vec<String> = (0..cfg.ports).map(|i| format!("{}-port-{i}", p.host_name())).collect();
+                    let mut port_up = vec![false; ports.len()];
+                    p.sleep(Duration::from_millis(rng.random_range(0..30_000))).await;
+                    loop {
+                        let time = if rng.random_range(0..100) < cfg.garbage_percent {
+                            "garbled-time".to_string()
+                        } else {
+                            format_time(p.wall_us(), cfg.format)
+                        };
+                        let value = serde_json::json!({"time": time, "uptime": p.mono_us() / 1_000_000, "first_update": first_update}).to_string();
+                        let alive = match client.keep_alive(lease).await {
+                            Ok(ttl) if ttl > 0 => Ok(lease),
+                            Ok(_) => client.grant(REPORT_TTL_S).await.map(|(l, _)| l),
+                            Err(e) => Err(e),
+                        };
+                        if let Ok(l) = alive {
+                            lease = l;
+                            if client.put(&format!("{base}/status"), &value, lease).await.is_ok() {
+                                first_update = false;
+                            }
+                        }
+                        // Ports come up after boot and sometimes flip.
+                        for (i, port) in ports.iter().enumerate() {
+                            let flip = !port_up[i] || rng.random_range(0..100) < 5;
+                            if flip {
+                                let up = if port_up[i] { rng.random_bool(0.5) } else { true };
+                                let status = serde_json::json!({"status": if up { "up" } else { "down" }}).to_string();
+                                if client.put(&format!("{base}/workload/openstack/{port}/endpoint/{port}"), &status, 0).await.is_ok() {
+                                    port_up[i] = up;
+                                }
+                            }
+                        }
+                        p.sleep(REPORT_INTERVAL).await;
+                    }
+                });
+            }),
+        );
+    }
+}

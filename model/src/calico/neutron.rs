@@ -1,0 +1,70 @@
+//! The Neutron side that Calico's watchers report to: a database service on its own node.
+//!
+//! It records when it last heard from each Felix agent, on ITS OWN clock at receipt (Neutron marks
+//! an agent down after `agent_down_time`, 75 s, of silence), and each port's status. Like any
+//! service it can be unavailable (the DB write fails) or slow (requests queue behind each other;
+//! the "processing-rate limit" that lets a watcher's backlog build up).
+
+use sim::net::{Call, Endpoint};
+use sim::world::Host;
+use sim::{Event, NodeIx, World};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Neutron's `agent_down_time`.
+pub const AGENT_DOWN_TIME: Duration = Duration::from_secs(75);
+/// Timeout of a DB call from a watcher.
+pub const DB_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request to Neutron.
+#[derive(Clone, Debug)]
+pub enum Request {
+    /// The Felix agent on `host` is alive.
+    ReportAgent { host: String, first_update: bool },
+    /// A port's status changed.
+    PortStatus { port: String, status: String },
+}
+
+/// The DB write failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DbError;
+
+/// Neutron's address.
+pub type Neutron = Endpoint<Request, Result<(), DbError>>;
+
+/// Installs Neutron's DB service as the services of `node`.
+pub fn install(world: &World, node: NodeIx) -> Neutron {
+    let ep: Neutron = Endpoint::new(node);
+    let e = ep.clone();
+    world.set_services(
+        node,
+        Rc::new(move |host: &Host| {
+            let proc = host.spawn_process("neutron-db");
+            let mut inbox = e.open();
+            let p = proc.clone();
+            proc.spawn("server", async move {
+                use futures::StreamExt;
+                while let Some(Call { req, reply, .. }) = inbox.next().await {
+                    let faults = p.service_faults();
+                    if faults.unavailable {
+                        reply.send(Err(DbError));
+                        continue;
+                    }
+                    if faults.slow_us > 0 {
+                        p.sleep(Duration::from_micros(faults.slow_us)).await;
+                    }
+                    match req {
+                        Request::ReportAgent { host, .. } => {
+                            p.emit(Event::NeutronAgentHeard { host })
+                        }
+                        Request::PortStatus { port, status } => {
+                            p.emit(Event::NeutronPortStatus { port, status })
+                        }
+                    }
+                    reply.send(Ok(()));
+                }
+            });
+        }),
+    );
+    ep
+}

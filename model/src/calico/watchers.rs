@@ -1,0 +1,401 @@
+//! The agent-status and endpoint-status watchers (networking-calico `status.py`), master-only.
+//!
+//! spec/calico.md, "Status watchers":
+//! * a master-only loop polls `is_master()` every 5 s; when it becomes master it starts the watcher,
+//!   and when it stops being master the watcher winds down within the round-trip check (~3.3 s);
+//! * the watcher loads a snapshot of `/calico/felix/v2/<region>/host/` (processed in chunks of 200
+//!   keys with `processing_snapshot` set), then watches from the snapshot revision + 1; it writes a
+//!   round-trip-check key every ~3.3 s and restarts with a new snapshot when no event arrives for
+//!   10 s; when etcd is unreachable it retries after 5 s; events are de-duplicated per key on
+//!   `mod_revision`;
+//! * agent status: each report is checked for staleness (`status::check`) and forwarded to Neutron
+//!   as "agent alive"; the forwarding waits for Neutron's DB, so a slow DB builds a backlog;
+//! * endpoint status: port updates go into a priority queue (live events ahead of snapshot events)
+//!   served by 4 writers; a DB error retries after 5 s.
+
+use super::master::{MasterCheck, Shared};
+use super::neutron::{Neutron, Request, DB_TIMEOUT};
+use super::status::{check, Limiter, Stale};
+use super::{Switches, MASTER_CHECK_INTERVAL, ROUND_TRIP_CHECK};
+use futures::future::{select, Either};
+use rand::Rng;
+use sim::etcd::{Client, EventKind, WatchMsg};
+use sim::sync::Notify;
+use sim::{Event, Proc};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Snapshot chunk size.
+pub const SNAPSHOT_CHUNK: usize = 200;
+/// A watch with no event for this long is restarted.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Retry delay when etcd is unreachable, and after a DB error.
+pub const RETRY: Duration = Duration::from_secs(5);
+/// Number of port-status writers.
+pub const PORT_WRITERS: usize = 4;
+
+/// Which watcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Agent,
+    Endpoint,
+}
+
+impl Kind {
+    /// Worker and task name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Agent => "agent-status",
+            Kind::Endpoint => "endpoint-status",
+        }
+    }
+}
+
+/// Port updates waiting for a writer: live (priority 0) ahead of snapshot (1), then FIFO.
+#[derive(Default)]
+pub struct PortQueue {
+    items: RefCell<BTreeMap<(u8, u64), (String, String)>>,
+    seq: Cell<u64>,
+    added: Notify,
+}
+
+impl PortQueue {
+    fn push(&self, live: bool, port: String, status: String) {
+        self.seq.set(self.seq.get() + 1);
+        self.items
+            .borrow_mut()
+            .insert((u8::from(!live), self.seq.get()), (port, status));
+        self.added.notify();
+    }
+
+    async fn pop(&self) -> (String, String) {
+        loop {
+            let seen = self.added.generation();
+            if let Some((_, item)) = self.items.borrow_mut().pop_first() {
+                return item;
+            }
+            self.added.changed_since(seen).await;
+        }
+    }
+}
+
+/// Why a watch session ended.
+enum End {
+    /// etcd unreachable or errored: retry after 5 s.
+    Etcd,
+    /// Idle or cancelled: restart with a new snapshot at once.
+    Restart,
+    /// The handler raised: the task dies.
+    Raised,
+}
+
+/// One status watcher.
+pub struct Watcher {
+    proc: Proc,
+    etcd: Client,
+    neutron: Neutron,
+    shared: Rc<Shared>,
+    sw: Switches,
+    kind: Kind,
+    prefix: String,
+    roundtrip_key: String,
+    limiter: RefCell<Limiter>,
+    seen: RefCell<BTreeMap<String, i64>>,
+    check: MasterCheck,
+    running: Cell<bool>,
+    /// Port updates (endpoint watcher only).
+    pub queue: Rc<PortQueue>,
+}
+
+impl Watcher {
+    /// A watcher of `kind` for process `proc`, watching `prefix`.
+    pub fn new(
+        proc: &Proc,
+        etcd: Client,
+        neutron: Neutron,
+        shared: Rc<Shared>,
+        sw: Switches,
+        kind: Kind,
+        prefix: String,
+    ) -> Rc<Watcher> {
+        let roundtrip_key = format!("{prefix}{}/roundtrip-{}", proc.host_name(), kind.name());
+        Rc::new(Watcher {
+            proc: proc.clone(),
+            etcd,
+            neutron,
+            limiter: RefCell::new(Limiter::new(&sw)),
+            shared,
+            sw,
+            kind,
+            prefix,
+            roundtrip_key,
+            seen: RefCell::default(),
+            check: MasterCheck::new(),
+            running: Cell::new(false),
+            queue: Rc::default(),
+        })
+    }
+
+    fn is_master(&self) -> bool {
+        self.check.check(&self.proc, &self.shared, &self.sw)
+    }
+
+    /// The master-only loop. Returns only if the handler raised (the task dies).
+    pub async fn run(self: Rc<Self>) {
+        let mut rng = self.proc.rng(self.kind.name());
+        loop {
+            while !self.is_master() {
+                self.proc.sleep(MASTER_CHECK_INTERVAL).await;
+            }
+            self.running.set(true);
+            self.proc.emit(Event::CalicoWatcher {
+                worker: self.kind.name().into(),
+                running: true,
+            });
+            let wind_down = rng.random_range(0..=ROUND_TRIP_CHECK.as_millis() as u64);
+            let stop = async {
+                loop {
+                    self.proc.sleep(MASTER_CHECK_INTERVAL).await;
+                    if !self.is_master() {
+                        self.proc.sleep(Duration::from_millis(wind_down)).await;
+                        return;
+                    }
+                }
+            };
+            let raised = match select(Box::pin(self.watch_forever()), Box::pin(stop)).await {
+                Either::Left(_) => true,
+                Either::Right(_) => false,
+            };
+            self.running.set(false);
+            self.queue.items.borrow_mut().clear();
+            self.proc.emit(Event::CalicoWatcher {
+                worker: self.kind.name().into(),
+                running: false,
+            });
+            if raised {
+                return;
+            }
+        }
+    }
+
+    /// Returns only when the handler raised.
+    async fn watch_forever(&self) {
+        loop {
+            match self.session().await {
+                End::Raised => return,
+                End::Etcd => self.proc.sleep(RETRY).await,
+                End::Restart => {}
+            }
+        }
+    }
+
+    async fn session(&self) -> End {
+        let Ok((kvs, rev)) = self.etcd.range(&self.prefix, true, 0).await else {
+            return End::Etcd;
+        };
+        self.proc.emit(Event::CalicoSnapshot {
+            worker: self.kind.name().into(),
+            keys: kvs.len() as u32,
+            rev,
+            done: false,
+        });
+        for chunk in kvs.chunks(SNAPSHOT_CHUNK) {
+            for kv in chunk {
+                if !self.handle(&kv.key, &kv.value, kv.mod_revision, true).await {
+                    return End::Raised;
+                }
+            }
+        }
+        self.proc.emit(Event::CalicoSnapshot {
+            worker: self.kind.name().into(),
+            keys: kvs.len() as u32,
+            rev,
+            done: true,
+        });
+        let Ok(mut watch) = self.etcd.watch(&self.prefix, true, rev + 1).await else {
+            return End::Etcd;
+        };
+        let rt_every = ROUND_TRIP_CHECK.as_micros() as u64;
+        let mut next_rt = self.proc.mono_us() + rt_every;
+        let mut idle_at = self.proc.mono_us() + IDLE_TIMEOUT.as_micros() as u64;
+        loop {
+            let now = self.proc.mono_us();
+            let wake = next_rt.min(idle_at).saturating_sub(now);
+            let timer = Box::pin(self.proc.sleep(Duration::from_micros(wake)));
+            match select(Box::pin(watch.next()), timer).await {
+                Either::Left((WatchMsg::Events(events), _)) => {
+                    idle_at = self.proc.mono_us() + IDLE_TIMEOUT.as_micros() as u64;
+                    for e in events {
+                        if e.kind == EventKind::Put
+                            && !self
+                                .handle(&e.kv.key, &e.kv.value, e.kv.mod_revision, false)
+                                .await
+                        {
+                            return End::Raised;
+                        }
+                    }
+                }
+                Either::Left((WatchMsg::Canceled { .. }, _)) => return End::Restart,
+                Either::Right(_) => {
+                    let now = self.proc.mono_us();
+                    if now >= idle_at {
+                        return End::Restart;
+                    }
+                    if now >= next_rt {
+                        next_rt = now + rt_every;
+                        let stamp = self.proc.wall_us().to_string();
+                        if self.etcd.put(&self.roundtrip_key, &stamp, 0).await.is_err() {
+                            return End::Etcd;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one key; false if the handler raised.
+    async fn handle(&self, key: &str, value: &str, mod_revision: i64, in_snapshot: bool) -> bool {
+        {
+            let mut seen = self.seen.borrow_mut();
+            if seen.get(key).is_some_and(|r| *r >= mod_revision) {
+                return true;
+            }
+            seen.insert(key.to_string(), mod_revision);
+        }
+        let rest = key.strip_prefix(&self.prefix).unwrap_or(key);
+        let host = rest.split('/').next().unwrap_or("").to_string();
+        match self.kind {
+            Kind::Agent if rest.ends_with("/status") => {
+                self.on_agent_status(host, value, mod_revision, in_snapshot)
+                    .await
+            }
+            Kind::Endpoint if rest.contains("/endpoint/") => {
+                let port = rest.rsplit('/').next().unwrap_or("").to_string();
+                let status = serde_json::from_str::<serde_json::Value>(value)
+                    .ok()
+                    .and_then(|v| v["status"].as_str().map(str::to_string));
+                if let Some(status) = status {
+                    self.queue.push(!in_snapshot, port, status);
+                }
+                true
+            }
+            _ => true,
+        }
+    }
+
+    async fn on_agent_status(
+        &self,
+        host: String,
+        value: &str,
+        rev: i64,
+        in_snapshot: bool,
+    ) -> bool {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(value) else {
+            return true;
+        };
+        let time = v["time"].as_str().map(str::to_string);
+        let now_unix = sim::clock::EPOCH_UNIX_US + self.proc.wall_us();
+        let verdict = check(
+            time.as_deref(),
+            now_unix,
+            self.proc.mono_us(),
+            in_snapshot,
+            &mut self.limiter.borrow_mut(),
+            &self.sw,
+        );
+        match verdict {
+            Stale::Raised(error) => {
+                self.proc.emit(Event::CalicoTaskCrash {
+                    pid: self.proc.pid(),
+                    task: self.kind.name().into(),
+                    error,
+                });
+                return false;
+            }
+            Stale::Unparsable => self.proc.emit(Event::CalicoUnparsableTime {
+                host: host.clone(),
+                time: time.clone().unwrap_or_default(),
+            }),
+            Stale::Stale {
+                lag_us,
+                warned: true,
+            } => self.proc.emit(Event::CalicoStaleWarning {
+                host: host.clone(),
+                lag_ms: lag_us / 1000,
+                in_snapshot,
+            }),
+            Stale::Stale {
+                lag_us,
+                warned: false,
+            } => self.proc.emit(Event::CalicoStaleSuppressed {
+                host: host.clone(),
+                lag_ms: lag_us / 1000,
+            }),
+            Stale::Skipped | Stale::Fresh => {}
+        }
+        if self.sw.recheck_before_act && !self.is_master() {
+            return true;
+        }
+        self.proc.emit(Event::CalicoMasterOnly {
+            pid: self.proc.pid(),
+            worker: self.kind.name().into(),
+            action: "report-agent-alive".into(),
+        });
+        self.proc.emit(Event::CalicoAgentForward {
+            host: host.clone(),
+            rev,
+            in_snapshot,
+            time: time.unwrap_or_default(),
+        });
+        let first_update = v["first_update"].as_bool().unwrap_or(false);
+        // A DB error is logged and the report dropped; Neutron's own timeout covers it.
+        let _ = self
+            .proc
+            .call(
+                &self.neutron,
+                Request::ReportAgent { host, first_update },
+                DB_TIMEOUT,
+            )
+            .await;
+        true
+    }
+
+    /// One of the 4 port-status writers (endpoint watcher).
+    pub async fn port_writer(self: Rc<Self>) {
+        loop {
+            let (port, status) = self.queue.pop().await;
+            if !self.running.get() || (self.sw.recheck_before_act && !self.is_master()) {
+                continue;
+            }
+            self.proc.emit(Event::CalicoMasterOnly {
+                pid: self.proc.pid(),
+                worker: self.kind.name().into(),
+                action: "write-port-status".into(),
+            });
+            let ok = matches!(
+                self.proc
+                    .call(
+                        &self.neutron,
+                        Request::PortStatus {
+                            port: port.clone(),
+                            status: status.clone()
+                        },
+                        DB_TIMEOUT
+                    )
+                    .await,
+                Ok(Ok(()))
+            );
+            self.proc.emit(Event::CalicoPortWrite {
+                port: port.clone(),
+                status: status.clone(),
+                ok,
+            });
+            if !ok {
+                self.proc.sleep(RETRY).await;
+                self.queue.push(true, port, status);
+            }
+        }
+    }
+}
