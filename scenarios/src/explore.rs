@@ -328,6 +328,16 @@ fn crash_outcome(msg: String) -> Outcome {
     }
 }
 
+/// The coverage gate: the scenario's "sometimes" points that no seed of an exploration reached.
+pub fn coverage_gate(summary: &ExploreSummary) -> Vec<&'static str> {
+    summary
+        .coverage
+        .iter()
+        .filter(|(_, n)| *n == 0)
+        .map(|(p, _)| *p)
+        .collect()
+}
+
 /// Trace hashes of seeds `from..from+seeds` computed with `jobs` threads, in seed order.
 pub fn hashes(
     sc: &'static Scenario,

@@ -4,6 +4,8 @@
 pub mod calico;
 pub mod explore;
 pub mod scenario;
+pub mod shrink;
+pub mod strategies;
 
 pub use explore::{explore, parse_seed, run_spec, BadInput, ExploreConfig, ReplayFile};
 pub use scenario::{scenario, RunSpec, Scenario, SCENARIOS, SWITCHES};

@@ -77,6 +77,21 @@ enum Cmd {
         /// Where failure (replay) files are written.
         #[arg(long, default_value = "target/faultline-failures")]
         out: PathBuf,
+        /// Do not shrink the first failure.
+        #[arg(long)]
+        no_shrink: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Shrink a failure file to a smaller schedule that still violates the same invariant.
+    Shrink {
+        file: PathBuf,
+        /// Where to write the shrunk replay file (default: FILE with `.shrunk.json`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Worker threads (default: the number of cores); the result does not depend on it.
+        #[arg(long)]
+        jobs: Option<usize>,
         #[arg(long)]
         json: bool,
     },
@@ -99,6 +114,18 @@ enum Cmd {
         bugs: Vec<String>,
         #[arg(long = "fix")]
         fixes: Vec<String>,
+    },
+    /// For every bug switch: seeds and wall time to the first failure (one core) over several
+    /// starting seeds, and the size of the shrunk schedule; medians in a table.
+    Measure {
+        /// How many starting seeds per bug.
+        #[arg(long, default_value = "10")]
+        starts: String,
+        /// Seed budget per start.
+        #[arg(long, default_value = "1000")]
+        seeds: String,
+        #[arg(long)]
+        json: bool,
     },
     /// Measure seeds per second per core and simulated-time speedup for each scenario.
     Bench {
@@ -254,6 +281,54 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             }
             Ok(1)
         }
+        Cmd::Shrink {
+            file,
+            out,
+            jobs,
+            json,
+        } => {
+            let replay = ReplayFile::load(&file)?;
+            let spec = replay.spec()?;
+            let out = out.unwrap_or_else(|| shrunk_path(&file));
+            check_writable(Some(&out))?;
+            let outcome = run_spec(spec.clone());
+            if outcome.violation.as_ref().map(|v| v.invariant.as_str())
+                != Some(replay.violation.invariant.as_str())
+            {
+                eprintln!(
+                    "faultline: NONDETERMINISM: {} no longer violates {}; nothing to shrink",
+                    file.display(),
+                    replay.violation.invariant
+                );
+                return Ok(3);
+            }
+            let shrunk = shrink_to_file(&spec, &outcome, jobs.unwrap_or_else(cores), &out)?;
+            if !json {
+                print_spec(&shrunk.spec);
+                let cmd = format!(
+                    "cargo run --release --bin faultline -- replay {}",
+                    out.display()
+                );
+                print_violation(
+                    shrunk.outcome.violation.as_ref().unwrap(),
+                    shrunk.spec.seed,
+                    &cmd,
+                );
+                println!(
+                    "shrunk {}: {} -> {} faults in {} runs; wrote {}",
+                    replay.violation.invariant,
+                    shrunk.before_faults,
+                    shrunk.after_faults,
+                    shrunk.runs,
+                    out.display()
+                );
+            }
+            println!(
+                "{}",
+                json!({"invariant": replay.violation.invariant, "before_faults": shrunk.before_faults, "after_faults": shrunk.after_faults, "file": out.display().to_string()})
+            );
+            Ok(1)
+        }
         Cmd::Explore {
             scenario,
             seeds,
@@ -263,6 +338,7 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             jobs,
             keep_going,
             out,
+            no_shrink,
             json,
         } => {
             let sc = find_scenario(&scenario)?;
@@ -278,7 +354,7 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                 fixes: fixes.clone(),
                 jobs,
                 keep_going,
-                out_dir: Some(out),
+                out_dir: Some(out.clone()),
             };
             let bar = (!json && std::io::stderr().is_terminal()).then(|| {
                 let b = indicatif::ProgressBar::new(seeds);
@@ -329,6 +405,31 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                     print_violation(f.outcome.violation.as_ref().unwrap(), f.spec.seed, &cmd);
                 }
             }
+            // Shrink the first failure (deterministically) so the user gets the smallest story.
+            let shrunk = match (first, no_shrink) {
+                (Some(f), false) => {
+                    let path = out.join(format!(
+                        "{}-{}-shrunk.json",
+                        f.spec.scenario.name, f.spec.seed
+                    ));
+                    let s = shrink_to_file(&f.spec, &f.outcome, jobs, &path)?;
+                    if !json {
+                        println!();
+                        println!(
+                            "shrunk seed {}: {} -> {} faults ({} runs):",
+                            f.spec.seed, s.before_faults, s.after_faults, s.runs
+                        );
+                        print_schedule(&s.spec);
+                        println!("  {}", s.outcome.violation.as_ref().unwrap().explanation);
+                        println!(
+                            "  replay: cargo run --release --bin faultline -- replay {}",
+                            path.display()
+                        );
+                    }
+                    Some((path, s.after_faults))
+                }
+                _ => None,
+            };
             println!(
                 "{}",
                 json!({
@@ -340,6 +441,8 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                     "seeds_per_sec": summary.seeds_run as f64 / wall_s,
                     "sim_speedup": summary.sim_time_ms as f64 / 1000.0 / wall_s,
                     "failure_file": first.and_then(|f| f.file.as_ref().map(|p| p.display().to_string())),
+                    "shrunk_file": shrunk.as_ref().map(|(p, _)| p.display().to_string()),
+                    "shrunk_faults": shrunk.as_ref().map(|(_, n)| *n),
                 })
             );
             Ok(if summary.failures.is_empty() { 0 } else { 1 })
@@ -374,6 +477,15 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             );
             Ok(if mismatches.is_empty() { 0 } else { 3 })
         }
+        Cmd::Measure {
+            starts,
+            seeds,
+            json,
+        } => measure(
+            count(&starts, "start count")?,
+            count(&seeds, "seed count")?,
+            json,
+        ),
         Cmd::Bench {
             scenarios,
             seeds,
@@ -409,8 +521,33 @@ fn print_options(spec: &RunSpec) {
     println!("options: {}", serde_json::to_string(&spec.options).unwrap());
 }
 
+fn shrunk_path(file: &std::path::Path) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("failure");
+    file.with_file_name(format!("{stem}.shrunk.json"))
+}
+
+fn shrink_to_file(
+    spec: &RunSpec,
+    outcome: &Outcome,
+    jobs: usize,
+    path: &std::path::Path,
+) -> Result<scenarios::shrink::Shrunk, BadInput> {
+    let s = scenarios::shrink::shrink(spec, outcome, jobs);
+    let file = ReplayFile::new(&s.spec, &s.outcome).expect("a shrunk run still fails");
+    file.write(path)
+        .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+    Ok(s)
+}
+
 fn print_spec(spec: &RunSpec) {
     print_options(spec);
+    print_schedule(spec);
+}
+
+fn print_schedule(spec: &RunSpec) {
     println!("faults ({}):", spec.schedule.len());
     for f in &spec.schedule {
         let dur = if f.dur_ms > 0 {
@@ -547,5 +684,71 @@ fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
         "{}",
         json!({"scenarios": rows, "jobs_scaling": mean_scaling, "jobs": jobs})
     );
+    Ok(0)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn measure(starts: u64, seeds: u64, json: bool) -> Result<u8, BadInput> {
+    let mut rows = Vec::new();
+    if !json {
+        println!(
+            "{:<32} {:<26} {:>7} {:>9} {:>8} {:>7}",
+            "bug", "scenario", "found", "seeds", "seconds", "shrunk"
+        );
+    }
+    for sw in SWITCHES
+        .iter()
+        .filter(|s| s.kind == scenarios::scenario::SwitchKind::Bug)
+    {
+        let sc = find_scenario(sw.scenario)?;
+        let (mut n_seeds, mut secs, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+        let mut found = 0;
+        for k in 0..starts {
+            let from = k * 1_000_003;
+            let cfg = ExploreConfig {
+                scenario: sc,
+                from,
+                seeds,
+                bugs: vec![sw.name.into()],
+                fixes: vec![],
+                jobs: 1,
+                keep_going: false,
+                out_dir: None,
+            };
+            let t0 = Instant::now();
+            let s = explore(&cfg, |_| {})?;
+            let wall = t0.elapsed().as_secs_f64();
+            if let Some(f) = s.failures.first() {
+                found += 1;
+                n_seeds.push((f.spec.seed - from + 1) as f64);
+                secs.push(wall);
+                sizes.push(
+                    scenarios::shrink::shrink(&f.spec, &f.outcome, cores()).after_faults as f64,
+                );
+            }
+        }
+        let (ms, mw, mz) = (median(&mut n_seeds), median(&mut secs), median(&mut sizes));
+        let small = sizes.iter().filter(|z| **z <= 5.0).count();
+        if !json {
+            println!(
+                "{:<32} {:<26} {:>4}/{:<2} {:>9.1} {:>8.3} {:>7.1}",
+                sw.name, sc.name, found, starts, ms, mw, mz
+            );
+        }
+        rows.push(json!({"bug": sw.name, "scenario": sc.name, "found": found, "starts": starts, "median_seeds": ms, "median_seconds": mw, "median_shrunk_faults": mz, "shrunk_at_most_5": small}));
+    }
+    println!("{}", json!({ "bugs": rows }));
     Ok(0)
 }

@@ -243,6 +243,9 @@ mod props {
     }
 
     proptest! {
+        // A fixed RNG seed: the same cases in every run (determinism is the product).
+        #![proptest_config(ProptestConfig { rng_seed: proptest::test_runner::RngSeed::Fixed(0xe7cd), ..ProptestConfig::default() })]
+
         /// The revision moves by exactly one per changing transaction and never otherwise, and a
         /// key's version counts the puts since it was (re)created.
         #[test]
