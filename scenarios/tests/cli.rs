@@ -273,22 +273,47 @@ fn list_bugs_and_check_determinism() {
 #[test]
 fn explore_shrinks_the_first_failure_and_shrink_reports_json() {
     let dir = tmp("shrink");
-    let o = faultline(&["explore", "calico-silent-task-death", "--bug", "calico-local-master-flag", "--out", dir.to_str().unwrap(), "--json"]);
+    let o = faultline(&[
+        "explore",
+        "calico-silent-task-death",
+        "--bug",
+        "calico-local-master-flag",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let j = last_json(&o);
-    let shrunk = j["shrunk_file"].as_str().expect("explore shrinks by default").to_string();
+    let shrunk = j["shrunk_file"]
+        .as_str()
+        .expect("explore shrinks by default")
+        .to_string();
     assert!(j["shrunk_faults"].as_u64().unwrap() <= 5, "{j}");
     let r = faultline(&["replay", &shrunk, "--json"]);
     assert_eq!(last_json(&r)["reproduced"], true);
     let failure = j["failure_file"].as_str().unwrap().to_string();
     let s = faultline(&["shrink", &failure, "--json"]);
-    assert_eq!(s.status.code(), Some(1), "{}", String::from_utf8_lossy(&s.stderr));
+    assert_eq!(
+        s.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&s.stderr)
+    );
     let sj = last_json(&s);
     for k in ["invariant", "before_faults", "after_faults", "file"] {
         assert!(sj.get(k).is_some(), "missing {k} in {sj}");
     }
     assert!(sj["after_faults"].as_u64() <= sj["before_faults"].as_u64());
     assert_eq!(sj["invariant"], j["first_failure"]["invariant"]);
-    let n = faultline(&["explore", "calico-silent-task-death", "--bug", "calico-local-master-flag", "--out", dir.to_str().unwrap(), "--no-shrink", "--json"]);
+    let n = faultline(&[
+        "explore",
+        "calico-silent-task-death",
+        "--bug",
+        "calico-local-master-flag",
+        "--out",
+        dir.to_str().unwrap(),
+        "--no-shrink",
+        "--json",
+    ]);
     assert!(last_json(&n)["shrunk_file"].is_null());
 }

@@ -385,13 +385,7 @@ impl Server {
                 Ok(Response::Revoke { revision })
             }
             Request::TimeToLive { lease } => {
-                let (ttl_s, granted_ttl_s) = self
-                    .etcd
-                    .0
-                    .store
-                    .borrow()
-                    .time_to_live(lease, now_ms)
-                    .map_err(store_err)?;
+                let (ttl_s, granted_ttl_s) = self.etcd.0.store.borrow().time_to_live(lease, now_ms);
                 Ok(Response::TimeToLive {
                     ttl_s,
                     granted_ttl_s,

@@ -497,11 +497,12 @@ impl Store {
         }
     }
 
-    /// Remaining and granted TTL of a lease (remaining rounded up to whole seconds).
-    pub fn time_to_live(&self, id: i64, now_ms: i64) -> Result<(i64, i64), StoreError> {
+    /// Remaining and granted TTL of a lease (remaining rounded up to whole seconds). An unknown or
+    /// expired lease answers TTL -1 and granted TTL 0, without an error (etcd 3.4).
+    pub fn time_to_live(&self, id: i64, now_ms: i64) -> (i64, i64) {
         match self.leases.get(&id) {
-            Some(l) if l.expiry_ms > now_ms => Ok(((l.expiry_ms - now_ms + 999) / 1000, l.ttl_s)),
-            _ => Err(StoreError::LeaseNotFound),
+            Some(l) if l.expiry_ms > now_ms => ((l.expiry_ms - now_ms + 999) / 1000, l.ttl_s),
+            _ => (-1, 0),
         }
     }
 

@@ -145,7 +145,7 @@ fn lease_expiry_deletes_all_keys_in_one_revision() {
         .all(|e| e.kind == EventKind::Delete && e.kv.mod_revision == 4));
     assert_eq!(s.revision(), 4);
     assert_eq!(s.keep_alive(id, 61_000), 0);
-    assert_eq!(s.time_to_live(id, 61_000), Err(StoreError::LeaseNotFound));
+    assert_eq!(s.time_to_live(id, 61_000), (-1, 0));
 }
 
 #[test]
@@ -153,9 +153,9 @@ fn keep_alive_resets_to_granted_ttl_and_expired_leases_answer_zero() {
     let mut s = Store::default();
     let (id, _) = s.grant(10, 0);
     assert_eq!(s.keep_alive(id, 9_000), 10);
-    assert_eq!(s.time_to_live(id, 9_000), Ok((10, 10)));
-    assert_eq!(s.time_to_live(id, 9_001), Ok((10, 10)));
-    assert_eq!(s.time_to_live(id, 10_000), Ok((9, 10)));
+    assert_eq!(s.time_to_live(id, 9_000), (10, 10));
+    assert_eq!(s.time_to_live(id, 9_001), (10, 10));
+    assert_eq!(s.time_to_live(id, 10_000), (9, 10));
     // Not yet reaped but past its deadline: keep-alive must not resurrect it.
     assert_eq!(s.keep_alive(id, 19_000), 0);
 }
@@ -165,7 +165,7 @@ fn restart_resets_lease_ttls() {
     let mut s = Store::default();
     let (id, _) = s.grant(60, 0);
     s.reset_lease_ttls(50_000);
-    assert_eq!(s.time_to_live(id, 100_000), Ok((10, 60)));
+    assert_eq!(s.time_to_live(id, 100_000), (10, 60));
 }
 
 #[test]
