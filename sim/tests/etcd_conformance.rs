@@ -187,8 +187,7 @@ impl Server {
             .map_err(|e| e.to_string())?;
         let mut events = Vec::new();
         let mut de = serde_json::Deserializer::from_reader(resp.into_reader()).into_iter::<Value>();
-        loop {
-            let Some(Ok(msg)) = de.next() else { break };
+        while let Some(Ok(msg)) = de.next() {
             let r = &msg["result"];
             if r["canceled"].as_bool() == Some(true) || int(&r["compact_revision"]) > 0 {
                 return Err(format!("compacted {}", int(&r["compact_revision"])));
