@@ -5,3 +5,4 @@
 //! clocks). Historic bugs and proposed fixes are switches.
 
 pub mod calico;
+pub mod cilium;

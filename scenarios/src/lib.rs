@@ -2,6 +2,7 @@
 //! files, and (in `src/bin/faultline.rs`) the command line.
 
 pub mod calico;
+pub mod cilium;
 pub mod explore;
 pub mod scenario;
 pub mod shrink;

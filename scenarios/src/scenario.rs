@@ -10,6 +10,8 @@ use sim::{Outcome, Schedule};
 pub enum Options {
     /// A Calico scenario's options.
     Calico(CalicoOptions),
+    /// A Cilium scenario's options.
+    Cilium(crate::cilium::CiliumOptions),
 }
 
 /// Everything that determines a run.
@@ -123,12 +125,37 @@ pub struct Finding {
     pub summary: &'static str,
 }
 
+const HANDOVER_ERASES_RELEASE: Finding = Finding {
+    invariant: "agent-allocates-from-pool",
+    seed: 455,
+    fix: "cilium-merge-release-ips",
+    summary: "during a leadership handover both operators write status.ipam.release-ips as a whole map from their own state; the standby, whose view predates the other's unassign, erases the entry that kept the IP out of use, and the agent, reading the missing entry as an aborted release, hands a pod an IP the cloud no longer gives the node",
+};
+
 const WATCHER_DEATH: Finding = Finding {
             invariant: "agent-view-converges",
             seed: 283,
             fix: "calico-watchdog",
             summary: "when the master's agent-status (or endpoint-status) task dies silently, its process stays up and the elector keeps the key, so nobody forwards Felix reports and Neutron shows every agent down until someone restarts neutron-server (PR 13024 dropped the watchdog arguing that a dead worker greenlet means a dead process, which a silent death is not)",
         };
+
+macro_rules! cilium_scenario {
+    ($name:literal, $family:expr, $about:literal, $coverage:expr, $findings:expr) => {
+        Scenario {
+            name: $name,
+            system: "cilium",
+            about: $about,
+            ci_seeds: 200,
+            coverage: $coverage,
+            findings: $findings,
+            draw: |seed| {
+                let (o, s) = crate::cilium::draw($family, seed);
+                (Options::Cilium(o), s)
+            },
+            run: |spec| crate::cilium::run(spec, $coverage),
+        }
+    };
+}
 
 /// Every scenario.
 pub static SCENARIOS: &[Scenario] = &[
@@ -190,6 +217,34 @@ pub static SCENARIOS: &[Scenario] = &[
         "Every Calico fault together: tasks, clocks, partitions, pauses, restarts, etcd and Neutron faults",
         &["handover", "two-hosts-acting-as-master", "snapshot-replayed", "stale-stamp-observed", "watchdog-restart"],
         &[WATCHER_DEATH]
+    ),
+    cilium_scenario!(
+        "cilium-silent-task-death",
+        crate::cilium::Family::SilentTaskDeath,
+        "Cilium IPAM when the agent's status writer or the operator's maintenance dies silently, stalls or restarts",
+        &["ip-released", "conflict-on-write", "ack-raced-with-allocation"],
+        &[]
+    ),
+    cilium_scenario!(
+        "cilium-clock-skew",
+        crate::cilium::Family::ClockSkew,
+        "Cilium IPAM with the operator's and agents' clocks skewed, drifting and stepped",
+        &["ip-released", "conflict-on-write"],
+        &[]
+    ),
+    cilium_scenario!(
+        "cilium-split-brain",
+        crate::cilium::Family::SplitBrain,
+        "Cilium IPAM under partitions between agents, the API server, the operator and the cloud, and two operators during a handover",
+        &["ip-released", "conflict-on-write", "ack-raced-with-allocation"],
+        &[HANDOVER_ERASES_RELEASE]
+    ),
+    cilium_scenario!(
+        "cilium-swarm",
+        crate::cilium::Family::Swarm,
+        "Every Cilium fault together, including cloud and API server failures, ambiguity and slowness",
+        &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"],
+        &[Finding { seed: 2594, ..HANDOVER_ERASES_RELEASE }]
     ),
 ];
 
@@ -267,6 +322,27 @@ pub static SWITCHES: &[Switch] = &[
         system: "calico",
         scenario: "calico-status-backlog",
         about: "the stale check also runs during snapshot replay: false warnings for old reports in the snapshot",
+    },
+    Switch {
+        name: "cilium-no-handshake",
+        kind: SwitchKind::Bug,
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the operator releases excess IPs directly after the delay, judging use from a status that lags the agent by up to 15 s",
+    },
+    Switch {
+        name: "cilium-merge-release-ips",
+        kind: SwitchKind::Fix,
+        system: "cilium",
+        scenario: "cilium-split-brain",
+        about: "the operator's status write changes only the release-ips entries it changed, instead of replacing the map with its own (possibly stale) state",
+    },
+    Switch {
+        name: "cilium-hold-unknown-release",
+        kind: SwitchKind::Fix,
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "after an unassign with no answer, keep the IP's handshake (no abort) until the cloud's interface list shows whether it still holds the IP",
     },
     Switch {
         name: "calico-watchdog",

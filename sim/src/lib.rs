@@ -6,12 +6,16 @@
 //! * [`clock`]: per-node monotonic and wall clocks;
 //! * [`net`]: latency, partitions, calls and server-push streams;
 //! * [`etcd`]: a simulated etcd v3 server and its client;
+//! * [`kube`]: a simulated Kubernetes API server (resourceVersion CAS, status/spec, informers);
+//! * [`cloud`]: a simulated ENI-style cloud IP API (ground truth of assigned IPs);
 //! * [`event`], [`fault`], [`monitor`]: the typed vocabulary shared with models, scenarios and reports.
 
 pub mod clock;
+pub mod cloud;
 pub mod etcd;
 pub mod event;
 pub mod fault;
+pub mod kube;
 pub mod monitor;
 pub mod net;
 pub mod rng;

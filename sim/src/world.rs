@@ -52,6 +52,8 @@ pub struct NetSpec {
 pub(crate) struct TaskSlot {
     abort: madsim::task::AbortHandle,
     stall_until_us: Rc<Cell<u64>>,
+    /// The task's waker while it is held back by a stall (ending the stall early wakes it).
+    stall_waker: Rc<RefCell<Option<std::task::Waker>>>,
 }
 
 pub(crate) struct ProcState {
@@ -89,6 +91,8 @@ pub struct ServiceFaults {
     pub slow_us: u64,
     /// Percentage of replies that arrive garbled.
     pub garbled_percent: u32,
+    /// A standby instance on this node believes it is active.
+    pub active: bool,
 }
 
 pub(crate) struct NetRule {
@@ -504,11 +508,13 @@ impl World {
         fut: Pin<Box<dyn Future<Output = ()>>>,
     ) {
         let stall = Rc::new(Cell::new(0u64));
+        let stall_waker: Rc<RefCell<Option<std::task::Waker>>> = Rc::default();
         let world = self.clone();
         let task_name = name.to_string();
         let wrapped = Stallable {
             world: self.clone(),
             until_us: stall.clone(),
+            waker: stall_waker.clone(),
             sleep: None,
             inner: fut,
         };
@@ -543,6 +549,7 @@ impl World {
                     TaskSlot {
                         abort: jh.abort_handle(),
                         stall_until_us: stall,
+                        stall_waker,
                     },
                 );
                 return;
@@ -728,7 +735,8 @@ impl World {
             ServiceUnavailable { .. }
             | ServiceAmbiguous { .. }
             | ServiceSlow { .. }
-            | ServiceGarbled { .. } => {}
+            | ServiceGarbled { .. }
+            | Activate { .. } => {}
         }
         if fault.dur_ms > 0 {
             self.0.active.borrow_mut().insert(id, kind.clone());
@@ -790,6 +798,9 @@ impl World {
                     for p in nodes[n as usize].procs.values() {
                         if let Some(slot) = p.tasks.get(task) {
                             slot.stall_until_us.set(slot.stall_until_us.get().min(now));
+                            if let Some(w) = slot.stall_waker.borrow_mut().take() {
+                                w.wake();
+                            }
                         }
                     }
                 }
@@ -805,7 +816,8 @@ impl World {
             ServiceUnavailable { .. }
             | ServiceAmbiguous { .. }
             | ServiceSlow { .. }
-            | ServiceGarbled { .. } => {}
+            | ServiceGarbled { .. }
+            | Activate { .. } => {}
         }
         self.recompute_services();
     }
@@ -855,6 +867,7 @@ impl World {
                         s.garbled_percent = s.garbled_percent.max(*percent).min(100)
                     }
                 }),
+                Activate { node } => (node, |s, _| s.active = true),
                 _ => continue,
             };
             if let Some(n) = self.node(node) {
@@ -899,6 +912,7 @@ pub(crate) enum PendingAction {
 struct Stallable {
     world: World,
     until_us: Rc<Cell<u64>>,
+    waker: Rc<RefCell<Option<std::task::Waker>>>,
     sleep: Option<Pin<Box<madsim::time::Sleep>>>,
     inner: Pin<Box<dyn Future<Output = ()>>>,
 }
@@ -916,6 +930,7 @@ impl Future for Stallable {
                 sleep.as_mut().reset(at);
             }
             if sleep.as_mut().poll(cx).is_pending() {
+                *self.waker.borrow_mut() = Some(cx.waker().clone());
                 return Poll::Pending;
             }
         }

@@ -39,7 +39,7 @@ where
             },
             schedule,
             fault_window_ms: 200_000,
-            liveness_ms: 0,
+            liveness_ms: 30_000,
             keep_trace: false,
         };
         simulate(cfg, Box::new(NullMonitor), move |world| {
@@ -273,4 +273,22 @@ fn pauses_stalls_and_silent_deaths() {
     // Dead after 60.5 s: nothing more, ever.
     let last = ticks.iter().cloned().fold(0.0, f64::max);
     assert!((59.5..=60.5).contains(&last), "last tick {last}");
+}
+
+#[test]
+fn the_liveness_phase_ends_a_long_stall_at_once() {
+    // A 1000 s stall from 150 s; the fault window ends at 200 s and heals it: ticks resume then.
+    let stall = Fault { at_ms: 150_500, dur_ms: 1_000_000, kind: FaultKind::TaskStall { node: "client".into(), task: "ticker".into() } };
+    let log = with_etcd(0, vec![stall], |p, _etcd, w, log| async move {
+        let (l, w2, p2) = (log.clone(), w.clone(), p.clone());
+        p.spawn("ticker", async move {
+            loop {
+                p2.sleep(Duration::from_secs(1)).await;
+                l.borrow_mut().push(format!("{:.1}", secs(&w2)));
+            }
+        });
+    });
+    let ticks: Vec<f64> = log.iter().map(|s| s.parse().unwrap()).collect();
+    assert!(!ticks.iter().any(|t| *t > 150.6 && *t < 200.0), "{ticks:?}");
+    assert!(ticks.iter().any(|t| (200.0..201.5).contains(t)), "the stall did not end with the fault window: {ticks:?}");
 }

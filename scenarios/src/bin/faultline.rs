@@ -139,6 +139,11 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // Like any Unix filter: when the reader goes away (`faultline ... | head`), stop quietly.
+    // SAFETY: called before any other thread exists; restores the default disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

@@ -1,0 +1,285 @@
+//! The Cilium agent's CRD allocator (spec/cilium.md, "Agent") and the node's pod workload.
+//!
+//! * On every CiliumNode event it rebuilds its view of `release-ips` from the object and answers
+//!   each entry with the answer table (`agent_answer`).
+//! * It allocates pod IPs from the pool, never one outside the pool or whose state is
+//!   `marked-for-release`, `ready-for-release` or `released`.
+//! * It writes `status` (used IPs and its `release-ips` view) through a trigger limited to one
+//!   write per 15 s; a failed write re-triggers (a conflict re-reads the object first).
+//! * On restart its allocations are rebuilt from the pods that exist (endpoint restore), and the
+//!   informer replays the current object.
+//!
+//! A `kubelet` process on the node creates and deletes pods toward a target count that moves
+//! (swarm-chosen rates and bursts), so nodes see both shortage and excess. Pods outlive agent
+//! restarts; a node crash takes everything.
+
+use super::*;
+use rand::Rng;
+use sim::kube::{Kube, KubeClient, KubeError, Part, WatchEvent};
+use sim::sync::Notify;
+use sim::world::Host;
+use sim::{Event, NodeIx, Proc, World};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// How the kubelet drives pods on a node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Largest target pod count.
+    pub max_pods: u32,
+    /// Period of the target's swing (s).
+    pub period_s: u32,
+    /// Seconds between kubelet steps (range).
+    pub step_min_s: u32,
+    pub step_max_s: u32,
+    /// Percentage of steps that create a burst of pods.
+    pub burst_percent: u32,
+}
+
+/// Pods on a node: name -> IP (none while pending). Shared by the kubelet and the agent.
+#[derive(Default)]
+struct Pods {
+    pods: RefCell<BTreeMap<String, Option<String>>>,
+    changed: Notify,
+    next: Cell<u32>,
+}
+
+struct Agent {
+    proc: Proc,
+    node: String,
+    kube: KubeClient,
+    pods: Rc<Pods>,
+    pool: RefCell<BTreeMap<String, String>>,
+    used: RefCell<BTreeMap<String, String>>,
+    view: RefCell<BTreeMap<String, String>>,
+    base_rv: Cell<u64>,
+    pending: Cell<bool>,
+    dirty: Notify,
+}
+
+/// Installs kubelet and the Cilium agent as the services of `node` (CiliumNode `name`).
+pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload) {
+    let kube = kube.clone();
+    world.set_services(
+        node,
+        Rc::new(move |host: &Host| {
+            let pods: Rc<Pods> = Rc::default();
+            let kubelet = host.spawn_process("kubelet");
+            let (p, w, pd) = (kubelet.clone(), workload.clone(), pods.clone());
+            kubelet.spawn("pods", async move { run_workload(&p, &w, &pd).await });
+            // kubelet restarts the agent (new pid) whenever it exits.
+            let (k, p, pd, name) = (kube.clone(), kubelet.clone(), pods.clone(), host.name());
+            kubelet.spawn("agent-supervisor", async move {
+                loop {
+                    let proc = p.spawn_child("cilium-agent");
+                    let agent = Rc::new(Agent {
+                        kube: k.client(&proc),
+                        proc: proc.clone(),
+                        node: name.clone(),
+                        pods: pd.clone(),
+                        pool: RefCell::default(),
+                        used: RefCell::default(),
+                        view: RefCell::default(),
+                        base_rv: Cell::new(0),
+                        pending: Cell::new(true),
+                        dirty: Notify::new(),
+                    });
+                    agent.restore();
+                    for (task, f) in [("informer", 0), ("cni", 1), ("status-writer", 2)] {
+                        let a = agent.clone();
+                        proc.spawn(task, async move {
+                            match f {
+                                0 => a.informer().await,
+                                1 => a.cni().await,
+                                _ => a.status_writer().await,
+                            }
+                        });
+                    }
+                    proc.wait_exit().await;
+                    p.sleep(Duration::from_secs(2)).await;
+                }
+            });
+        }),
+    );
+}
+
+async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
+    let mut rng = proc.rng("workload");
+    let host = proc.host_name();
+    loop {
+        proc.sleep(Duration::from_secs(rng.random_range(w.step_min_s..=w.step_max_s.max(w.step_min_s)) as u64)).await;
+        // The target swings between 0 and max_pods (a triangle wave), plus bursts.
+        let t = (proc.mono_us() / 1_000_000) as u32 % w.period_s.max(1);
+        let half = w.period_s.max(2) / 2;
+        let target = w.max_pods * if t < half { t } else { w.period_s - t } / half.max(1);
+        let count = pods.pods.borrow().len() as u32;
+        let burst = rng.random_range(0..100) < w.burst_percent;
+        if count < target || burst {
+            let n = if burst { rng.random_range(2..=6) } else { 1 };
+            for _ in 0..n {
+                let name = format!("{host}-pod-{}", pods.next.get());
+                pods.next.set(pods.next.get() + 1);
+                pods.pods.borrow_mut().insert(name.clone(), None);
+                proc.emit(Event::CiliumPodCreated { pod: name });
+            }
+        } else if count > target && count > 0 {
+            let victim = {
+                let p = pods.pods.borrow();
+                p.keys().nth(rng.random_range(0..p.len())).cloned()
+            };
+            if let Some(pod) = victim {
+                let ip = pods.pods.borrow_mut().remove(&pod).flatten();
+                proc.emit(Event::CiliumPodDeleted { pod, ip });
+            }
+        }
+        pods.changed.notify();
+    }
+}
+
+impl Agent {
+    /// Endpoint restore: the IPs of the pods that exist are in use.
+    fn restore(&self) {
+        let mut used = self.used.borrow_mut();
+        for (pod, ip) in self.pods.pods.borrow().iter() {
+            if let Some(ip) = ip {
+                used.insert(ip.clone(), pod.clone());
+            }
+        }
+    }
+
+    fn answer(&self, ip: &str, state: Option<&str>) {
+        self.proc.emit(Event::CiliumAgentState { ip: ip.into(), state: state.map(str::to_string), allocated: self.used.borrow().contains_key(ip) });
+    }
+
+    /// Takes a CiliumNode version: pool, base version, and the answered `release-ips` view.
+    fn observe(&self, obj: &sim::kube::Object) {
+        if obj.rv <= self.base_rv.get() {
+            return;
+        }
+        let (spec, status) = parse(obj);
+        self.base_rv.set(obj.rv);
+        *self.pool.borrow_mut() = spec.pool;
+        let old = self.view.borrow().clone();
+        let mut view = BTreeMap::new();
+        for (ip, state) in &status.release_ips {
+            let in_pool = self.pool.borrow().contains_key(ip);
+            let allocated = self.used.borrow().contains_key(ip);
+            match agent_answer(state, in_pool, allocated) {
+                Answer::Keep => {
+                    view.insert(ip.clone(), state.clone());
+                }
+                Answer::Remove => {}
+                Answer::Set(s) => {
+                    view.insert(ip.clone(), s.to_string());
+                }
+            }
+        }
+        for (ip, s) in &view {
+            if old.get(ip) != Some(s) {
+                self.answer(ip, Some(s));
+            }
+        }
+        for ip in old.keys().filter(|ip| !view.contains_key(*ip)) {
+            self.answer(ip, None);
+        }
+        let changed = view != status.release_ips;
+        *self.view.borrow_mut() = view;
+        self.pods.changed.notify();
+        if changed {
+            self.mark_dirty();
+        }
+    }
+
+    async fn informer(&self) {
+        loop {
+            let Ok(mut inf) = self.kube.watch(KIND).await else {
+                self.proc.sleep(Duration::from_secs(5)).await;
+                continue;
+            };
+            loop {
+                match madsim::time::timeout(INFORMER_IDLE, inf.next()).await {
+                    Ok(WatchEvent::Upsert(obj)) if obj.name == self.node => self.observe(&obj),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+
+    /// CNI: give pending pods an IP, take IPs back from deleted pods.
+    async fn cni(&self) {
+        loop {
+            let seen = self.pods.changed.generation();
+            let mut changed = false;
+            let pods: Vec<(String, Option<String>)> = self.pods.pods.borrow().iter().map(|(a, b)| (a.clone(), b.clone())).collect();
+            let live: BTreeSet<&String> = pods.iter().map(|(p, _)| p).collect();
+            let gone: Vec<String> = self.used.borrow().iter().filter(|(_, pod)| !live.contains(pod)).map(|(ip, _)| ip.clone()).collect();
+            for ip in gone {
+                self.used.borrow_mut().remove(&ip);
+                changed = true;
+            }
+            for (pod, ip) in pods {
+                if ip.is_some() {
+                    continue;
+                }
+                let free = {
+                    let (pool, used, view) = (self.pool.borrow(), self.used.borrow(), self.view.borrow());
+                    pool.keys().find(|ip| !used.contains_key(*ip) && !matches!(view.get(*ip).map(String::as_str), Some(MARKED | READY | RELEASED))).cloned()
+                };
+                let Some(ip) = free else { break };
+                self.used.borrow_mut().insert(ip.clone(), pod.clone());
+                if let Some(slot) = self.pods.pods.borrow_mut().get_mut(&pod) {
+                    *slot = Some(ip.clone());
+                }
+                self.proc.emit(Event::CiliumPodIp { pod, ip });
+                changed = true;
+            }
+            if changed {
+                self.mark_dirty();
+            }
+            self.pods.changed.changed_since(seen).await;
+        }
+    }
+
+    /// The status writer's trigger.
+    fn mark_dirty(&self) {
+        self.pending.set(true);
+        self.dirty.notify();
+    }
+
+    /// The rate-limited CiliumNode status writer: at most one write per 15 s; a failed write
+    /// re-triggers (after a conflict, from a fresh read).
+    async fn status_writer(&self) {
+        let mut last_write: Option<u64> = None;
+        loop {
+            while !self.pending.get() {
+                let seen = self.dirty.generation();
+                if self.pending.get() {
+                    break;
+                }
+                self.dirty.changed_since(seen).await;
+            }
+            if let Some(t) = last_write {
+                let next = t + AGENT_UPDATE_RATE.as_micros() as u64;
+                let now = self.proc.mono_us();
+                if now < next {
+                    self.proc.sleep(Duration::from_micros(next - now)).await;
+                }
+            }
+            self.pending.set(false);
+            let status = Status { used: self.used.borrow().clone(), release_ips: self.view.borrow().clone() };
+            let result = self.kube.update(KIND, &self.node, self.base_rv.get(), Part::Status, serde_json::to_value(&status).unwrap()).await;
+            last_write = Some(self.proc.mono_us());
+            match result {
+                Ok(obj) => self.base_rv.set(obj.rv.max(self.base_rv.get())),
+                Err(KubeError::Conflict) => {
+                    if let Ok(fresh) = self.kube.get(KIND, &self.node).await {
+                        self.observe(&fresh);
+                    }
+                    self.mark_dirty();
+                }
+                Err(_) => self.mark_dirty(),
+            }
+        }
+    }
+}

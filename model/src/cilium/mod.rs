@@ -1,0 +1,171 @@
+//! Cilium ENI IPAM: the operator/agent handshake before an excess IP is released (shared/spec/
+//! cilium.md, seed document 003).
+//!
+//! * [`operator`]: decides per node how many IPs are needed or in excess, assigns and unassigns them
+//!   in the cloud, and drives the release handshake through `status.ipam.release-ips` (in memory:
+//!   when each IP was first seen excess and its handshake state; lost on restart);
+//! * [`agent`]: allocates IPs to pods from its node's pool, answers the operator's marks, and writes
+//!   the CiliumNode status at most once per 15 s; a `kubelet` on each node creates and deletes pods.
+//!
+//! The CiliumNode object (kind `CiliumNode`, one per node) holds `spec.pool` (IP -> interface),
+//! `status.used` (IP -> pod) and `status.release_ips` (IP -> handshake state).
+//!
+//! Bug switch `cilium-no-handshake`: the operator releases excess IPs directly once they have been
+//! excess for the delay, with no states (the behaviour the handshake replaced).
+
+pub mod agent;
+pub mod operator;
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// `excess-ip-release-delay`.
+pub const RELEASE_DELAY: Duration = Duration::from_secs(180);
+/// `ipam-cilium-node-update-rate`: the agent's status writes are at least this far apart.
+pub const AGENT_UPDATE_RATE: Duration = Duration::from_secs(15);
+/// The operator's resync of every node.
+pub const OPERATOR_RESYNC: Duration = Duration::from_secs(60);
+/// `pre-allocate` default.
+pub const PRE_ALLOCATE: usize = 8;
+/// `max-above-watermark` default.
+pub const MAX_ABOVE_WATERMARK: usize = 0;
+/// An informer whose watch stream is silent this long re-lists (client-go notices a dead watch
+/// connection through HTTP/2 health pings within about this long).
+pub const INFORMER_IDLE: Duration = Duration::from_secs(30);
+/// Status and spec write attempts.
+pub const WRITE_ATTEMPTS: u32 = 2;
+
+/// `marked-for-release`: the operator's candidate.
+pub const MARKED: &str = "marked-for-release";
+/// `ready-for-release`: the agent's yes.
+pub const READY: &str = "ready-for-release";
+/// `do-not-release`: the agent's no.
+pub const DO_NOT_RELEASE: &str = "do-not-release";
+/// `released`: the operator unassigned it.
+pub const RELEASED: &str = "released";
+
+/// The CiliumNode kind.
+pub const KIND: &str = "CiliumNode";
+
+/// Bug and fix switches of the Cilium model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// Bug `cilium-no-handshake`.
+    pub no_handshake: bool,
+    /// Fix `cilium-merge-release-ips`: the operator's status write changes only the entries it
+    /// changed itself, instead of replacing the whole map with its (possibly stale or empty) state.
+    pub merge_release_ips: bool,
+    /// Fix `cilium-hold-unknown-release`: after an unassign whose outcome is unknown (no answer),
+    /// never abort that IP's handshake until the instance resync shows whether the cloud still
+    /// holds it.
+    pub hold_unknown_release: bool,
+}
+
+/// `spec` of a CiliumNode.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spec {
+    /// IP -> interface.
+    #[serde(default)]
+    pub pool: BTreeMap<String, String>,
+}
+
+/// `status` of a CiliumNode.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// IP -> pod using it.
+    #[serde(default)]
+    pub used: BTreeMap<String, String>,
+    /// IP -> handshake state.
+    #[serde(default)]
+    pub release_ips: BTreeMap<String, String>,
+}
+
+/// Parses a CiliumNode's spec and status (missing parts are empty).
+pub fn parse(obj: &sim::kube::Object) -> (Spec, Status) {
+    (serde_json::from_value(obj.spec.clone()).unwrap_or_default(), serde_json::from_value(obj.status.clone()).unwrap_or_default())
+}
+
+/// The operator's excess decision for one node: which IPs to release, chosen from the interface
+/// with the most free IPs, never one in `used`. Excess = available - used - pre_allocate -
+/// max_above_watermark (none while within pre_allocate + max_above_watermark of used).
+pub fn excess_ips(pool: &BTreeMap<String, String>, used: &BTreeSet<String>, pre_allocate: usize, max_above_watermark: usize) -> Vec<String> {
+    let in_use = pool.keys().filter(|ip| used.contains(*ip)).count();
+    let excess = pool.len().saturating_sub(in_use + pre_allocate + max_above_watermark);
+    if excess == 0 {
+        return Vec::new();
+    }
+    let mut free: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    for (ip, eni) in pool {
+        if !used.contains(ip) {
+            free.entry(eni.as_str()).or_default().push(ip);
+        }
+    }
+    // The interface with the most free IPs (ties: the first by name), so that it may be emptied.
+    let Some((_, ips)) = free.iter().max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0))) else { return Vec::new() };
+    ips.iter().take(excess).map(|s| s.to_string()).collect()
+}
+
+/// What the agent does with one `release-ips` entry (spec/cilium.md, "Agent").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Leave the entry as it is.
+    Keep,
+    /// Remove the entry.
+    Remove,
+    /// Set the entry to this state.
+    Set(&'static str),
+}
+
+/// The agent's answer table for an entry in `state`, given whether the IP is in the pool and
+/// whether it is allocated to a pod.
+pub fn agent_answer(state: &str, in_pool: bool, allocated: bool) -> Answer {
+    match (state, in_pool) {
+        (READY | DO_NOT_RELEASE, _) => Answer::Keep,
+        (RELEASED, false) => Answer::Remove,
+        (MARKED, false) => Answer::Set(DO_NOT_RELEASE),
+        (MARKED, true) if allocated => Answer::Set(DO_NOT_RELEASE),
+        (MARKED, true) => Answer::Set(READY),
+        _ => Answer::Keep,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(spec: &[(&str, &str)]) -> BTreeMap<String, String> {
+        spec.iter().map(|(ip, eni)| (ip.to_string(), eni.to_string())).collect()
+    }
+
+    #[test]
+    fn excess_is_available_minus_used_minus_pre_allocate() {
+        let p: BTreeMap<String, String> = (0..12).map(|i| (format!("10.0.0.{i:02}"), if i < 4 { "eni-0" } else { "eni-1" }.to_string())).collect();
+        let used: BTreeSet<String> = ["10.0.0.00".to_string(), "10.0.0.05".to_string()].into();
+        // 12 available - 2 used - 8 pre-allocate = 2 excess, from eni-1 (7 free vs 3).
+        assert_eq!(excess_ips(&p, &used, 8, 0), vec!["10.0.0.04", "10.0.0.06"]);
+        // Within the watermark: nothing.
+        assert!(excess_ips(&p, &used, 8, 2).is_empty());
+        assert!(excess_ips(&p, &used, 10, 0).is_empty());
+        // Used IPs are never chosen, whatever the interface.
+        let all_used: BTreeSet<String> = p.keys().cloned().collect();
+        assert!(excess_ips(&p, &all_used, 0, 0).is_empty());
+    }
+
+    #[test]
+    fn excess_prefers_the_interface_with_most_free() {
+        let p = pool(&[("a", "eni-0"), ("b", "eni-0"), ("c", "eni-1")]);
+        assert_eq!(excess_ips(&p, &BTreeSet::new(), 1, 0), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn the_agent_answer_table() {
+        assert_eq!(agent_answer(READY, true, true), Answer::Keep);
+        assert_eq!(agent_answer(DO_NOT_RELEASE, false, false), Answer::Keep);
+        assert_eq!(agent_answer(RELEASED, false, false), Answer::Remove);
+        assert_eq!(agent_answer(RELEASED, true, false), Answer::Keep);
+        assert_eq!(agent_answer(MARKED, false, false), Answer::Set(DO_NOT_RELEASE));
+        assert_eq!(agent_answer(MARKED, true, true), Answer::Set(DO_NOT_RELEASE));
+        assert_eq!(agent_answer(MARKED, true, false), Answer::Set(READY));
+    }
+}

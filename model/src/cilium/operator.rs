@@ -1,0 +1,335 @@
+//! The Cilium operator's ENI pool maintenance (spec/cilium.md, "Operator").
+//!
+//! An informer caches every CiliumNode. Maintenance runs on a 1-minute resync of every node (and
+//! sooner when a node runs short): it folds the agent's answers into its in-memory handshake state,
+//! assigns IPs when a node is below `pre-allocate` free, and for the IPs in excess:
+//! * skips those seen as excess for less than `excess-ip-release-delay` (180 s on its monotonic
+//!   clock: Go's `time.Since`);
+//! * no answer yet: marks them `marked-for-release`;
+//! * `ready-for-release`: unassigns them in the cloud and marks them `released`;
+//! * `do-not-release`: drops their state (they are re-timed if still excess later);
+//! * no longer excess: drops their entry (abort), unless already released.
+//!
+//! Each cycle starts by re-reading the node's interfaces from the cloud (the instance resync): the
+//! pool follows what the cloud says, and an IP in the handshake that the cloud no longer holds (an
+//! unassign whose answer was lost) counts as released.
+//!
+//! Then it writes the status (its `release-ips`), then the spec (the pool), each tried twice, each
+//! from a fresh read. A restart loses every timer and state; the first status write then rebuilds
+//! `release-ips` from nothing. A standby instance only acts while it believes it leads.
+
+use super::*;
+use sim::cloud::{Cloud, CloudClient, CloudError};
+use sim::kube::{Kube, KubeClient, KubeError, Part, WatchEvent};
+use sim::sync::Notify;
+use sim::world::Host;
+use sim::{Event, NodeIx, Proc, World};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Operator settings.
+#[derive(Clone, Debug)]
+pub struct OperatorConfig {
+    /// The nodes (CiliumNode names) it maintains.
+    pub nodes: Vec<String>,
+    /// `pre-allocate`.
+    pub pre_allocate: usize,
+    /// `max-above-watermark`.
+    pub max_above_watermark: usize,
+    /// `excess-ip-release` enabled.
+    pub release_excess: bool,
+    /// Interfaces per node and their capacity.
+    pub enis: u32,
+    pub eni_capacity: u32,
+    /// Only act while the node is activated (a standby instance).
+    pub standby: bool,
+    pub switches: Switches,
+}
+
+#[derive(Default)]
+struct State {
+    /// (node, ip) of unassigns whose outcome is unknown.
+    uncertain: BTreeSet<(String, String)>,
+    observed: BTreeMap<String, sim::kube::Object>,
+    release: BTreeMap<String, BTreeMap<String, String>>,
+    first_seen: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+struct Operator {
+    proc: Proc,
+    kube: KubeClient,
+    cloud: CloudClient,
+    cfg: Rc<OperatorConfig>,
+    state: RefCell<State>,
+    trigger: Notify,
+}
+
+/// Installs an operator instance as the services of `node`.
+pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: OperatorConfig) {
+    let (kube, cloud, cfg) = (kube.clone(), cloud.clone(), Rc::new(cfg));
+    world.set_services(
+        node,
+        Rc::new(move |host: &Host| {
+            // The deployment's supervisor: restart the operator (new pid, empty state) when it dies.
+            let sup = host.spawn_process("supervisor");
+            let (k, c, cfg, s) = (kube.clone(), cloud.clone(), cfg.clone(), sup.clone());
+            sup.spawn("restart", async move {
+                loop {
+                    let proc = s.spawn_child("cilium-operator");
+                    let op = Rc::new(Operator {
+                        kube: k.client(&proc),
+                        cloud: c.client(&proc),
+                        proc: proc.clone(),
+                        cfg: cfg.clone(),
+                        state: RefCell::default(),
+                        trigger: Notify::new(),
+                    });
+                    let o = op.clone();
+                    proc.spawn("informer", async move { o.informer().await });
+                    proc.spawn("maintenance", async move { op.maintenance().await });
+                    proc.wait_exit().await;
+                    s.sleep(Duration::from_secs(2)).await;
+                }
+            });
+        }),
+    );
+}
+
+impl Operator {
+    fn now_us(&self) -> u64 {
+        self.proc.mono_us()
+    }
+
+    async fn informer(&self) {
+        loop {
+            let Ok(mut inf) = self.kube.watch(KIND).await else {
+                self.proc.sleep(Duration::from_secs(5)).await;
+                continue;
+            };
+            // A dead watch connection is noticed within ~30 s (client-go's HTTP/2 health pings): a
+            // stream silent that long is re-listed.
+            loop {
+                match madsim::time::timeout(INFORMER_IDLE, inf.next()).await {
+                    Ok(WatchEvent::Upsert(obj)) => {
+                        let (spec, status) = parse(&obj);
+                        let short = spec.pool.len().saturating_sub(status.used.len()) < self.cfg.pre_allocate;
+                        self.state.borrow_mut().observed.insert(obj.name.clone(), obj);
+                        if short {
+                            self.trigger.notify();
+                        }
+                    }
+                    Ok(WatchEvent::Deleted { name, .. }) => {
+                        self.state.borrow_mut().observed.remove(&name);
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+
+    async fn maintenance(&self) {
+        loop {
+            let seen = self.trigger.generation();
+            let resync = self.proc.sleep(OPERATOR_RESYNC);
+            futures::future::select(Box::pin(resync), self.trigger.changed_since(seen)).await;
+            if self.cfg.standby && !self.proc.service_faults().active {
+                continue;
+            }
+            for node in self.cfg.nodes.clone() {
+                self.maintain(&node).await;
+            }
+        }
+    }
+
+    async fn maintain(&self, node: &str) {
+        let Some(obj) = self.state.borrow().observed.get(node).cloned() else { return };
+        let (spec, status) = parse(&obj);
+        let used: BTreeSet<String> = status.used.keys().cloned().collect();
+        let now = self.now_us();
+        // Fold the agent's answers (and its removal of released entries) into the local state.
+        {
+            let mut st = self.state.borrow_mut();
+            let local = st.release.entry(node.to_string()).or_default();
+            for (ip, s) in &status.release_ips {
+                if local.get(ip).map(String::as_str) == Some(MARKED) && (s == READY || s == DO_NOT_RELEASE) {
+                    local.insert(ip.clone(), s.clone());
+                }
+            }
+            local.retain(|ip, s| !(s == RELEASED && !status.release_ips.contains_key(ip)));
+        }
+        let before = self.state.borrow().release.get(node).cloned().unwrap_or_default();
+        let mut pool = spec.pool.clone();
+        let (mut added, mut removed) = (BTreeMap::new(), BTreeSet::new());
+        // Instance resync: the cloud is the truth about which IPs the node holds.
+        if let Ok(ifs) = self.cloud.describe(node).await {
+            let truth: BTreeMap<String, String> = ifs.iter().flat_map(|(eni, ips)| ips.iter().map(move |ip| (ip.clone(), eni.clone()))).collect();
+            for ip in pool.keys().filter(|ip| !truth.contains_key(*ip)).cloned().collect::<Vec<_>>() {
+                pool.remove(&ip);
+                removed.insert(ip.clone());
+                let mut st = self.state.borrow_mut();
+                let local = st.release.entry(node.to_string()).or_default();
+                if matches!(local.get(&ip).map(String::as_str), Some(READY)) {
+                    local.insert(ip, RELEASED.into());
+                }
+            }
+            self.state.borrow_mut().uncertain.retain(|(n, _)| n != node);
+            for (ip, eni) in truth {
+                if !pool.contains_key(&ip) {
+                    pool.insert(ip.clone(), eni.clone());
+                    added.insert(ip, eni);
+                }
+            }
+        }
+        // Allocation: keep pre-allocate IPs free.
+        let free = pool.keys().filter(|ip| !used.contains(*ip)).count();
+        if free < self.cfg.pre_allocate {
+            let need = (self.cfg.pre_allocate - free) as u32;
+            let counts: BTreeMap<String, usize> = (0..self.cfg.enis).map(|i| (format!("eni-{i}"), pool.values().filter(|e| **e == format!("eni-{i}")).count())).collect();
+            if let Some((eni, _)) = counts.iter().filter(|(_, n)| (**n as u32) < self.cfg.eni_capacity).min_by_key(|(e, n)| (**n, (*e).clone())) {
+                if let Ok(ips) = self.cloud.assign(node, eni, need).await {
+                    for ip in ips {
+                        pool.insert(ip.clone(), eni.clone());
+                        added.insert(ip, eni.clone());
+                    }
+                }
+            }
+        }
+        if self.cfg.release_excess {
+            let candidates = excess_ips(&pool, &used, self.cfg.pre_allocate, self.cfg.max_above_watermark);
+            let mut to_release = Vec::new();
+            {
+                let mut st = self.state.borrow_mut();
+                let st_uncertain = st.uncertain.clone();
+                let State { release, first_seen, .. } = &mut *st;
+                let local = release.entry(node.to_string()).or_default();
+                let seen = first_seen.entry(node.to_string()).or_default();
+                seen.retain(|ip, _| candidates.contains(ip));
+                if self.cfg.switches.merge_release_ips {
+                    // Entries another (or an earlier) operator wrote: adopt those still excess,
+                    // so they can be aborted or finished, and drop the rest below.
+                    for (ip, s) in &status.release_ips {
+                        if s != RELEASED && !local.contains_key(ip) {
+                            local.insert(ip.clone(), s.clone());
+                        }
+                    }
+                }
+                if !self.cfg.switches.no_handshake {
+                    let uncertain = &st_uncertain;
+                    let aborted: Vec<String> = local
+                        .iter()
+                        .filter(|(ip, s)| !candidates.contains(*ip) && *s != RELEASED && !uncertain.contains(&(node.to_string(), (*ip).clone())))
+                        .map(|(ip, _)| ip.clone())
+                        .collect();
+                    for ip in aborted {
+                        local.remove(&ip);
+                        self.proc.emit(Event::CiliumAbort { node: node.into(), ip });
+                    }
+                }
+                for ip in &candidates {
+                    let since = *seen.entry(ip.clone()).or_insert(now);
+                    if now - since < RELEASE_DELAY.as_micros() as u64 {
+                        continue;
+                    }
+                    if self.cfg.switches.no_handshake {
+                        to_release.push((ip.clone(), String::new(), now - since));
+                        continue;
+                    }
+                    match local.get(ip).map(String::as_str) {
+                        None => {
+                            local.insert(ip.clone(), MARKED.into());
+                            self.proc.emit(Event::CiliumMark { node: node.into(), ip: ip.clone(), observed_used: used.contains(ip), observed_rv: obj.rv });
+                        }
+                        Some(READY) => to_release.push((ip.clone(), READY.into(), now - since)),
+                        Some(DO_NOT_RELEASE) => {
+                            local.remove(ip);
+                            seen.remove(ip);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            for (ip, seen_state, excess_for) in to_release {
+                let eni = pool.get(&ip).cloned().unwrap_or_default();
+                self.proc.emit(Event::CiliumRelease {
+                    node: node.into(),
+                    ip: ip.clone(),
+                    state_seen: seen_state,
+                    excess_for_ms: excess_for / 1000,
+                    observed_rv: obj.rv,
+                    handshake: !self.cfg.switches.no_handshake,
+                });
+                let done = match self.cloud.unassign(node, &eni, vec![ip.clone()]).await {
+                    Ok(()) => true,
+                    // An earlier attempt that timed out was applied after all.
+                    Err(CloudError::Invalid(_)) => true,
+                    Err(CloudError::Timeout) => {
+                        if self.cfg.switches.hold_unknown_release {
+                            self.state.borrow_mut().uncertain.insert((node.to_string(), ip.clone()));
+                        }
+                        false
+                    }
+                    Err(_) => false,
+                };
+                if done {
+                    pool.remove(&ip);
+                    removed.insert(ip.clone());
+                    let mut st = self.state.borrow_mut();
+                    st.first_seen.entry(node.into()).or_default().remove(&ip);
+                    if !self.cfg.switches.no_handshake {
+                        st.release.entry(node.into()).or_default().insert(ip, RELEASED.into());
+                    }
+                }
+            }
+        }
+        // Status first, then spec; each write tried twice from a fresh read.
+        let local = self.state.borrow().release.get(node).cloned().unwrap_or_default();
+        if !self.cfg.switches.no_handshake && local != status.release_ips {
+            if self.cfg.switches.merge_release_ips {
+                // Only what this operator changed since the version it observed.
+                let dropped: Vec<String> = before.keys().filter(|ip| !local.contains_key(*ip)).cloned().collect();
+                let changed: BTreeMap<String, String> = local.iter().filter(|(ip, s)| before.get(*ip) != Some(*s)).map(|(a, b)| (a.clone(), b.clone())).collect();
+                self.write(node, |_, st| {
+                    for ip in &dropped {
+                        st.release_ips.remove(ip);
+                    }
+                    st.release_ips.extend(changed.iter().map(|(a, b)| (a.clone(), b.clone())));
+                })
+                .await;
+            } else {
+                self.write(node, |_, st| st.release_ips = local.clone()).await;
+            }
+        }
+        if !added.is_empty() || !removed.is_empty() {
+            self.write_spec(node, &added, &removed).await;
+        }
+    }
+
+    async fn write(&self, node: &str, f: impl Fn(&mut Spec, &mut Status)) -> bool {
+        for _ in 0..WRITE_ATTEMPTS {
+            let Ok(fresh) = self.kube.get(KIND, node).await else { continue };
+            let (mut spec, mut status) = parse(&fresh);
+            f(&mut spec, &mut status);
+            match self.kube.update(KIND, node, fresh.rv, Part::Status, serde_json::to_value(&status).unwrap()).await {
+                Ok(obj) => {
+                    self.state.borrow_mut().observed.insert(node.into(), obj);
+                    return true;
+                }
+                Err(KubeError::Conflict) | Err(_) => continue,
+            }
+        }
+        false
+    }
+
+    async fn write_spec(&self, node: &str, added: &BTreeMap<String, String>, removed: &BTreeSet<String>) {
+        for _ in 0..WRITE_ATTEMPTS {
+            let Ok(fresh) = self.kube.get(KIND, node).await else { continue };
+            let (mut spec, _) = parse(&fresh);
+            spec.pool.extend(added.iter().map(|(a, b)| (a.clone(), b.clone())));
+            spec.pool.retain(|ip, _| !removed.contains(ip));
+            if let Ok(obj) = self.kube.update(KIND, node, fresh.rv, Part::Spec, serde_json::to_value(&spec).unwrap()).await {
+                self.state.borrow_mut().observed.insert(node.into(), obj);
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! The Cilium scenarios: `cilium-silent-task-death`, `cilium-clock-skew`, `cilium-split-brain`,
+//! `cilium-swarm`.
+//!
+//! Each deploys 2 to 4 Kubernetes nodes (`n1`..) running the agent and a kubelet with a swarm-chosen
+//! pod workload, the API server (`apiserver`), the cloud IP API (`cloud`), the operator
+//! (`operator`) and a standby operator (`operator-2`, active only during a handover fault). Every
+//! node starts with `pre-allocate` IPs on `eni-0`. 10-minute fault window, 150 s liveness phase.
+//!
+//! | invariant | kind | what it checks |
+//! |---|---|---|
+//! | `no-release-in-use` | safety | when the cloud unassigns IP X of node N, no pod on N uses X |
+//! | `release-acknowledged` | safety | an operator running the handshake unassigns X only after seeing `ready-for-release` for X, and after X was excess for 180 s on its clock |
+//! | `agent-allocates-from-pool` | safety | the agent hands a pod only an IP assigned to its node in the cloud, never one in `marked-for-release`, `ready-for-release` or `released` |
+//! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP it has not allocated |
+//! | `operator-marks-unused` | safety | the operator never marks an IP that is in the `used` set it observed |
+//! | `pods-get-ips` | liveness | 120 s after faults stop, on every node whose agent and the operator run all their tasks, no pod still waits for an IP while an unused IP is held in a handshake state, or while the node has room (pods holding IPs < interfaces x capacity) |
+//!
+//! A task that died silently stays dead (no Cilium mechanism restarts it; the liveness phase heals
+//! faults and restarts crashed processes, not dead tasks in live ones), so nodes it starves are
+//! reported by the scenario's coverage, not by `pods-get-ips`.
+
+use crate::scenario::{Options, RunSpec};
+use model::cilium::agent::Workload;
+use model::cilium::operator::OperatorConfig;
+use model::cilium::{Switches, DO_NOT_RELEASE, KIND, MARKED, PRE_ALLOCATE, READY, RELEASED, RELEASE_DELAY};
+use rand::seq::IndexedRandom;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use sim::event::{Event, Record};
+use sim::runtime::{simulate, SimConfig};
+use sim::{Failure, Fault, FaultKind, Kind, Monitor, NetSpec, NodeIx, NodeSpec, Outcome, Schedule};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Length of the fault window (ms).
+pub const FAULT_WINDOW_MS: u64 = 600_000;
+/// Length of the liveness phase (ms).
+pub const LIVENESS_MS: u64 = 150_000;
+/// Interfaces' capacity.
+pub const ENI_CAPACITY: u32 = 10;
+const S: u64 = 1_000_000;
+/// Bound of `pods-get-ips` after faults stop.
+pub const PODS_BOUND_US: u64 = 120 * S;
+
+/// The options a seed draws for a Cilium scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CiliumOptions {
+    pub nodes: u32,
+    pub latency_min_us: u64,
+    pub latency_max_us: u64,
+    /// Interfaces per node.
+    pub enis: u32,
+    /// Per Kubernetes node.
+    pub workloads: Vec<Workload>,
+    /// Wall clock offset (ms) and drift (ppm) of the operator and each node.
+    pub clock_offset_ms: Vec<i64>,
+    pub drift_ppm: Vec<i64>,
+    pub fault_kinds: Vec<String>,
+    pub fault_count: u32,
+}
+
+impl CiliumOptions {
+    /// Node names in index order.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut n: Vec<String> = (1..=self.nodes).map(|i| format!("n{i}")).collect();
+        n.extend(["apiserver", "cloud", "operator", "operator-2"].map(String::from));
+        n
+    }
+}
+
+/// Which Cilium scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    SilentTaskDeath,
+    ClockSkew,
+    SplitBrain,
+    Swarm,
+}
+
+/// Draws options and a fault schedule.
+pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
+    let mut rng = sim::rng::rng_for(seed, "cilium-swarm");
+    let nodes = rng.random_range(2..=4u32);
+    let latency_min_us = rng.random_range(200..=2_000u64);
+    let latency_max_us = latency_min_us + rng.random_range(0..=8_000u64);
+    let enis = rng.random_range(2..=3u32);
+    let workloads = (0..nodes)
+        .map(|_| Workload {
+            max_pods: rng.random_range(4..=(enis * ENI_CAPACITY - PRE_ALLOCATE as u32 - 2)),
+            period_s: rng.random_range(120..=480),
+            step_min_s: rng.random_range(1..=5),
+            step_max_s: rng.random_range(5..=20),
+            burst_percent: rng.random_range(0..=20),
+        })
+        .collect();
+    let skew = matches!(family, Family::ClockSkew | Family::Swarm);
+    let clock_offset_ms = (0..=nodes).map(|_| if skew { rng.random_range(-60_000..=60_000) } else { rng.random_range(-500..=500) }).collect();
+    let drift_ppm = (0..=nodes).map(|_| if skew { rng.random_range(-500..=500) } else { 0 }).collect();
+    let kinds: &[&str] = match family {
+        Family::SilentTaskDeath => &["death-status-writer", "death-maintenance", "stall-status-writer", "stall-maintenance", "agent-crash", "operator-crash"],
+        Family::ClockSkew => &["operator-step", "node-step", "drift", "operator-crash"],
+        Family::SplitBrain => &["node-api-cut", "operator-api-cut", "operator-cloud-cut", "handover", "api-latency", "node-isolate"],
+        Family::Swarm => &[
+            "death-status-writer", "death-maintenance", "stall-status-writer", "stall-maintenance", "agent-crash", "operator-crash", "operator-step",
+            "node-step", "drift", "node-api-cut", "operator-api-cut", "operator-cloud-cut", "handover", "api-latency", "node-isolate", "cloud-down",
+            "cloud-ambiguous", "cloud-slow", "api-down", "api-slow",
+        ],
+    };
+    let mut fault_kinds: Vec<String> = kinds.iter().filter(|_| rng.random_bool(0.5)).map(|s| s.to_string()).collect();
+    if fault_kinds.is_empty() {
+        fault_kinds.push(kinds.choose(&mut rng).unwrap().to_string());
+    }
+    let fault_count = rng.random_range(1..=if family == Family::Swarm { 14 } else { 8 });
+    let o = CiliumOptions { nodes, latency_min_us, latency_max_us, enis, workloads, clock_offset_ms, drift_ppm, fault_kinds, fault_count };
+    let schedule = schedule(&o, &mut rng);
+    (o, schedule)
+}
+
+fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
+    let nodes: Vec<String> = (1..=o.nodes).map(|i| format!("n{i}")).collect();
+    let s = |x: &str| x.to_string();
+    let mut out = Vec::new();
+    for _ in 0..o.fault_count {
+        let kind = o.fault_kinds.choose(rng).unwrap().as_str();
+        let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
+        let n = nodes.choose(rng).unwrap().clone();
+        let (dur_ms, k) = match kind {
+            "death-status-writer" => (0, FaultKind::TaskDeath { node: n, task: s("status-writer") }),
+            "death-maintenance" => (0, FaultKind::TaskDeath { node: s("operator"), task: s("maintenance") }),
+            "stall-status-writer" => (rng.random_range(5_000..=120_000), FaultKind::TaskStall { node: n, task: s("status-writer") }),
+            "stall-maintenance" => (rng.random_range(5_000..=240_000), FaultKind::TaskStall { node: s("operator"), task: s("maintenance") }),
+            "agent-crash" => (0, FaultKind::ProcessCrash { node: n, process: s("cilium-agent") }),
+            "operator-crash" => (0, FaultKind::ProcessCrash { node: s("operator"), process: s("cilium-operator") }),
+            "operator-step" => (0, FaultKind::ClockStep { node: s("operator"), delta_ms: rng.random_range(-300_000..=300_000) }),
+            "node-step" => (0, FaultKind::ClockStep { node: n, delta_ms: rng.random_range(-300_000..=300_000) }),
+            "drift" => (rng.random_range(30_000..=300_000), FaultKind::Drift { node: if rng.random_bool(0.5) { s("operator") } else { n }, ppm: rng.random_range(-500..=500) }),
+            "node-api-cut" => (rng.random_range(5_000..=120_000), FaultKind::Partition { a: vec![n], b: vec![s("apiserver")] }),
+            "operator-api-cut" => (rng.random_range(5_000..=180_000), FaultKind::Partition { a: vec![s("operator")], b: vec![s("apiserver")] }),
+            "operator-cloud-cut" => (rng.random_range(5_000..=120_000), FaultKind::Partition { a: vec![s("operator")], b: vec![s("cloud")] }),
+            "handover" => (rng.random_range(30_000..=300_000), FaultKind::Activate { node: s("operator-2") }),
+            "api-latency" => (rng.random_range(10_000..=120_000), FaultKind::Latency { node: s("apiserver"), extra_ms: rng.random_range(100..=5_000) }),
+            "node-isolate" => (rng.random_range(5_000..=120_000), FaultKind::Isolate { node: n }),
+            "cloud-down" => (rng.random_range(5_000..=60_000), FaultKind::ServiceUnavailable { node: s("cloud") }),
+            "cloud-ambiguous" => (rng.random_range(60_000..=400_000), FaultKind::ServiceAmbiguous { node: s("cloud"), percent: rng.random_range(20..=100) }),
+            "cloud-slow" => (rng.random_range(10_000..=120_000), FaultKind::ServiceSlow { node: s("cloud"), extra_ms: rng.random_range(500..=8_000) }),
+            "api-down" => (rng.random_range(2_000..=30_000), FaultKind::ServiceUnavailable { node: s("apiserver") }),
+            "api-slow" => (rng.random_range(10_000..=60_000), FaultKind::ServiceSlow { node: s("apiserver"), extra_ms: rng.random_range(100..=3_000) }),
+            other => unreachable!("unknown cilium fault kind {other}"),
+        };
+        out.push(Fault { at_ms, dur_ms, kind: k });
+    }
+    out.sort_by_key(|f| f.at_ms);
+    out
+}
+
+/// Runs one Cilium scenario.
+pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
+    let Options::Cilium(o) = &spec.options else { unreachable!("a cilium scenario has cilium options") };
+    let names = o.node_names();
+    let n = o.nodes as usize;
+    let nodes: Vec<NodeSpec> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            // Clocks: index 0 of the options is the operator, then the nodes.
+            let c = if i < n { i + 1 } else if name == "operator" { 0 } else { usize::MAX };
+            NodeSpec {
+                name: name.clone(),
+                offset_us: o.clock_offset_ms.get(c).copied().unwrap_or(0) * 1000,
+                drift_ppm: o.drift_ppm.get(c).copied().unwrap_or(0),
+            }
+        })
+        .collect();
+    let cfg = SimConfig {
+        seed: spec.seed,
+        nodes,
+        net: NetSpec { latency_min_us: o.latency_min_us, latency_max_us: o.latency_max_us },
+        schedule: spec.schedule.clone(),
+        fault_window_ms: FAULT_WINDOW_MS,
+        liveness_ms: LIVENESS_MS,
+        keep_trace: spec.keep_trace,
+    };
+    let sw = Switches {
+        no_handshake: spec.bugs.iter().any(|b| b == "cilium-no-handshake"),
+        merge_release_ips: spec.fixes.iter().any(|f| f == "cilium-merge-release-ips"),
+        hold_unknown_release: spec.fixes.iter().any(|f| f == "cilium-hold-unknown-release"),
+    };
+    let node_names: Vec<String> = names[..n].to_vec();
+    let mut monitor = CiliumMonitor::new(names.clone(), (o.enis * ENI_CAPACITY) as usize, coverage);
+    let (o2, names2) = (o.clone(), names.clone());
+    // Initial pools: pre-allocate IPs on eni-0 of every node (computed here so the monitor knows them).
+    let initial: Vec<Vec<String>> = (0..n).map(|i| (1..=PRE_ALLOCATE as u32).map(|k| initial_ip(&names[i], k)).collect()).collect();
+    for (i, ips) in initial.iter().enumerate() {
+        for ip in ips {
+            monitor.assigned.insert((names[i].clone(), ip.clone()));
+        }
+    }
+    simulate(cfg, Box::new(monitor), move |world| {
+        let idx = |name: &str| names2.iter().position(|x| x == name).unwrap() as NodeIx;
+        let kube = sim::kube::Kube::install(world, idx("apiserver"));
+        let cloud = sim::cloud::Cloud::install(world, idx("cloud"), ENI_CAPACITY);
+        for (i, name) in node_names.iter().enumerate() {
+            cloud.add_instance(name, o2.enis);
+            let ips = cloud.seed_assign(name, "eni-0", PRE_ALLOCATE as u32);
+            debug_assert_eq!(ips, initial[i]);
+            let pool: BTreeMap<String, String> = ips.into_iter().map(|ip| (ip, "eni-0".to_string())).collect();
+            kube.seed_object(KIND, name, serde_json::json!({ "pool": pool }), serde_json::json!({}));
+            model::cilium::agent::install(world, i as NodeIx, &kube, o2.workloads[i].clone());
+        }
+        for (node, standby) in [("operator", false), ("operator-2", true)] {
+            let cfg = OperatorConfig {
+                nodes: node_names.clone(),
+                pre_allocate: PRE_ALLOCATE,
+                max_above_watermark: model::cilium::MAX_ABOVE_WATERMARK,
+                release_excess: true,
+                enis: o2.enis,
+                eni_capacity: ENI_CAPACITY,
+                standby,
+                switches: sw.clone(),
+            };
+            model::cilium::operator::install(world, idx(node), &kube, &cloud, cfg);
+        }
+    })
+}
+
+/// The IPs `Cloud::seed_assign` hands out first (mirrors its numbering).
+fn initial_ip(instance: &str, n: u32) -> String {
+    let base = instance.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32)) % 250;
+    format!("10.{base}.{}.{}", n / 250, n % 250 + 1)
+}
+
+fn secs(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+/// The Cilium monitor (see the module documentation's table).
+pub struct CiliumMonitor {
+    names: Vec<String>,
+    /// Ground truth: (instance, ip) assigned in the cloud.
+    assigned: BTreeSet<(String, String)>,
+    /// (node, ip) -> (pod, since).
+    pod_ips: BTreeMap<(String, String), (String, u64)>,
+    /// (node, ip) -> the agent's state.
+    agent_state: BTreeMap<(String, String), String>,
+    /// (node, ip) -> the operator's decision (time, observed rv, state seen).
+    decisions: BTreeMap<(String, String), (u64, u64, String)>,
+    /// (node, rv) -> (time written, client) for CiliumNode status writes.
+    writes: BTreeMap<(String, u64), (u64, String)>,
+    pending: BTreeMap<String, (String, u64)>,
+    marked: BTreeSet<(String, String)>,
+    pods_deadline: Option<u64>,
+    reached: BTreeSet<&'static str>,
+    catalog: &'static [&'static str],
+    /// IPs a node can hold (interfaces x capacity).
+    capacity: usize,
+    /// (node, ip) -> (time, client) of the last unassign.
+    unassigned: BTreeMap<(String, String), (u64, String)>,
+    /// (node, ip) -> (time, previous state) when the agent's entry went away.
+    entry_removed: BTreeMap<(String, String), (u64, String)>,
+    /// Nodes whose agent, or the operator ("operator"), has a silently dead task.
+    dead_tasks: BTreeSet<String>,
+}
+
+impl CiliumMonitor {
+    fn new(names: Vec<String>, capacity: usize, catalog: &'static [&'static str]) -> Self {
+        CiliumMonitor {
+            capacity,
+            unassigned: BTreeMap::new(),
+            entry_removed: BTreeMap::new(),
+            dead_tasks: BTreeSet::new(),
+            names,
+            assigned: BTreeSet::new(),
+            pod_ips: BTreeMap::new(),
+            agent_state: BTreeMap::new(),
+            decisions: BTreeMap::new(),
+            writes: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            marked: BTreeSet::new(),
+            pods_deadline: None,
+            reached: BTreeSet::new(),
+            catalog,
+        }
+    }
+
+    fn unassign(&mut self, rec: &Record, instance: &str, ip: &str, client: &str) -> Option<Failure> {
+        self.reached.insert("ip-released");
+        self.assigned.remove(&(instance.to_string(), ip.to_string()));
+        self.unassigned.insert((instance.to_string(), ip.to_string()), (rec.t_us, client.to_string()));
+        let key = (instance.to_string(), ip.to_string());
+        let (pod, since) = self.pod_ips.get(&key)?.clone();
+        let node = self.names.iter().position(|n| n == instance).map(|i| i as NodeIx);
+        let view = match self.decisions.get(&key) {
+            Some((t, rv, _)) => match self.writes.get(&(instance.to_string(), *rv)) {
+                Some((tw, by)) => format!(
+                    "the operator decided at {} from {instance}'s status at resourceVersion {rv}, written by {by} at {} ({} before the pod got the IP), whose used IPs did not include {ip}",
+                    secs(*t),
+                    secs(*tw),
+                    secs(since.saturating_sub(*tw))
+                ),
+                None => format!("the operator decided at {} from {instance}'s status at resourceVersion {rv}, whose used IPs did not include {ip}", secs(*t)),
+            },
+            None => "the operator never recorded a decision for it".to_string(),
+        };
+        Some(Failure {
+            invariant: "no-release-in-use",
+            kind: Kind::Safety,
+            node,
+            explanation: format!(
+                "{client} unassigned {ip} from {instance} at {} while pod {pod} used it (since {}, {} earlier): {view}",
+                secs(rec.t_us),
+                secs(since),
+                secs(rec.t_us - since)
+            ),
+        })
+    }
+}
+
+impl Monitor for CiliumMonitor {
+    fn on_event(&mut self, rec: &Record) -> Option<Failure> {
+        let t = rec.t_us;
+        let node = self.names[rec.node as usize].clone();
+        match &rec.event {
+            Event::CloudAssign { instance, ip, .. } => {
+                self.assigned.insert((instance.clone(), ip.clone()));
+                None
+            }
+            Event::CloudUnassign { instance, ip, client, .. } => {
+                let (i, p, c) = (instance.clone(), ip.clone(), client.clone());
+                self.unassign(rec, &i, &p, &c)
+            }
+            Event::CloudAmbiguous { op, .. } => {
+                if op == "unassign" {
+                    self.reached.insert("ambiguous-unassign");
+                }
+                None
+            }
+            Event::KubeConflict { .. } => {
+                self.reached.insert("conflict-on-write");
+                None
+            }
+            Event::KubeWrite { kind, name, rv, part, client } if kind == KIND && part == "status" => {
+                self.writes.insert((name.clone(), *rv), (t, client.clone()));
+                None
+            }
+            Event::CiliumPodCreated { pod } => {
+                self.pending.insert(pod.clone(), (node, t));
+                None
+            }
+            Event::CiliumPodIp { pod, ip } => {
+                self.pending.remove(pod);
+                let key = (node.clone(), ip.clone());
+                self.pod_ips.insert(key.clone(), (pod.clone(), t));
+                let state = self.agent_state.get(&key).cloned();
+                if !self.assigned.contains(&key) {
+                    let gone = match self.unassigned.get(&key) {
+                        Some((tu, by)) => format!(", {by} having unassigned it at {}", secs(*tu)),
+                        None => String::new(),
+                    };
+                    let erased = match self.entry_removed.get(&key) {
+                        Some((te, prev)) => {
+                            let by = self.writes.iter().filter(|((n, _), (tw, _))| *n == node && tw <= te).max_by_key(|(_, (tw, _))| *tw).map(|(_, (tw, c))| format!(" by {c}'s status write at {}", secs(*tw))).unwrap_or_default();
+                            format!("; the agent's '{prev}' entry for it had been removed from release-ips{by} (seen at {}), so the agent took it for an aborted release", secs(*te))
+                        }
+                        None => String::new(),
+                    };
+                    return Some(Failure {
+                        invariant: "agent-allocates-from-pool",
+                        kind: Kind::Safety,
+                        node: Some(rec.node),
+                        explanation: format!("the agent on {node} gave pod {pod} the IP {ip}, which is no longer assigned to {node} in the cloud{gone}{erased}"),
+                    });
+                }
+                if matches!(state.as_deref(), Some(MARKED | READY | RELEASED)) {
+                    return Some(Failure {
+                        invariant: "agent-allocates-from-pool",
+                        kind: Kind::Safety,
+                        node: Some(rec.node),
+                        explanation: format!("the agent on {node} gave pod {pod} the IP {ip} while its own release state for it was {}", state.unwrap()),
+                    });
+                }
+                None
+            }
+            Event::CiliumPodDeleted { pod, ip } => {
+                self.pending.remove(pod);
+                if let Some(ip) = ip {
+                    self.pod_ips.remove(&(node, ip.clone()));
+                }
+                None
+            }
+            Event::TaskDeath { .. } => {
+                self.dead_tasks.insert(if node.starts_with("operator") { "operator".to_string() } else { node });
+                None
+            }
+            Event::NodeCrash => {
+                self.dead_tasks.remove(&node);
+                self.pod_ips.retain(|(n, _), _| *n != node);
+                self.pending.retain(|_, (n, _)| *n != node);
+                self.agent_state.retain(|(n, _), _| *n != node);
+                None
+            }
+            Event::ProcessExit { name, .. } if name == "cilium-operator" => {
+                if node == "operator" {
+                    self.dead_tasks.remove("operator");
+                }
+                if !self.marked.is_empty() {
+                    self.reached.insert("operator-restart-mid-handshake");
+                }
+                self.marked.clear();
+                None
+            }
+            Event::ProcessExit { name, .. } if name == "cilium-agent" => {
+                self.dead_tasks.remove(&node);
+                self.agent_state.retain(|(n, _), _| *n != node);
+                None
+            }
+            Event::CiliumAgentState { ip, state, allocated } => {
+                let key = (node.clone(), ip.clone());
+                match state {
+                    Some(s) => {
+                        if s == DO_NOT_RELEASE && *allocated {
+                            self.reached.insert("ack-raced-with-allocation");
+                        }
+                        self.agent_state.insert(key, s.clone());
+                        if s == READY && *allocated {
+                            return Some(Failure {
+                                invariant: "agent-answers-truthfully",
+                                kind: Kind::Safety,
+                                node: Some(rec.node),
+                                explanation: format!("the agent on {node} answered ready-for-release for {ip}, which it has allocated"),
+                            });
+                        }
+                    }
+                    None => {
+                        if let Some(prev) = self.agent_state.remove(&key) {
+                            self.entry_removed.insert(key, (t, prev));
+                        }
+                    }
+                }
+                None
+            }
+            Event::CiliumMark { node: n, ip, observed_used, .. } => {
+                self.marked.insert((n.clone(), ip.clone()));
+                observed_used.then(|| Failure {
+                    invariant: "operator-marks-unused",
+                    kind: Kind::Safety,
+                    node: Some(rec.node),
+                    explanation: format!("the operator marked {ip} of {n} for release although its own view listed it as used"),
+                })
+            }
+            Event::CiliumAbort { node: n, ip } => {
+                self.marked.remove(&(n.clone(), ip.clone()));
+                None
+            }
+            Event::CiliumRelease { node: n, ip, state_seen, excess_for_ms, observed_rv, handshake } => {
+                self.marked.remove(&(n.clone(), ip.clone()));
+                self.decisions.insert((n.clone(), ip.clone()), (t, *observed_rv, state_seen.clone()));
+                let too_early = *excess_for_ms < RELEASE_DELAY.as_millis() as u64;
+                (*handshake && (state_seen != READY || too_early)).then(|| Failure {
+                    invariant: "release-acknowledged",
+                    kind: Kind::Safety,
+                    node: Some(rec.node),
+                    explanation: format!(
+                        "{node} decided to unassign {ip} of {n} after seeing '{state_seen}' and {} of excess (needs ready-for-release and {})",
+                        secs(excess_for_ms * 1000),
+                        secs(RELEASE_DELAY.as_micros() as u64)
+                    ),
+                })
+            }
+            Event::LivenessPhase => {
+                self.pods_deadline = Some(t + PODS_BOUND_US);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn on_tick(&mut self, now_us: u64) -> Option<Failure> {
+        let d = self.pods_deadline?;
+        if now_us < d {
+            return None;
+        }
+        self.pods_deadline = None;
+        let holding = |n: &str| self.pod_ips.keys().filter(|(m, _)| m == n).count();
+        let operator_ok = !self.dead_tasks.contains("operator");
+        let mut waiting = Vec::new();
+        for (pod, (n, since)) in &self.pending {
+            if *since + PODS_BOUND_US > now_us {
+                continue;
+            }
+            // IPs of the node that no pod uses but that sit in a handshake state.
+            let held: Vec<&String> = self
+                .agent_state
+                .iter()
+                .filter(|((m, ip), s)| m == n && matches!(s.as_str(), MARKED | READY) && !self.pod_ips.contains_key(&(m.clone(), ip.clone())))
+                .map(|((_, ip), _)| ip)
+                .collect();
+            if !operator_ok || self.dead_tasks.contains(n) {
+                continue;
+            }
+            if !held.is_empty() {
+                waiting.push(format!("{pod} on {n} (since {}) while {:?} are held in a handshake state", secs(*since), held));
+            } else if holding(n) < self.capacity {
+                waiting.push(format!("{pod} on {n} (since {}; {n} holds {} of {} IPs)", secs(*since), holding(n), self.capacity));
+            }
+        }
+        (!waiting.is_empty()).then(|| Failure {
+            invariant: "pods-get-ips",
+            kind: Kind::Liveness,
+            node: None,
+            explanation: format!("{} after faults stopped, pods still wait for an IP: {}", secs(PODS_BOUND_US), waiting.join(", ")),
+        })
+    }
+
+    fn coverage(&self) -> Vec<(&'static str, bool)> {
+        self.catalog.iter().map(|p| (*p, self.reached.contains(p))).collect()
+    }
+}

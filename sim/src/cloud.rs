@@ -1,0 +1,216 @@
+//! A simulated cloud IP API (ENI-style), on its own node.
+//!
+//! Each instance (a Kubernetes node) has interfaces with a capacity of secondary IPs. `assign` adds
+//! IPs to an interface, `unassign` removes them. Every change is an event, so the trace is the
+//! ground truth of which IPs a node holds at every instant. Faults: unavailable (refused, not
+//! applied), slow, and ambiguous, which here means APPLIED but reported to the caller as a timeout
+//! (the cloud changed, the caller does not know).
+
+use crate::event::{Event, NodeIx};
+use crate::net::{Call, Endpoint};
+use crate::world::{Host, Proc, World};
+use futures::StreamExt;
+use rand::Rng;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A request to the cloud API.
+#[derive(Clone, Debug)]
+pub enum Request {
+    /// Assign up to `count` new secondary IPs to `eni` of `instance`.
+    Assign { instance: String, eni: String, count: u32 },
+    /// Unassign these IPs from `eni` of `instance`.
+    Unassign { instance: String, eni: String, ips: Vec<String> },
+    /// The instance's interfaces and their IPs.
+    Describe { instance: String },
+}
+
+/// Cloud API errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CloudError {
+    /// Refused; nothing changed.
+    Unavailable,
+    /// No answer in time; the change may have been applied.
+    Timeout,
+    /// The interface is full, or the IP is not on it.
+    Invalid(String),
+}
+
+/// Interface id -> IPs.
+pub type Interfaces = BTreeMap<String, BTreeSet<String>>;
+
+type Reply = Result<Response, CloudError>;
+
+/// A successful response.
+#[derive(Clone, Debug)]
+pub enum Response {
+    Assigned(Vec<String>),
+    Unassigned,
+    Interfaces(Interfaces),
+}
+
+struct Shared {
+    node: NodeIx,
+    capacity: u32,
+    instances: RefCell<BTreeMap<String, Interfaces>>,
+    next_ip: RefCell<BTreeMap<String, u32>>,
+    endpoint: Endpoint<Request, Reply>,
+}
+
+/// The cloud API (cheap to clone).
+#[derive(Clone)]
+pub struct Cloud(Rc<Shared>);
+
+/// Client request timeout.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Cloud {
+    /// Installs the cloud API on `node`; each interface holds at most `capacity` secondary IPs.
+    pub fn install(world: &World, node: NodeIx, capacity: u32) -> Cloud {
+        let c = Cloud(Rc::new(Shared { node, capacity, instances: RefCell::default(), next_ip: RefCell::default(), endpoint: Endpoint::new(node) }));
+        let c2 = c.clone();
+        world.set_services(node, Rc::new(move |host: &Host| c2.start(host)));
+        c
+    }
+
+    /// The node it runs on.
+    pub fn node(&self) -> NodeIx {
+        self.0.node
+    }
+
+    /// Gives an instance its interfaces (empty) before the run starts.
+    pub fn add_instance(&self, instance: &str, enis: u32) {
+        let ifs = (0..enis).map(|i| (format!("eni-{i}"), BTreeSet::new())).collect();
+        self.0.instances.borrow_mut().insert(instance.into(), ifs);
+    }
+
+    /// Assigns IPs directly (initial state, before anything runs); returns them.
+    pub fn seed_assign(&self, instance: &str, eni: &str, count: u32) -> Vec<String> {
+        self.apply_assign(instance, eni, count).unwrap_or_default()
+    }
+
+    /// A client for a process.
+    pub fn client(&self, proc: &Proc) -> CloudClient {
+        CloudClient { endpoint: self.0.endpoint.clone(), proc: proc.clone() }
+    }
+
+    fn apply_assign(&self, instance: &str, eni: &str, count: u32) -> Result<Vec<String>, CloudError> {
+        let mut inst = self.0.instances.borrow_mut();
+        let ifs = inst.get_mut(instance).ok_or_else(|| CloudError::Invalid(format!("no instance {instance}")))?;
+        let ips = ifs.get_mut(eni).ok_or_else(|| CloudError::Invalid(format!("no interface {eni}")))?;
+        let room = self.0.capacity.saturating_sub(ips.len() as u32);
+        if room == 0 {
+            return Err(CloudError::Invalid(format!("{eni} is full")));
+        }
+        let mut next = self.0.next_ip.borrow_mut();
+        let counter = next.entry(instance.to_string()).or_insert(1);
+        let base = instance.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32)) % 250;
+        let new: Vec<String> = (0..count.min(room))
+            .map(|_| {
+                let n = *counter;
+                *counter += 1;
+                format!("10.{base}.{}.{}", n / 250, n % 250 + 1)
+            })
+            .collect();
+        ips.extend(new.iter().cloned());
+        Ok(new)
+    }
+
+    fn start(&self, host: &Host) {
+        let proc = host.spawn_process("cloud-api");
+        let mut inbox = self.0.endpoint.open();
+        let (c, p) = (self.clone(), proc.clone());
+        let mut rng = crate::rng::rng_for(host.world().seed(), "cloud-faults");
+        proc.spawn("server", async move {
+            while let Some(Call { caller, req, reply, .. }) = inbox.next().await {
+                let faults = p.service_faults();
+                if faults.unavailable {
+                    reply.send(Err(CloudError::Unavailable));
+                    continue;
+                }
+                if faults.slow_us > 0 {
+                    p.sleep(Duration::from_micros(faults.slow_us)).await;
+                }
+                let ambiguous = faults.ambiguous_percent > 0 && rng.random_range(0..100) < faults.ambiguous_percent;
+                let op = match &req {
+                    Request::Assign { .. } => "assign",
+                    Request::Unassign { .. } => "unassign",
+                    Request::Describe { .. } => "describe",
+                };
+                let resp = c.handle(&p, &caller, req);
+                if ambiguous {
+                    p.emit(Event::CloudAmbiguous { op: op.into(), client: caller });
+                    reply.lose();
+                } else {
+                    reply.send(resp);
+                }
+            }
+        });
+    }
+
+    fn handle(&self, p: &Proc, caller: &str, req: Request) -> Reply {
+        match req {
+            Request::Assign { instance, eni, count } => {
+                let ips = self.apply_assign(&instance, &eni, count)?;
+                for ip in &ips {
+                    p.emit(Event::CloudAssign { instance: instance.clone(), eni: eni.clone(), ip: ip.clone(), client: caller.into() });
+                }
+                Ok(Response::Assigned(ips))
+            }
+            Request::Unassign { instance, eni, ips } => {
+                let mut inst = self.0.instances.borrow_mut();
+                let set = inst.get_mut(&instance).and_then(|i| i.get_mut(&eni)).ok_or_else(|| CloudError::Invalid(format!("no {instance}/{eni}")))?;
+                if let Some(missing) = ips.iter().find(|ip| !set.contains(*ip)) {
+                    return Err(CloudError::Invalid(format!("{missing} is not on {eni}")));
+                }
+                for ip in &ips {
+                    set.remove(ip);
+                }
+                drop(inst);
+                for ip in ips {
+                    p.emit(Event::CloudUnassign { instance: instance.clone(), eni: eni.clone(), ip, client: caller.into() });
+                }
+                Ok(Response::Unassigned)
+            }
+            Request::Describe { instance } => {
+                Ok(Response::Interfaces(self.0.instances.borrow().get(&instance).cloned().unwrap_or_default()))
+            }
+        }
+    }
+}
+
+/// A process's cloud API client.
+#[derive(Clone)]
+pub struct CloudClient {
+    endpoint: Endpoint<Request, Reply>,
+    proc: Proc,
+}
+
+impl CloudClient {
+    async fn call(&self, req: Request) -> Reply {
+        self.proc.call(&self.endpoint, req, REQUEST_TIMEOUT).await.unwrap_or(Err(CloudError::Timeout))
+    }
+
+    /// Assigns up to `count` IPs to an interface.
+    pub async fn assign(&self, instance: &str, eni: &str, count: u32) -> Result<Vec<String>, CloudError> {
+        match self.call(Request::Assign { instance: instance.into(), eni: eni.into(), count }).await? {
+            Response::Assigned(ips) => Ok(ips),
+            r => unreachable!("assign answered {r:?}"),
+        }
+    }
+
+    /// Unassigns IPs from an interface.
+    pub async fn unassign(&self, instance: &str, eni: &str, ips: Vec<String>) -> Result<(), CloudError> {
+        self.call(Request::Unassign { instance: instance.into(), eni: eni.into(), ips }).await.map(|_| ())
+    }
+
+    /// The instance's interfaces.
+    pub async fn describe(&self, instance: &str) -> Result<Interfaces, CloudError> {
+        match self.call(Request::Describe { instance: instance.into() }).await? {
+            Response::Interfaces(i) => Ok(i),
+            r => unreachable!("describe answered {r:?}"),
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! A simulated Kubernetes API server, on its own node.
+//!
+//! Objects are `(kind, name)` with a JSON `spec` and `status` and a `resourceVersion` taken from one
+//! server-wide counter. Writes are compare-and-swap on `resourceVersion`: a write based on a stale
+//! version is rejected with `Conflict` and must be retried from a fresh read. `spec` and `status`
+//! are written separately (the status subresource). Watches (informers) first replay every object
+//! of the kind, then stream each change; they travel over the simulated network, so they lag and a
+//! partition cuts them. The service can be unavailable, slow, or ambiguous like any service.
+
+use crate::event::{Event, NodeIx};
+use crate::net::{stream, Call, Endpoint, StreamRx, StreamTx};
+use crate::world::{Host, Proc, World};
+use futures::StreamExt;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// An API object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Object {
+    pub kind: String,
+    pub name: String,
+    /// `metadata.resourceVersion`.
+    pub rv: u64,
+    pub spec: Value,
+    pub status: Value,
+}
+
+/// Which part of an object a write replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Part {
+    Spec,
+    Status,
+}
+
+/// A request to the API server.
+pub enum Request {
+    Get { kind: String, name: String },
+    List { kind: String },
+    Create { kind: String, name: String, spec: Value, status: Value },
+    Update { kind: String, name: String, rv: u64, part: Part, value: Value },
+    Delete { kind: String, name: String },
+    Watch { kind: String, tx: StreamTx<WatchEvent> },
+}
+
+/// What an informer receives.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WatchEvent {
+    /// The object exists in this version (replayed at the start, or changed).
+    Upsert(Object),
+    /// The object was deleted.
+    Deleted { kind: String, name: String },
+}
+
+/// API errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KubeError {
+    /// The write was based on a stale resourceVersion.
+    Conflict,
+    NotFound,
+    AlreadyExists,
+    /// The server refused the request (not applied).
+    Unavailable,
+    /// No answer in time; it may have been applied.
+    Timeout,
+}
+
+type Reply = Result<Response, KubeError>;
+
+/// A successful response.
+#[derive(Clone, Debug)]
+pub enum Response {
+    Object(Object),
+    Objects(Vec<Object>),
+    Done,
+}
+
+struct Shared {
+    node: NodeIx,
+    objects: RefCell<BTreeMap<(String, String), Object>>,
+    next_rv: RefCell<u64>,
+    endpoint: Endpoint<Request, Reply>,
+}
+
+/// The API server (cheap to clone).
+#[derive(Clone)]
+pub struct Kube(Rc<Shared>);
+
+/// Client request timeout.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Kube {
+    /// Installs the API server as the services of `node`. Objects are durable (etcd-backed).
+    pub fn install(world: &World, node: NodeIx) -> Kube {
+        let k = Kube(Rc::new(Shared { node, objects: RefCell::default(), next_rv: RefCell::new(1), endpoint: Endpoint::new(node) }));
+        let k2 = k.clone();
+        world.set_services(node, Rc::new(move |host: &Host| k2.start(host)));
+        k
+    }
+
+    /// The node it runs on.
+    pub fn node(&self) -> NodeIx {
+        self.0.node
+    }
+
+    /// Creates an object directly (for a scenario's initial state, before anything runs).
+    pub fn seed_object(&self, kind: &str, name: &str, spec: Value, status: Value) {
+        let rv = self.bump();
+        self.0.objects.borrow_mut().insert((kind.into(), name.into()), Object { kind: kind.into(), name: name.into(), rv, spec, status });
+    }
+
+    /// Reads an object directly (ground truth for tests and monitors' setup).
+    pub fn peek(&self, kind: &str, name: &str) -> Option<Object> {
+        self.0.objects.borrow().get(&(kind.to_string(), name.to_string())).cloned()
+    }
+
+    /// A client for a process.
+    pub fn client(&self, proc: &Proc) -> KubeClient {
+        KubeClient { endpoint: self.0.endpoint.clone(), proc: proc.clone() }
+    }
+
+    fn bump(&self) -> u64 {
+        let mut n = self.0.next_rv.borrow_mut();
+        let rv = *n;
+        *n += 1;
+        rv
+    }
+
+    fn start(&self, host: &Host) {
+        let proc = host.spawn_process("kube-apiserver");
+        let mut inbox = self.0.endpoint.open();
+        let watchers: Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>> = Rc::default();
+        let (k, p) = (self.clone(), proc.clone());
+        let mut rng = crate::rng::rng_for(host.world().seed(), "kube-faults");
+        proc.spawn("server", async move {
+            while let Some(Call { caller, req, reply, .. }) = inbox.next().await {
+                let faults = p.service_faults();
+                if faults.unavailable {
+                    reply.send(Err(KubeError::Unavailable));
+                    continue;
+                }
+                if faults.slow_us > 0 {
+                    p.sleep(Duration::from_micros(faults.slow_us)).await;
+                }
+                let ambiguous = faults.ambiguous_percent > 0 && rng.random_range(0..100) < faults.ambiguous_percent;
+                let resp = k.handle(&p, &caller, req, &watchers);
+                if ambiguous {
+                    reply.lose();
+                } else {
+                    reply.send(resp);
+                }
+            }
+        });
+    }
+
+    fn handle(&self, p: &Proc, caller: &str, req: Request, watchers: &Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>>) -> Reply {
+        let key = |k: &str, n: &str| (k.to_string(), n.to_string());
+        match req {
+            Request::Get { kind, name } => self.0.objects.borrow().get(&key(&kind, &name)).cloned().map(Response::Object).ok_or(KubeError::NotFound),
+            Request::List { kind } => Ok(Response::Objects(self.0.objects.borrow().values().filter(|o| o.kind == kind).cloned().collect())),
+            Request::Create { kind, name, spec, status } => {
+                if self.0.objects.borrow().contains_key(&key(&kind, &name)) {
+                    return Err(KubeError::AlreadyExists);
+                }
+                let obj = Object { kind: kind.clone(), name: name.clone(), rv: self.bump(), spec, status };
+                self.0.objects.borrow_mut().insert(key(&kind, &name), obj.clone());
+                p.emit(Event::KubeWrite { kind, name, rv: obj.rv, part: "create".into(), client: caller.into() });
+                self.publish(watchers, WatchEvent::Upsert(obj.clone()));
+                Ok(Response::Object(obj))
+            }
+            Request::Update { kind, name, rv, part, value } => {
+                let current = self.0.objects.borrow().get(&key(&kind, &name)).cloned().ok_or(KubeError::NotFound)?;
+                if current.rv != rv {
+                    p.emit(Event::KubeConflict { kind, name, expected_rv: rv, actual_rv: current.rv, client: caller.into() });
+                    return Err(KubeError::Conflict);
+                }
+                let mut obj = current;
+                match part {
+                    Part::Spec => obj.spec = value,
+                    Part::Status => obj.status = value,
+                }
+                obj.rv = self.bump();
+                self.0.objects.borrow_mut().insert(key(&kind, &name), obj.clone());
+                let part = if part == Part::Spec { "spec" } else { "status" };
+                p.emit(Event::KubeWrite { kind, name, rv: obj.rv, part: part.into(), client: caller.into() });
+                self.publish(watchers, WatchEvent::Upsert(obj.clone()));
+                Ok(Response::Object(obj))
+            }
+            Request::Delete { kind, name } => {
+                self.0.objects.borrow_mut().remove(&key(&kind, &name)).ok_or(KubeError::NotFound)?;
+                self.bump();
+                p.emit(Event::KubeWrite { kind: kind.clone(), name: name.clone(), rv: 0, part: "delete".into(), client: caller.into() });
+                self.publish(watchers, WatchEvent::Deleted { kind, name });
+                Ok(Response::Done)
+            }
+            Request::Watch { kind, tx } => {
+                for o in self.0.objects.borrow().values().filter(|o| o.kind == kind) {
+                    tx.send(WatchEvent::Upsert(o.clone()));
+                }
+                watchers.borrow_mut().push((kind, tx));
+                Ok(Response::Done)
+            }
+        }
+    }
+
+    fn publish(&self, watchers: &Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>>, ev: WatchEvent) {
+        let kind = match &ev {
+            WatchEvent::Upsert(o) => o.kind.clone(),
+            WatchEvent::Deleted { kind, .. } => kind.clone(),
+        };
+        let mut w = watchers.borrow_mut();
+        w.retain(|(_, tx)| !tx.is_closed());
+        for (k, tx) in w.iter() {
+            if *k == kind {
+                tx.send(ev.clone());
+            }
+        }
+    }
+}
+
+/// A process's API client.
+#[derive(Clone)]
+pub struct KubeClient {
+    endpoint: Endpoint<Request, Reply>,
+    proc: Proc,
+}
+
+/// An informer's stream.
+pub struct Informer {
+    rx: StreamRx<WatchEvent>,
+}
+
+impl Informer {
+    /// The next event; never returns once the stream broke (bound it with a timeout).
+    pub async fn next(&mut self) -> WatchEvent {
+        self.rx.next().await
+    }
+}
+
+impl KubeClient {
+    async fn call(&self, req: Request) -> Reply {
+        self.proc.call(&self.endpoint, req, REQUEST_TIMEOUT).await.unwrap_or(Err(KubeError::Timeout))
+    }
+
+    /// Reads an object.
+    pub async fn get(&self, kind: &str, name: &str) -> Result<Object, KubeError> {
+        match self.call(Request::Get { kind: kind.into(), name: name.into() }).await? {
+            Response::Object(o) => Ok(o),
+            r => unreachable!("get answered {r:?}"),
+        }
+    }
+
+    /// Lists a kind.
+    pub async fn list(&self, kind: &str) -> Result<Vec<Object>, KubeError> {
+        match self.call(Request::List { kind: kind.into() }).await? {
+            Response::Objects(o) => Ok(o),
+            r => unreachable!("list answered {r:?}"),
+        }
+    }
+
+    /// Creates an object.
+    pub async fn create(&self, kind: &str, name: &str, spec: Value, status: Value) -> Result<Object, KubeError> {
+        match self.call(Request::Create { kind: kind.into(), name: name.into(), spec, status }).await? {
+            Response::Object(o) => Ok(o),
+            r => unreachable!("create answered {r:?}"),
+        }
+    }
+
+    /// Replaces the spec or status of the object at version `rv` (compare-and-swap).
+    pub async fn update(&self, kind: &str, name: &str, rv: u64, part: Part, value: Value) -> Result<Object, KubeError> {
+        match self.call(Request::Update { kind: kind.into(), name: name.into(), rv, part, value }).await? {
+            Response::Object(o) => Ok(o),
+            r => unreachable!("update answered {r:?}"),
+        }
+    }
+
+    /// Deletes an object.
+    pub async fn delete(&self, kind: &str, name: &str) -> Result<(), KubeError> {
+        self.call(Request::Delete { kind: kind.into(), name: name.into() }).await.map(|_| ())
+    }
+
+    /// Starts an informer on a kind: every current object, then every change.
+    pub async fn watch(&self, kind: &str) -> Result<Informer, KubeError> {
+        let world = self.proc.world();
+        let (tx, rx) = stream(world, self.endpoint.node(), self.proc.node());
+        self.call(Request::Watch { kind: kind.into(), tx }).await?;
+        Ok(Informer { rx })
+    }
+}
