@@ -22,7 +22,9 @@
 use crate::scenario::{Options, RunSpec};
 use model::cilium::agent::Workload;
 use model::cilium::operator::OperatorConfig;
-use model::cilium::{Switches, DO_NOT_RELEASE, KIND, MARKED, PRE_ALLOCATE, READY, RELEASED, RELEASE_DELAY};
+use model::cilium::{
+    Switches, DO_NOT_RELEASE, KIND, MARKED, PRE_ALLOCATE, READY, RELEASED, RELEASE_DELAY,
+};
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -93,24 +95,85 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
         })
         .collect();
     let skew = matches!(family, Family::ClockSkew | Family::Swarm);
-    let clock_offset_ms = (0..=nodes).map(|_| if skew { rng.random_range(-60_000..=60_000) } else { rng.random_range(-500..=500) }).collect();
-    let drift_ppm = (0..=nodes).map(|_| if skew { rng.random_range(-500..=500) } else { 0 }).collect();
+    let clock_offset_ms = (0..=nodes)
+        .map(|_| {
+            if skew {
+                rng.random_range(-60_000..=60_000)
+            } else {
+                rng.random_range(-500..=500)
+            }
+        })
+        .collect();
+    let drift_ppm = (0..=nodes)
+        .map(|_| {
+            if skew {
+                rng.random_range(-500..=500)
+            } else {
+                0
+            }
+        })
+        .collect();
     let kinds: &[&str] = match family {
-        Family::SilentTaskDeath => &["death-status-writer", "death-maintenance", "stall-status-writer", "stall-maintenance", "agent-crash", "operator-crash"],
+        Family::SilentTaskDeath => &[
+            "death-status-writer",
+            "death-maintenance",
+            "stall-status-writer",
+            "stall-maintenance",
+            "agent-crash",
+            "operator-crash",
+        ],
         Family::ClockSkew => &["operator-step", "node-step", "drift", "operator-crash"],
-        Family::SplitBrain => &["node-api-cut", "operator-api-cut", "operator-cloud-cut", "handover", "api-latency", "node-isolate"],
+        Family::SplitBrain => &[
+            "node-api-cut",
+            "operator-api-cut",
+            "operator-cloud-cut",
+            "handover",
+            "api-latency",
+            "node-isolate",
+        ],
         Family::Swarm => &[
-            "death-status-writer", "death-maintenance", "stall-status-writer", "stall-maintenance", "agent-crash", "operator-crash", "operator-step",
-            "node-step", "drift", "node-api-cut", "operator-api-cut", "operator-cloud-cut", "handover", "api-latency", "node-isolate", "cloud-down",
-            "cloud-ambiguous", "cloud-slow", "api-down", "api-slow",
+            "death-status-writer",
+            "death-maintenance",
+            "stall-status-writer",
+            "stall-maintenance",
+            "agent-crash",
+            "operator-crash",
+            "operator-step",
+            "node-step",
+            "drift",
+            "node-api-cut",
+            "operator-api-cut",
+            "operator-cloud-cut",
+            "handover",
+            "api-latency",
+            "node-isolate",
+            "cloud-down",
+            "cloud-ambiguous",
+            "cloud-slow",
+            "api-down",
+            "api-slow",
         ],
     };
-    let mut fault_kinds: Vec<String> = kinds.iter().filter(|_| rng.random_bool(0.5)).map(|s| s.to_string()).collect();
+    let mut fault_kinds: Vec<String> = kinds
+        .iter()
+        .filter(|_| rng.random_bool(0.5))
+        .map(|s| s.to_string())
+        .collect();
     if fault_kinds.is_empty() {
         fault_kinds.push(kinds.choose(&mut rng).unwrap().to_string());
     }
     let fault_count = rng.random_range(1..=if family == Family::Swarm { 14 } else { 8 });
-    let o = CiliumOptions { nodes, latency_min_us, latency_max_us, enis, workloads, clock_offset_ms, drift_ppm, fault_kinds, fault_count };
+    let o = CiliumOptions {
+        nodes,
+        latency_min_us,
+        latency_max_us,
+        enis,
+        workloads,
+        clock_offset_ms,
+        drift_ppm,
+        fault_kinds,
+        fault_count,
+    };
     let schedule = schedule(&o, &mut rng);
     (o, schedule)
 }
@@ -124,29 +187,149 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
         let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
         let n = nodes.choose(rng).unwrap().clone();
         let (dur_ms, k) = match kind {
-            "death-status-writer" => (0, FaultKind::TaskDeath { node: n, task: s("status-writer") }),
-            "death-maintenance" => (0, FaultKind::TaskDeath { node: s("operator"), task: s("maintenance") }),
-            "stall-status-writer" => (rng.random_range(5_000..=120_000), FaultKind::TaskStall { node: n, task: s("status-writer") }),
-            "stall-maintenance" => (rng.random_range(5_000..=240_000), FaultKind::TaskStall { node: s("operator"), task: s("maintenance") }),
-            "agent-crash" => (0, FaultKind::ProcessCrash { node: n, process: s("cilium-agent") }),
-            "operator-crash" => (0, FaultKind::ProcessCrash { node: s("operator"), process: s("cilium-operator") }),
-            "operator-step" => (0, FaultKind::ClockStep { node: s("operator"), delta_ms: rng.random_range(-300_000..=300_000) }),
-            "node-step" => (0, FaultKind::ClockStep { node: n, delta_ms: rng.random_range(-300_000..=300_000) }),
-            "drift" => (rng.random_range(30_000..=300_000), FaultKind::Drift { node: if rng.random_bool(0.5) { s("operator") } else { n }, ppm: rng.random_range(-500..=500) }),
-            "node-api-cut" => (rng.random_range(5_000..=120_000), FaultKind::Partition { a: vec![n], b: vec![s("apiserver")] }),
-            "operator-api-cut" => (rng.random_range(5_000..=180_000), FaultKind::Partition { a: vec![s("operator")], b: vec![s("apiserver")] }),
-            "operator-cloud-cut" => (rng.random_range(5_000..=120_000), FaultKind::Partition { a: vec![s("operator")], b: vec![s("cloud")] }),
-            "handover" => (rng.random_range(30_000..=300_000), FaultKind::Activate { node: s("operator-2") }),
-            "api-latency" => (rng.random_range(10_000..=120_000), FaultKind::Latency { node: s("apiserver"), extra_ms: rng.random_range(100..=5_000) }),
-            "node-isolate" => (rng.random_range(5_000..=120_000), FaultKind::Isolate { node: n }),
-            "cloud-down" => (rng.random_range(5_000..=60_000), FaultKind::ServiceUnavailable { node: s("cloud") }),
-            "cloud-ambiguous" => (rng.random_range(60_000..=400_000), FaultKind::ServiceAmbiguous { node: s("cloud"), percent: rng.random_range(20..=100) }),
-            "cloud-slow" => (rng.random_range(10_000..=120_000), FaultKind::ServiceSlow { node: s("cloud"), extra_ms: rng.random_range(500..=8_000) }),
-            "api-down" => (rng.random_range(2_000..=30_000), FaultKind::ServiceUnavailable { node: s("apiserver") }),
-            "api-slow" => (rng.random_range(10_000..=60_000), FaultKind::ServiceSlow { node: s("apiserver"), extra_ms: rng.random_range(100..=3_000) }),
+            "death-status-writer" => (
+                0,
+                FaultKind::TaskDeath {
+                    node: n,
+                    task: s("status-writer"),
+                },
+            ),
+            "death-maintenance" => (
+                0,
+                FaultKind::TaskDeath {
+                    node: s("operator"),
+                    task: s("maintenance"),
+                },
+            ),
+            "stall-status-writer" => (
+                rng.random_range(5_000..=120_000),
+                FaultKind::TaskStall {
+                    node: n,
+                    task: s("status-writer"),
+                },
+            ),
+            "stall-maintenance" => (
+                rng.random_range(5_000..=240_000),
+                FaultKind::TaskStall {
+                    node: s("operator"),
+                    task: s("maintenance"),
+                },
+            ),
+            "agent-crash" => (
+                0,
+                FaultKind::ProcessCrash {
+                    node: n,
+                    process: s("cilium-agent"),
+                },
+            ),
+            "operator-crash" => (
+                0,
+                FaultKind::ProcessCrash {
+                    node: s("operator"),
+                    process: s("cilium-operator"),
+                },
+            ),
+            "operator-step" => (
+                0,
+                FaultKind::ClockStep {
+                    node: s("operator"),
+                    delta_ms: rng.random_range(-300_000..=300_000),
+                },
+            ),
+            "node-step" => (
+                0,
+                FaultKind::ClockStep {
+                    node: n,
+                    delta_ms: rng.random_range(-300_000..=300_000),
+                },
+            ),
+            "drift" => (
+                rng.random_range(30_000..=300_000),
+                FaultKind::Drift {
+                    node: if rng.random_bool(0.5) {
+                        s("operator")
+                    } else {
+                        n
+                    },
+                    ppm: rng.random_range(-500..=500),
+                },
+            ),
+            "node-api-cut" => (
+                rng.random_range(5_000..=120_000),
+                FaultKind::Partition {
+                    a: vec![n],
+                    b: vec![s("apiserver")],
+                },
+            ),
+            "operator-api-cut" => (
+                rng.random_range(5_000..=180_000),
+                FaultKind::Partition {
+                    a: vec![s("operator")],
+                    b: vec![s("apiserver")],
+                },
+            ),
+            "operator-cloud-cut" => (
+                rng.random_range(5_000..=120_000),
+                FaultKind::Partition {
+                    a: vec![s("operator")],
+                    b: vec![s("cloud")],
+                },
+            ),
+            "handover" => (
+                rng.random_range(30_000..=300_000),
+                FaultKind::Activate {
+                    node: s("operator-2"),
+                },
+            ),
+            "api-latency" => (
+                rng.random_range(10_000..=120_000),
+                FaultKind::Latency {
+                    node: s("apiserver"),
+                    extra_ms: rng.random_range(100..=5_000),
+                },
+            ),
+            "node-isolate" => (
+                rng.random_range(5_000..=120_000),
+                FaultKind::Isolate { node: n },
+            ),
+            "cloud-down" => (
+                rng.random_range(5_000..=60_000),
+                FaultKind::ServiceUnavailable { node: s("cloud") },
+            ),
+            "cloud-ambiguous" => (
+                rng.random_range(60_000..=400_000),
+                FaultKind::ServiceAmbiguous {
+                    node: s("cloud"),
+                    percent: rng.random_range(20..=100),
+                },
+            ),
+            "cloud-slow" => (
+                rng.random_range(10_000..=120_000),
+                FaultKind::ServiceSlow {
+                    node: s("cloud"),
+                    extra_ms: rng.random_range(500..=8_000),
+                },
+            ),
+            "api-down" => (
+                rng.random_range(2_000..=30_000),
+                FaultKind::ServiceUnavailable {
+                    node: s("apiserver"),
+                },
+            ),
+            "api-slow" => (
+                rng.random_range(10_000..=60_000),
+                FaultKind::ServiceSlow {
+                    node: s("apiserver"),
+                    extra_ms: rng.random_range(100..=3_000),
+                },
+            ),
             other => unreachable!("unknown cilium fault kind {other}"),
         };
-        out.push(Fault { at_ms, dur_ms, kind: k });
+        out.push(Fault {
+            at_ms,
+            dur_ms,
+            kind: k,
+        });
     }
     out.sort_by_key(|f| f.at_ms);
     out
@@ -154,7 +337,9 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
 
 /// Runs one Cilium scenario.
 pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
-    let Options::Cilium(o) = &spec.options else { unreachable!("a cilium scenario has cilium options") };
+    let Options::Cilium(o) = &spec.options else {
+        unreachable!("a cilium scenario has cilium options")
+    };
     let names = o.node_names();
     let n = o.nodes as usize;
     let nodes: Vec<NodeSpec> = names
@@ -162,7 +347,13 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
         .enumerate()
         .map(|(i, name)| {
             // Clocks: index 0 of the options is the operator, then the nodes.
-            let c = if i < n { i + 1 } else if name == "operator" { 0 } else { usize::MAX };
+            let c = if i < n {
+                i + 1
+            } else if name == "operator" {
+                0
+            } else {
+                usize::MAX
+            };
             NodeSpec {
                 name: name.clone(),
                 offset_us: o.clock_offset_ms.get(c).copied().unwrap_or(0) * 1000,
@@ -173,7 +364,10 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
     let cfg = SimConfig {
         seed: spec.seed,
         nodes,
-        net: NetSpec { latency_min_us: o.latency_min_us, latency_max_us: o.latency_max_us },
+        net: NetSpec {
+            latency_min_us: o.latency_min_us,
+            latency_max_us: o.latency_max_us,
+        },
         schedule: spec.schedule.clone(),
         fault_window_ms: FAULT_WINDOW_MS,
         liveness_ms: LIVENESS_MS,
@@ -182,13 +376,22 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
     let sw = Switches {
         no_handshake: spec.bugs.iter().any(|b| b == "cilium-no-handshake"),
         merge_release_ips: spec.fixes.iter().any(|f| f == "cilium-merge-release-ips"),
-        hold_unknown_release: spec.fixes.iter().any(|f| f == "cilium-hold-unknown-release"),
+        hold_unknown_release: spec
+            .fixes
+            .iter()
+            .any(|f| f == "cilium-hold-unknown-release"),
     };
     let node_names: Vec<String> = names[..n].to_vec();
     let mut monitor = CiliumMonitor::new(names.clone(), (o.enis * ENI_CAPACITY) as usize, coverage);
     let (o2, names2) = (o.clone(), names.clone());
     // Initial pools: pre-allocate IPs on eni-0 of every node (computed here so the monitor knows them).
-    let initial: Vec<Vec<String>> = (0..n).map(|i| (1..=PRE_ALLOCATE as u32).map(|k| initial_ip(&names[i], k)).collect()).collect();
+    let initial: Vec<Vec<String>> = (0..n)
+        .map(|i| {
+            (1..=PRE_ALLOCATE as u32)
+                .map(|k| initial_ip(&names[i], k))
+                .collect()
+        })
+        .collect();
     for (i, ips) in initial.iter().enumerate() {
         for ip in ips {
             monitor.assigned.insert((names[i].clone(), ip.clone()));
@@ -202,8 +405,16 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
             cloud.add_instance(name, o2.enis);
             let ips = cloud.seed_assign(name, "eni-0", PRE_ALLOCATE as u32);
             debug_assert_eq!(ips, initial[i]);
-            let pool: BTreeMap<String, String> = ips.into_iter().map(|ip| (ip, "eni-0".to_string())).collect();
-            kube.seed_object(KIND, name, serde_json::json!({ "pool": pool }), serde_json::json!({}));
+            let pool: BTreeMap<String, String> = ips
+                .into_iter()
+                .map(|ip| (ip, "eni-0".to_string()))
+                .collect();
+            kube.seed_object(
+                KIND,
+                name,
+                serde_json::json!({ "pool": pool }),
+                serde_json::json!({}),
+            );
             model::cilium::agent::install(world, i as NodeIx, &kube, o2.workloads[i].clone());
         }
         for (node, standby) in [("operator", false), ("operator-2", true)] {
@@ -224,7 +435,10 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
 
 /// The IPs `Cloud::seed_assign` hands out first (mirrors its numbering).
 fn initial_ip(instance: &str, n: u32) -> String {
-    let base = instance.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32)) % 250;
+    let base = instance
+        .bytes()
+        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32))
+        % 250;
     format!("10.{base}.{}.{}", n / 250, n % 250 + 1)
 }
 
@@ -281,13 +495,27 @@ impl CiliumMonitor {
         }
     }
 
-    fn unassign(&mut self, rec: &Record, instance: &str, ip: &str, client: &str) -> Option<Failure> {
+    fn unassign(
+        &mut self,
+        rec: &Record,
+        instance: &str,
+        ip: &str,
+        client: &str,
+    ) -> Option<Failure> {
         self.reached.insert("ip-released");
-        self.assigned.remove(&(instance.to_string(), ip.to_string()));
-        self.unassigned.insert((instance.to_string(), ip.to_string()), (rec.t_us, client.to_string()));
+        self.assigned
+            .remove(&(instance.to_string(), ip.to_string()));
+        self.unassigned.insert(
+            (instance.to_string(), ip.to_string()),
+            (rec.t_us, client.to_string()),
+        );
         let key = (instance.to_string(), ip.to_string());
         let (pod, since) = self.pod_ips.get(&key)?.clone();
-        let node = self.names.iter().position(|n| n == instance).map(|i| i as NodeIx);
+        let node = self
+            .names
+            .iter()
+            .position(|n| n == instance)
+            .map(|i| i as NodeIx);
         let view = match self.decisions.get(&key) {
             Some((t, rv, _)) => match self.writes.get(&(instance.to_string(), *rv)) {
                 Some((tw, by)) => format!(
@@ -323,7 +551,12 @@ impl Monitor for CiliumMonitor {
                 self.assigned.insert((instance.clone(), ip.clone()));
                 None
             }
-            Event::CloudUnassign { instance, ip, client, .. } => {
+            Event::CloudUnassign {
+                instance,
+                ip,
+                client,
+                ..
+            } => {
                 let (i, p, c) = (instance.clone(), ip.clone(), client.clone());
                 self.unassign(rec, &i, &p, &c)
             }
@@ -337,7 +570,13 @@ impl Monitor for CiliumMonitor {
                 self.reached.insert("conflict-on-write");
                 None
             }
-            Event::KubeWrite { kind, name, rv, part, client } if kind == KIND && part == "status" => {
+            Event::KubeWrite {
+                kind,
+                name,
+                rv,
+                part,
+                client,
+            } if kind == KIND && part == "status" => {
                 self.writes.insert((name.clone(), *rv), (t, client.clone()));
                 None
             }
@@ -357,7 +596,15 @@ impl Monitor for CiliumMonitor {
                     };
                     let erased = match self.entry_removed.get(&key) {
                         Some((te, prev)) => {
-                            let by = self.writes.iter().filter(|((n, _), (tw, _))| *n == node && tw <= te).max_by_key(|(_, (tw, _))| *tw).map(|(_, (tw, c))| format!(" by {c}'s status write at {}", secs(*tw))).unwrap_or_default();
+                            let by = self
+                                .writes
+                                .iter()
+                                .filter(|((n, _), (tw, _))| *n == node && tw <= te)
+                                .max_by_key(|(_, (tw, _))| *tw)
+                                .map(|(_, (tw, c))| {
+                                    format!(" by {c}'s status write at {}", secs(*tw))
+                                })
+                                .unwrap_or_default();
                             format!("; the agent's '{prev}' entry for it had been removed from release-ips{by} (seen at {}), so the agent took it for an aborted release", secs(*te))
                         }
                         None => String::new(),
@@ -387,7 +634,11 @@ impl Monitor for CiliumMonitor {
                 None
             }
             Event::TaskDeath { .. } => {
-                self.dead_tasks.insert(if node.starts_with("operator") { "operator".to_string() } else { node });
+                self.dead_tasks.insert(if node.starts_with("operator") {
+                    "operator".to_string()
+                } else {
+                    node
+                });
                 None
             }
             Event::NodeCrash => {
@@ -412,7 +663,11 @@ impl Monitor for CiliumMonitor {
                 self.agent_state.retain(|(n, _), _| *n != node);
                 None
             }
-            Event::CiliumAgentState { ip, state, allocated } => {
+            Event::CiliumAgentState {
+                ip,
+                state,
+                allocated,
+            } => {
                 let key = (node.clone(), ip.clone());
                 match state {
                     Some(s) => {
@@ -437,7 +692,12 @@ impl Monitor for CiliumMonitor {
                 }
                 None
             }
-            Event::CiliumMark { node: n, ip, observed_used, .. } => {
+            Event::CiliumMark {
+                node: n,
+                ip,
+                observed_used,
+                ..
+            } => {
                 self.marked.insert((n.clone(), ip.clone()));
                 observed_used.then(|| Failure {
                     invariant: "operator-marks-unused",
@@ -450,9 +710,19 @@ impl Monitor for CiliumMonitor {
                 self.marked.remove(&(n.clone(), ip.clone()));
                 None
             }
-            Event::CiliumRelease { node: n, ip, state_seen, excess_for_ms, observed_rv, handshake } => {
+            Event::CiliumRelease {
+                node: n,
+                ip,
+                state_seen,
+                excess_for_ms,
+                observed_rv,
+                handshake,
+            } => {
                 self.marked.remove(&(n.clone(), ip.clone()));
-                self.decisions.insert((n.clone(), ip.clone()), (t, *observed_rv, state_seen.clone()));
+                self.decisions.insert(
+                    (n.clone(), ip.clone()),
+                    (t, *observed_rv, state_seen.clone()),
+                );
                 let too_early = *excess_for_ms < RELEASE_DELAY.as_millis() as u64;
                 (*handshake && (state_seen != READY || too_early)).then(|| Failure {
                     invariant: "release-acknowledged",
@@ -490,27 +760,47 @@ impl Monitor for CiliumMonitor {
             let held: Vec<&String> = self
                 .agent_state
                 .iter()
-                .filter(|((m, ip), s)| m == n && matches!(s.as_str(), MARKED | READY) && !self.pod_ips.contains_key(&(m.clone(), ip.clone())))
+                .filter(|((m, ip), s)| {
+                    m == n
+                        && matches!(s.as_str(), MARKED | READY)
+                        && !self.pod_ips.contains_key(&(m.clone(), ip.clone()))
+                })
                 .map(|((_, ip), _)| ip)
                 .collect();
             if !operator_ok || self.dead_tasks.contains(n) {
                 continue;
             }
             if !held.is_empty() {
-                waiting.push(format!("{pod} on {n} (since {}) while {:?} are held in a handshake state", secs(*since), held));
+                waiting.push(format!(
+                    "{pod} on {n} (since {}) while {:?} are held in a handshake state",
+                    secs(*since),
+                    held
+                ));
             } else if holding(n) < self.capacity {
-                waiting.push(format!("{pod} on {n} (since {}; {n} holds {} of {} IPs)", secs(*since), holding(n), self.capacity));
+                waiting.push(format!(
+                    "{pod} on {n} (since {}; {n} holds {} of {} IPs)",
+                    secs(*since),
+                    holding(n),
+                    self.capacity
+                ));
             }
         }
         (!waiting.is_empty()).then(|| Failure {
             invariant: "pods-get-ips",
             kind: Kind::Liveness,
             node: None,
-            explanation: format!("{} after faults stopped, pods still wait for an IP: {}", secs(PODS_BOUND_US), waiting.join(", ")),
+            explanation: format!(
+                "{} after faults stopped, pods still wait for an IP: {}",
+                secs(PODS_BOUND_US),
+                waiting.join(", ")
+            ),
         })
     }
 
     fn coverage(&self) -> Vec<(&'static str, bool)> {
-        self.catalog.iter().map(|p| (*p, self.reached.contains(p))).collect()
+        self.catalog
+            .iter()
+            .map(|p| (*p, self.reached.contains(p)))
+            .collect()
     }
 }

@@ -132,6 +132,13 @@ const HANDOVER_ERASES_RELEASE: Finding = Finding {
     summary: "during a leadership handover both operators write status.ipam.release-ips as a whole map from their own state; the standby, whose view predates the other's unassign, erases the entry that kept the IP out of use, and the agent, reading the missing entry as an aborted release, hands a pod an IP the cloud no longer gives the node",
 };
 
+const UNKNOWN_UNASSIGN_ABORTED: Finding = Finding {
+    invariant: "agent-allocates-from-pool",
+    seed: 240,
+    fix: "cilium-hold-unknown-release",
+    summary: "an unassign that the cloud applied but whose answer was lost leaves the operator believing the IP is still assigned; when the node's IPs stop being in excess it aborts the handshake, the agent drops its ready-for-release entry and hands a pod an IP the cloud already took",
+};
+
 const WATCHER_DEATH: Finding = Finding {
             invariant: "agent-view-converges",
             seed: 283,
@@ -244,7 +251,7 @@ pub static SCENARIOS: &[Scenario] = &[
         crate::cilium::Family::Swarm,
         "Every Cilium fault together, including cloud and API server failures, ambiguity and slowness",
         &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"],
-        &[Finding { seed: 2594, ..HANDOVER_ERASES_RELEASE }]
+        &[Finding { seed: 499, ..HANDOVER_ERASES_RELEASE }, UNKNOWN_UNASSIGN_ABORTED]
     ),
 ];
 

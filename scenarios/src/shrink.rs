@@ -168,7 +168,9 @@ impl Shrinker {
 
     fn fewer_nodes(&mut self) {
         loop {
-            let Options::Calico(o) = &self.best.options else { return };
+            let Options::Calico(o) = &self.best.options else {
+                return;
+            };
             let named = |name: &str| {
                 self.best
                     .schedule

@@ -119,7 +119,9 @@ fn generated_schedules_against_the_fixed_model() {
         ("calico-status-backlog", Family::StatusBacklog, 8),
     ] {
         let sc = scenario(name).unwrap();
-        let (Options::Calico(opts), _) = (sc.draw)(5) else { unreachable!() };
+        let (Options::Calico(opts), _) = (sc.draw)(5) else {
+            unreachable!()
+        };
         let persist = FileFailurePersistence::Direct(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/proptest-regressions/exploration.txt"

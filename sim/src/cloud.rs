@@ -20,9 +20,17 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub enum Request {
     /// Assign up to `count` new secondary IPs to `eni` of `instance`.
-    Assign { instance: String, eni: String, count: u32 },
+    Assign {
+        instance: String,
+        eni: String,
+        count: u32,
+    },
     /// Unassign these IPs from `eni` of `instance`.
-    Unassign { instance: String, eni: String, ips: Vec<String> },
+    Unassign {
+        instance: String,
+        eni: String,
+        ips: Vec<String>,
+    },
     /// The instance's interfaces and their IPs.
     Describe { instance: String },
 }
@@ -69,7 +77,13 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 impl Cloud {
     /// Installs the cloud API on `node`; each interface holds at most `capacity` secondary IPs.
     pub fn install(world: &World, node: NodeIx, capacity: u32) -> Cloud {
-        let c = Cloud(Rc::new(Shared { node, capacity, instances: RefCell::default(), next_ip: RefCell::default(), endpoint: Endpoint::new(node) }));
+        let c = Cloud(Rc::new(Shared {
+            node,
+            capacity,
+            instances: RefCell::default(),
+            next_ip: RefCell::default(),
+            endpoint: Endpoint::new(node),
+        }));
         let c2 = c.clone();
         world.set_services(node, Rc::new(move |host: &Host| c2.start(host)));
         c
@@ -82,7 +96,9 @@ impl Cloud {
 
     /// Gives an instance its interfaces (empty) before the run starts.
     pub fn add_instance(&self, instance: &str, enis: u32) {
-        let ifs = (0..enis).map(|i| (format!("eni-{i}"), BTreeSet::new())).collect();
+        let ifs = (0..enis)
+            .map(|i| (format!("eni-{i}"), BTreeSet::new()))
+            .collect();
         self.0.instances.borrow_mut().insert(instance.into(), ifs);
     }
 
@@ -93,20 +109,35 @@ impl Cloud {
 
     /// A client for a process.
     pub fn client(&self, proc: &Proc) -> CloudClient {
-        CloudClient { endpoint: self.0.endpoint.clone(), proc: proc.clone() }
+        CloudClient {
+            endpoint: self.0.endpoint.clone(),
+            proc: proc.clone(),
+        }
     }
 
-    fn apply_assign(&self, instance: &str, eni: &str, count: u32) -> Result<Vec<String>, CloudError> {
+    fn apply_assign(
+        &self,
+        instance: &str,
+        eni: &str,
+        count: u32,
+    ) -> Result<Vec<String>, CloudError> {
         let mut inst = self.0.instances.borrow_mut();
-        let ifs = inst.get_mut(instance).ok_or_else(|| CloudError::Invalid(format!("no instance {instance}")))?;
-        let ips = ifs.get_mut(eni).ok_or_else(|| CloudError::Invalid(format!("no interface {eni}")))?;
+        let ifs = inst
+            .get_mut(instance)
+            .ok_or_else(|| CloudError::Invalid(format!("no instance {instance}")))?;
+        let ips = ifs
+            .get_mut(eni)
+            .ok_or_else(|| CloudError::Invalid(format!("no interface {eni}")))?;
         let room = self.0.capacity.saturating_sub(ips.len() as u32);
         if room == 0 {
             return Err(CloudError::Invalid(format!("{eni} is full")));
         }
         let mut next = self.0.next_ip.borrow_mut();
         let counter = next.entry(instance.to_string()).or_insert(1);
-        let base = instance.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32)) % 250;
+        let base = instance
+            .bytes()
+            .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32))
+            % 250;
         let new: Vec<String> = (0..count.min(room))
             .map(|_| {
                 let n = *counter;
@@ -124,7 +155,10 @@ impl Cloud {
         let (c, p) = (self.clone(), proc.clone());
         let mut rng = crate::rng::rng_for(host.world().seed(), "cloud-faults");
         proc.spawn("server", async move {
-            while let Some(Call { caller, req, reply, .. }) = inbox.next().await {
+            while let Some(Call {
+                caller, req, reply, ..
+            }) = inbox.next().await
+            {
                 let faults = p.service_faults();
                 if faults.unavailable {
                     reply.send(Err(CloudError::Unavailable));
@@ -133,7 +167,8 @@ impl Cloud {
                 if faults.slow_us > 0 {
                     p.sleep(Duration::from_micros(faults.slow_us)).await;
                 }
-                let ambiguous = faults.ambiguous_percent > 0 && rng.random_range(0..100) < faults.ambiguous_percent;
+                let ambiguous = faults.ambiguous_percent > 0
+                    && rng.random_range(0..100) < faults.ambiguous_percent;
                 let op = match &req {
                     Request::Assign { .. } => "assign",
                     Request::Unassign { .. } => "unassign",
@@ -141,7 +176,10 @@ impl Cloud {
                 };
                 let resp = c.handle(&p, &caller, req);
                 if ambiguous {
-                    p.emit(Event::CloudAmbiguous { op: op.into(), client: caller });
+                    p.emit(Event::CloudAmbiguous {
+                        op: op.into(),
+                        client: caller,
+                    });
                     reply.lose();
                 } else {
                     reply.send(resp);
@@ -152,16 +190,28 @@ impl Cloud {
 
     fn handle(&self, p: &Proc, caller: &str, req: Request) -> Reply {
         match req {
-            Request::Assign { instance, eni, count } => {
+            Request::Assign {
+                instance,
+                eni,
+                count,
+            } => {
                 let ips = self.apply_assign(&instance, &eni, count)?;
                 for ip in &ips {
-                    p.emit(Event::CloudAssign { instance: instance.clone(), eni: eni.clone(), ip: ip.clone(), client: caller.into() });
+                    p.emit(Event::CloudAssign {
+                        instance: instance.clone(),
+                        eni: eni.clone(),
+                        ip: ip.clone(),
+                        client: caller.into(),
+                    });
                 }
                 Ok(Response::Assigned(ips))
             }
             Request::Unassign { instance, eni, ips } => {
                 let mut inst = self.0.instances.borrow_mut();
-                let set = inst.get_mut(&instance).and_then(|i| i.get_mut(&eni)).ok_or_else(|| CloudError::Invalid(format!("no {instance}/{eni}")))?;
+                let set = inst
+                    .get_mut(&instance)
+                    .and_then(|i| i.get_mut(&eni))
+                    .ok_or_else(|| CloudError::Invalid(format!("no {instance}/{eni}")))?;
                 if let Some(missing) = ips.iter().find(|ip| !set.contains(*ip)) {
                     return Err(CloudError::Invalid(format!("{missing} is not on {eni}")));
                 }
@@ -170,13 +220,23 @@ impl Cloud {
                 }
                 drop(inst);
                 for ip in ips {
-                    p.emit(Event::CloudUnassign { instance: instance.clone(), eni: eni.clone(), ip, client: caller.into() });
+                    p.emit(Event::CloudUnassign {
+                        instance: instance.clone(),
+                        eni: eni.clone(),
+                        ip,
+                        client: caller.into(),
+                    });
                 }
                 Ok(Response::Unassigned)
             }
-            Request::Describe { instance } => {
-                Ok(Response::Interfaces(self.0.instances.borrow().get(&instance).cloned().unwrap_or_default()))
-            }
+            Request::Describe { instance } => Ok(Response::Interfaces(
+                self.0
+                    .instances
+                    .borrow()
+                    .get(&instance)
+                    .cloned()
+                    .unwrap_or_default(),
+            )),
         }
     }
 }
@@ -190,25 +250,56 @@ pub struct CloudClient {
 
 impl CloudClient {
     async fn call(&self, req: Request) -> Reply {
-        self.proc.call(&self.endpoint, req, REQUEST_TIMEOUT).await.unwrap_or(Err(CloudError::Timeout))
+        self.proc
+            .call(&self.endpoint, req, REQUEST_TIMEOUT)
+            .await
+            .unwrap_or(Err(CloudError::Timeout))
     }
 
     /// Assigns up to `count` IPs to an interface.
-    pub async fn assign(&self, instance: &str, eni: &str, count: u32) -> Result<Vec<String>, CloudError> {
-        match self.call(Request::Assign { instance: instance.into(), eni: eni.into(), count }).await? {
+    pub async fn assign(
+        &self,
+        instance: &str,
+        eni: &str,
+        count: u32,
+    ) -> Result<Vec<String>, CloudError> {
+        match self
+            .call(Request::Assign {
+                instance: instance.into(),
+                eni: eni.into(),
+                count,
+            })
+            .await?
+        {
             Response::Assigned(ips) => Ok(ips),
             r => unreachable!("assign answered {r:?}"),
         }
     }
 
     /// Unassigns IPs from an interface.
-    pub async fn unassign(&self, instance: &str, eni: &str, ips: Vec<String>) -> Result<(), CloudError> {
-        self.call(Request::Unassign { instance: instance.into(), eni: eni.into(), ips }).await.map(|_| ())
+    pub async fn unassign(
+        &self,
+        instance: &str,
+        eni: &str,
+        ips: Vec<String>,
+    ) -> Result<(), CloudError> {
+        self.call(Request::Unassign {
+            instance: instance.into(),
+            eni: eni.into(),
+            ips,
+        })
+        .await
+        .map(|_| ())
     }
 
     /// The instance's interfaces.
     pub async fn describe(&self, instance: &str) -> Result<Interfaces, CloudError> {
-        match self.call(Request::Describe { instance: instance.into() }).await? {
+        match self
+            .call(Request::Describe {
+                instance: instance.into(),
+            })
+            .await?
+        {
             Response::Interfaces(i) => Ok(i),
             r => unreachable!("describe answered {r:?}"),
         }

@@ -115,15 +115,37 @@ pub enum Event {
 
     // ---- the simulated Kubernetes API server ----
     /// An object was created, updated (`part`: spec or status) or deleted.
-    KubeWrite { kind: String, name: String, rv: u64, part: String, client: String },
+    KubeWrite {
+        kind: String,
+        name: String,
+        rv: u64,
+        part: String,
+        client: String,
+    },
     /// A write based on a stale resourceVersion was rejected.
-    KubeConflict { kind: String, name: String, expected_rv: u64, actual_rv: u64, client: String },
+    KubeConflict {
+        kind: String,
+        name: String,
+        expected_rv: u64,
+        actual_rv: u64,
+        client: String,
+    },
 
     // ---- the simulated cloud IP API ----
     /// A secondary IP was assigned to an instance's interface.
-    CloudAssign { instance: String, eni: String, ip: String, client: String },
+    CloudAssign {
+        instance: String,
+        eni: String,
+        ip: String,
+        client: String,
+    },
     /// A secondary IP was unassigned.
-    CloudUnassign { instance: String, eni: String, ip: String, client: String },
+    CloudUnassign {
+        instance: String,
+        eni: String,
+        ip: String,
+        client: String,
+    },
     /// A request was applied but the caller got no answer.
     CloudAmbiguous { op: String, client: String },
 
@@ -135,13 +157,29 @@ pub enum Event {
     /// The kubelet deleted a pod (which had `ip`, if any).
     CiliumPodDeleted { pod: String, ip: Option<String> },
     /// An entry of the agent's `release-ips` view changed (`state` none: removed).
-    CiliumAgentState { ip: String, state: Option<String>, allocated: bool },
+    CiliumAgentState {
+        ip: String,
+        state: Option<String>,
+        allocated: bool,
+    },
     /// The operator marked an IP for release (`observed_used`: it was in the used set it saw).
-    CiliumMark { node: String, ip: String, observed_used: bool, observed_rv: u64 },
+    CiliumMark {
+        node: String,
+        ip: String,
+        observed_used: bool,
+        observed_rv: u64,
+    },
     /// The operator dropped a handshake entry: the IP is no longer excess.
     CiliumAbort { node: String, ip: String },
     /// The operator decided to unassign an IP (`state_seen`: the handshake state it saw).
-    CiliumRelease { node: String, ip: String, state_seen: String, excess_for_ms: u64, observed_rv: u64, handshake: bool },
+    CiliumRelease {
+        node: String,
+        ip: String,
+        state_seen: String,
+        excess_for_ms: u64,
+        observed_rv: u64,
+        handshake: bool,
+    },
 
     // ---- Calico (networking-calico's OpenStack driver) ----
     /// The elector tries to create the election key.

@@ -40,12 +40,34 @@ pub enum Part {
 
 /// A request to the API server.
 pub enum Request {
-    Get { kind: String, name: String },
-    List { kind: String },
-    Create { kind: String, name: String, spec: Value, status: Value },
-    Update { kind: String, name: String, rv: u64, part: Part, value: Value },
-    Delete { kind: String, name: String },
-    Watch { kind: String, tx: StreamTx<WatchEvent> },
+    Get {
+        kind: String,
+        name: String,
+    },
+    List {
+        kind: String,
+    },
+    Create {
+        kind: String,
+        name: String,
+        spec: Value,
+        status: Value,
+    },
+    Update {
+        kind: String,
+        name: String,
+        rv: u64,
+        part: Part,
+        value: Value,
+    },
+    Delete {
+        kind: String,
+        name: String,
+    },
+    Watch {
+        kind: String,
+        tx: StreamTx<WatchEvent>,
+    },
 }
 
 /// What an informer receives.
@@ -97,7 +119,12 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 impl Kube {
     /// Installs the API server as the services of `node`. Objects are durable (etcd-backed).
     pub fn install(world: &World, node: NodeIx) -> Kube {
-        let k = Kube(Rc::new(Shared { node, objects: RefCell::default(), next_rv: RefCell::new(1), endpoint: Endpoint::new(node) }));
+        let k = Kube(Rc::new(Shared {
+            node,
+            objects: RefCell::default(),
+            next_rv: RefCell::new(1),
+            endpoint: Endpoint::new(node),
+        }));
         let k2 = k.clone();
         world.set_services(node, Rc::new(move |host: &Host| k2.start(host)));
         k
@@ -111,17 +138,33 @@ impl Kube {
     /// Creates an object directly (for a scenario's initial state, before anything runs).
     pub fn seed_object(&self, kind: &str, name: &str, spec: Value, status: Value) {
         let rv = self.bump();
-        self.0.objects.borrow_mut().insert((kind.into(), name.into()), Object { kind: kind.into(), name: name.into(), rv, spec, status });
+        self.0.objects.borrow_mut().insert(
+            (kind.into(), name.into()),
+            Object {
+                kind: kind.into(),
+                name: name.into(),
+                rv,
+                spec,
+                status,
+            },
+        );
     }
 
     /// Reads an object directly (ground truth for tests and monitors' setup).
     pub fn peek(&self, kind: &str, name: &str) -> Option<Object> {
-        self.0.objects.borrow().get(&(kind.to_string(), name.to_string())).cloned()
+        self.0
+            .objects
+            .borrow()
+            .get(&(kind.to_string(), name.to_string()))
+            .cloned()
     }
 
     /// A client for a process.
     pub fn client(&self, proc: &Proc) -> KubeClient {
-        KubeClient { endpoint: self.0.endpoint.clone(), proc: proc.clone() }
+        KubeClient {
+            endpoint: self.0.endpoint.clone(),
+            proc: proc.clone(),
+        }
     }
 
     fn bump(&self) -> u64 {
@@ -138,7 +181,10 @@ impl Kube {
         let (k, p) = (self.clone(), proc.clone());
         let mut rng = crate::rng::rng_for(host.world().seed(), "kube-faults");
         proc.spawn("server", async move {
-            while let Some(Call { caller, req, reply, .. }) = inbox.next().await {
+            while let Some(Call {
+                caller, req, reply, ..
+            }) = inbox.next().await
+            {
                 let faults = p.service_faults();
                 if faults.unavailable {
                     reply.send(Err(KubeError::Unavailable));
@@ -147,7 +193,8 @@ impl Kube {
                 if faults.slow_us > 0 {
                     p.sleep(Duration::from_micros(faults.slow_us)).await;
                 }
-                let ambiguous = faults.ambiguous_percent > 0 && rng.random_range(0..100) < faults.ambiguous_percent;
+                let ambiguous = faults.ambiguous_percent > 0
+                    && rng.random_range(0..100) < faults.ambiguous_percent;
                 let resp = k.handle(&p, &caller, req, &watchers);
                 if ambiguous {
                     reply.lose();
@@ -158,25 +205,84 @@ impl Kube {
         });
     }
 
-    fn handle(&self, p: &Proc, caller: &str, req: Request, watchers: &Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>>) -> Reply {
+    fn handle(
+        &self,
+        p: &Proc,
+        caller: &str,
+        req: Request,
+        watchers: &Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>>,
+    ) -> Reply {
         let key = |k: &str, n: &str| (k.to_string(), n.to_string());
         match req {
-            Request::Get { kind, name } => self.0.objects.borrow().get(&key(&kind, &name)).cloned().map(Response::Object).ok_or(KubeError::NotFound),
-            Request::List { kind } => Ok(Response::Objects(self.0.objects.borrow().values().filter(|o| o.kind == kind).cloned().collect())),
-            Request::Create { kind, name, spec, status } => {
+            Request::Get { kind, name } => self
+                .0
+                .objects
+                .borrow()
+                .get(&key(&kind, &name))
+                .cloned()
+                .map(Response::Object)
+                .ok_or(KubeError::NotFound),
+            Request::List { kind } => Ok(Response::Objects(
+                self.0
+                    .objects
+                    .borrow()
+                    .values()
+                    .filter(|o| o.kind == kind)
+                    .cloned()
+                    .collect(),
+            )),
+            Request::Create {
+                kind,
+                name,
+                spec,
+                status,
+            } => {
                 if self.0.objects.borrow().contains_key(&key(&kind, &name)) {
                     return Err(KubeError::AlreadyExists);
                 }
-                let obj = Object { kind: kind.clone(), name: name.clone(), rv: self.bump(), spec, status };
-                self.0.objects.borrow_mut().insert(key(&kind, &name), obj.clone());
-                p.emit(Event::KubeWrite { kind, name, rv: obj.rv, part: "create".into(), client: caller.into() });
+                let obj = Object {
+                    kind: kind.clone(),
+                    name: name.clone(),
+                    rv: self.bump(),
+                    spec,
+                    status,
+                };
+                self.0
+                    .objects
+                    .borrow_mut()
+                    .insert(key(&kind, &name), obj.clone());
+                p.emit(Event::KubeWrite {
+                    kind,
+                    name,
+                    rv: obj.rv,
+                    part: "create".into(),
+                    client: caller.into(),
+                });
                 self.publish(watchers, WatchEvent::Upsert(obj.clone()));
                 Ok(Response::Object(obj))
             }
-            Request::Update { kind, name, rv, part, value } => {
-                let current = self.0.objects.borrow().get(&key(&kind, &name)).cloned().ok_or(KubeError::NotFound)?;
+            Request::Update {
+                kind,
+                name,
+                rv,
+                part,
+                value,
+            } => {
+                let current = self
+                    .0
+                    .objects
+                    .borrow()
+                    .get(&key(&kind, &name))
+                    .cloned()
+                    .ok_or(KubeError::NotFound)?;
                 if current.rv != rv {
-                    p.emit(Event::KubeConflict { kind, name, expected_rv: rv, actual_rv: current.rv, client: caller.into() });
+                    p.emit(Event::KubeConflict {
+                        kind,
+                        name,
+                        expected_rv: rv,
+                        actual_rv: current.rv,
+                        client: caller.into(),
+                    });
                     return Err(KubeError::Conflict);
                 }
                 let mut obj = current;
@@ -185,16 +291,35 @@ impl Kube {
                     Part::Status => obj.status = value,
                 }
                 obj.rv = self.bump();
-                self.0.objects.borrow_mut().insert(key(&kind, &name), obj.clone());
+                self.0
+                    .objects
+                    .borrow_mut()
+                    .insert(key(&kind, &name), obj.clone());
                 let part = if part == Part::Spec { "spec" } else { "status" };
-                p.emit(Event::KubeWrite { kind, name, rv: obj.rv, part: part.into(), client: caller.into() });
+                p.emit(Event::KubeWrite {
+                    kind,
+                    name,
+                    rv: obj.rv,
+                    part: part.into(),
+                    client: caller.into(),
+                });
                 self.publish(watchers, WatchEvent::Upsert(obj.clone()));
                 Ok(Response::Object(obj))
             }
             Request::Delete { kind, name } => {
-                self.0.objects.borrow_mut().remove(&key(&kind, &name)).ok_or(KubeError::NotFound)?;
+                self.0
+                    .objects
+                    .borrow_mut()
+                    .remove(&key(&kind, &name))
+                    .ok_or(KubeError::NotFound)?;
                 self.bump();
-                p.emit(Event::KubeWrite { kind: kind.clone(), name: name.clone(), rv: 0, part: "delete".into(), client: caller.into() });
+                p.emit(Event::KubeWrite {
+                    kind: kind.clone(),
+                    name: name.clone(),
+                    rv: 0,
+                    part: "delete".into(),
+                    client: caller.into(),
+                });
                 self.publish(watchers, WatchEvent::Deleted { kind, name });
                 Ok(Response::Done)
             }
@@ -244,12 +369,21 @@ impl Informer {
 
 impl KubeClient {
     async fn call(&self, req: Request) -> Reply {
-        self.proc.call(&self.endpoint, req, REQUEST_TIMEOUT).await.unwrap_or(Err(KubeError::Timeout))
+        self.proc
+            .call(&self.endpoint, req, REQUEST_TIMEOUT)
+            .await
+            .unwrap_or(Err(KubeError::Timeout))
     }
 
     /// Reads an object.
     pub async fn get(&self, kind: &str, name: &str) -> Result<Object, KubeError> {
-        match self.call(Request::Get { kind: kind.into(), name: name.into() }).await? {
+        match self
+            .call(Request::Get {
+                kind: kind.into(),
+                name: name.into(),
+            })
+            .await?
+        {
             Response::Object(o) => Ok(o),
             r => unreachable!("get answered {r:?}"),
         }
@@ -264,16 +398,46 @@ impl KubeClient {
     }
 
     /// Creates an object.
-    pub async fn create(&self, kind: &str, name: &str, spec: Value, status: Value) -> Result<Object, KubeError> {
-        match self.call(Request::Create { kind: kind.into(), name: name.into(), spec, status }).await? {
+    pub async fn create(
+        &self,
+        kind: &str,
+        name: &str,
+        spec: Value,
+        status: Value,
+    ) -> Result<Object, KubeError> {
+        match self
+            .call(Request::Create {
+                kind: kind.into(),
+                name: name.into(),
+                spec,
+                status,
+            })
+            .await?
+        {
             Response::Object(o) => Ok(o),
             r => unreachable!("create answered {r:?}"),
         }
     }
 
     /// Replaces the spec or status of the object at version `rv` (compare-and-swap).
-    pub async fn update(&self, kind: &str, name: &str, rv: u64, part: Part, value: Value) -> Result<Object, KubeError> {
-        match self.call(Request::Update { kind: kind.into(), name: name.into(), rv, part, value }).await? {
+    pub async fn update(
+        &self,
+        kind: &str,
+        name: &str,
+        rv: u64,
+        part: Part,
+        value: Value,
+    ) -> Result<Object, KubeError> {
+        match self
+            .call(Request::Update {
+                kind: kind.into(),
+                name: name.into(),
+                rv,
+                part,
+                value,
+            })
+            .await?
+        {
             Response::Object(o) => Ok(o),
             r => unreachable!("update answered {r:?}"),
         }
@@ -281,14 +445,23 @@ impl KubeClient {
 
     /// Deletes an object.
     pub async fn delete(&self, kind: &str, name: &str) -> Result<(), KubeError> {
-        self.call(Request::Delete { kind: kind.into(), name: name.into() }).await.map(|_| ())
+        self.call(Request::Delete {
+            kind: kind.into(),
+            name: name.into(),
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Starts an informer on a kind: every current object, then every change.
     pub async fn watch(&self, kind: &str) -> Result<Informer, KubeError> {
         let world = self.proc.world();
         let (tx, rx) = stream(world, self.endpoint.node(), self.proc.node());
-        self.call(Request::Watch { kind: kind.into(), tx }).await?;
+        self.call(Request::Watch {
+            kind: kind.into(),
+            tx,
+        })
+        .await?;
         Ok(Informer { rx })
     }
 }

@@ -278,7 +278,14 @@ fn pauses_stalls_and_silent_deaths() {
 #[test]
 fn the_liveness_phase_ends_a_long_stall_at_once() {
     // A 1000 s stall from 150 s; the fault window ends at 200 s and heals it: ticks resume then.
-    let stall = Fault { at_ms: 150_500, dur_ms: 1_000_000, kind: FaultKind::TaskStall { node: "client".into(), task: "ticker".into() } };
+    let stall = Fault {
+        at_ms: 150_500,
+        dur_ms: 1_000_000,
+        kind: FaultKind::TaskStall {
+            node: "client".into(),
+            task: "ticker".into(),
+        },
+    };
     let log = with_etcd(0, vec![stall], |p, _etcd, w, log| async move {
         let (l, w2, p2) = (log.clone(), w.clone(), p.clone());
         p.spawn("ticker", async move {
@@ -290,5 +297,8 @@ fn the_liveness_phase_ends_a_long_stall_at_once() {
     });
     let ticks: Vec<f64> = log.iter().map(|s| s.parse().unwrap()).collect();
     assert!(!ticks.iter().any(|t| *t > 150.6 && *t < 200.0), "{ticks:?}");
-    assert!(ticks.iter().any(|t| (200.0..201.5).contains(t)), "the stall did not end with the fault window: {ticks:?}");
+    assert!(
+        ticks.iter().any(|t| (200.0..201.5).contains(t)),
+        "the stall did not end with the fault window: {ticks:?}"
+    );
 }

@@ -107,7 +107,10 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
     let mut rng = proc.rng("workload");
     let host = proc.host_name();
     loop {
-        proc.sleep(Duration::from_secs(rng.random_range(w.step_min_s..=w.step_max_s.max(w.step_min_s)) as u64)).await;
+        proc.sleep(Duration::from_secs(
+            rng.random_range(w.step_min_s..=w.step_max_s.max(w.step_min_s)) as u64,
+        ))
+        .await;
         // The target swings between 0 and max_pods (a triangle wave), plus bursts.
         let t = (proc.mono_us() / 1_000_000) as u32 % w.period_s.max(1);
         let half = w.period_s.max(2) / 2;
@@ -148,7 +151,11 @@ impl Agent {
     }
 
     fn answer(&self, ip: &str, state: Option<&str>) {
-        self.proc.emit(Event::CiliumAgentState { ip: ip.into(), state: state.map(str::to_string), allocated: self.used.borrow().contains_key(ip) });
+        self.proc.emit(Event::CiliumAgentState {
+            ip: ip.into(),
+            state: state.map(str::to_string),
+            allocated: self.used.borrow().contains_key(ip),
+        });
     }
 
     /// Takes a CiliumNode version: pool, base version, and the answered `release-ips` view.
@@ -211,9 +218,21 @@ impl Agent {
         loop {
             let seen = self.pods.changed.generation();
             let mut changed = false;
-            let pods: Vec<(String, Option<String>)> = self.pods.pods.borrow().iter().map(|(a, b)| (a.clone(), b.clone())).collect();
+            let pods: Vec<(String, Option<String>)> = self
+                .pods
+                .pods
+                .borrow()
+                .iter()
+                .map(|(a, b)| (a.clone(), b.clone()))
+                .collect();
             let live: BTreeSet<&String> = pods.iter().map(|(p, _)| p).collect();
-            let gone: Vec<String> = self.used.borrow().iter().filter(|(_, pod)| !live.contains(pod)).map(|(ip, _)| ip.clone()).collect();
+            let gone: Vec<String> = self
+                .used
+                .borrow()
+                .iter()
+                .filter(|(_, pod)| !live.contains(pod))
+                .map(|(ip, _)| ip.clone())
+                .collect();
             for ip in gone {
                 self.used.borrow_mut().remove(&ip);
                 changed = true;
@@ -223,8 +242,17 @@ impl Agent {
                     continue;
                 }
                 let free = {
-                    let (pool, used, view) = (self.pool.borrow(), self.used.borrow(), self.view.borrow());
-                    pool.keys().find(|ip| !used.contains_key(*ip) && !matches!(view.get(*ip).map(String::as_str), Some(MARKED | READY | RELEASED))).cloned()
+                    let (pool, used, view) =
+                        (self.pool.borrow(), self.used.borrow(), self.view.borrow());
+                    pool.keys()
+                        .find(|ip| {
+                            !used.contains_key(*ip)
+                                && !matches!(
+                                    view.get(*ip).map(String::as_str),
+                                    Some(MARKED | READY | RELEASED)
+                                )
+                        })
+                        .cloned()
                 };
                 let Some(ip) = free else { break };
                 self.used.borrow_mut().insert(ip.clone(), pod.clone());
@@ -267,8 +295,20 @@ impl Agent {
                 }
             }
             self.pending.set(false);
-            let status = Status { used: self.used.borrow().clone(), release_ips: self.view.borrow().clone() };
-            let result = self.kube.update(KIND, &self.node, self.base_rv.get(), Part::Status, serde_json::to_value(&status).unwrap()).await;
+            let status = Status {
+                used: self.used.borrow().clone(),
+                release_ips: self.view.borrow().clone(),
+            };
+            let result = self
+                .kube
+                .update(
+                    KIND,
+                    &self.node,
+                    self.base_rv.get(),
+                    Part::Status,
+                    serde_json::to_value(&status).unwrap(),
+                )
+                .await;
             last_write = Some(self.proc.mono_us());
             match result {
                 Ok(obj) => self.base_rv.set(obj.rv.max(self.base_rv.get())),

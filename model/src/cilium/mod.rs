@@ -83,15 +83,25 @@ pub struct Status {
 
 /// Parses a CiliumNode's spec and status (missing parts are empty).
 pub fn parse(obj: &sim::kube::Object) -> (Spec, Status) {
-    (serde_json::from_value(obj.spec.clone()).unwrap_or_default(), serde_json::from_value(obj.status.clone()).unwrap_or_default())
+    (
+        serde_json::from_value(obj.spec.clone()).unwrap_or_default(),
+        serde_json::from_value(obj.status.clone()).unwrap_or_default(),
+    )
 }
 
 /// The operator's excess decision for one node: which IPs to release, chosen from the interface
 /// with the most free IPs, never one in `used`. Excess = available - used - pre_allocate -
 /// max_above_watermark (none while within pre_allocate + max_above_watermark of used).
-pub fn excess_ips(pool: &BTreeMap<String, String>, used: &BTreeSet<String>, pre_allocate: usize, max_above_watermark: usize) -> Vec<String> {
+pub fn excess_ips(
+    pool: &BTreeMap<String, String>,
+    used: &BTreeSet<String>,
+    pre_allocate: usize,
+    max_above_watermark: usize,
+) -> Vec<String> {
     let in_use = pool.keys().filter(|ip| used.contains(*ip)).count();
-    let excess = pool.len().saturating_sub(in_use + pre_allocate + max_above_watermark);
+    let excess = pool
+        .len()
+        .saturating_sub(in_use + pre_allocate + max_above_watermark);
     if excess == 0 {
         return Vec::new();
     }
@@ -102,7 +112,12 @@ pub fn excess_ips(pool: &BTreeMap<String, String>, used: &BTreeSet<String>, pre_
         }
     }
     // The interface with the most free IPs (ties: the first by name), so that it may be emptied.
-    let Some((_, ips)) = free.iter().max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0))) else { return Vec::new() };
+    let Some((_, ips)) = free
+        .iter()
+        .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0)))
+    else {
+        return Vec::new();
+    };
     ips.iter().take(excess).map(|s| s.to_string()).collect()
 }
 
@@ -135,12 +150,21 @@ mod tests {
     use super::*;
 
     fn pool(spec: &[(&str, &str)]) -> BTreeMap<String, String> {
-        spec.iter().map(|(ip, eni)| (ip.to_string(), eni.to_string())).collect()
+        spec.iter()
+            .map(|(ip, eni)| (ip.to_string(), eni.to_string()))
+            .collect()
     }
 
     #[test]
     fn excess_is_available_minus_used_minus_pre_allocate() {
-        let p: BTreeMap<String, String> = (0..12).map(|i| (format!("10.0.0.{i:02}"), if i < 4 { "eni-0" } else { "eni-1" }.to_string())).collect();
+        let p: BTreeMap<String, String> = (0..12)
+            .map(|i| {
+                (
+                    format!("10.0.0.{i:02}"),
+                    if i < 4 { "eni-0" } else { "eni-1" }.to_string(),
+                )
+            })
+            .collect();
         let used: BTreeSet<String> = ["10.0.0.00".to_string(), "10.0.0.05".to_string()].into();
         // 12 available - 2 used - 8 pre-allocate = 2 excess, from eni-1 (7 free vs 3).
         assert_eq!(excess_ips(&p, &used, 8, 0), vec!["10.0.0.04", "10.0.0.06"]);
@@ -164,8 +188,14 @@ mod tests {
         assert_eq!(agent_answer(DO_NOT_RELEASE, false, false), Answer::Keep);
         assert_eq!(agent_answer(RELEASED, false, false), Answer::Remove);
         assert_eq!(agent_answer(RELEASED, true, false), Answer::Keep);
-        assert_eq!(agent_answer(MARKED, false, false), Answer::Set(DO_NOT_RELEASE));
-        assert_eq!(agent_answer(MARKED, true, true), Answer::Set(DO_NOT_RELEASE));
+        assert_eq!(
+            agent_answer(MARKED, false, false),
+            Answer::Set(DO_NOT_RELEASE)
+        );
+        assert_eq!(
+            agent_answer(MARKED, true, true),
+            Answer::Set(DO_NOT_RELEASE)
+        );
         assert_eq!(agent_answer(MARKED, true, false), Answer::Set(READY));
     }
 }

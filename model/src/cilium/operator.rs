@@ -112,8 +112,12 @@ impl Operator {
                 match madsim::time::timeout(INFORMER_IDLE, inf.next()).await {
                     Ok(WatchEvent::Upsert(obj)) => {
                         let (spec, status) = parse(&obj);
-                        let short = spec.pool.len().saturating_sub(status.used.len()) < self.cfg.pre_allocate;
-                        self.state.borrow_mut().observed.insert(obj.name.clone(), obj);
+                        let short = spec.pool.len().saturating_sub(status.used.len())
+                            < self.cfg.pre_allocate;
+                        self.state
+                            .borrow_mut()
+                            .observed
+                            .insert(obj.name.clone(), obj);
                         if short {
                             self.trigger.notify();
                         }
@@ -142,7 +146,9 @@ impl Operator {
     }
 
     async fn maintain(&self, node: &str) {
-        let Some(obj) = self.state.borrow().observed.get(node).cloned() else { return };
+        let Some(obj) = self.state.borrow().observed.get(node).cloned() else {
+            return;
+        };
         let (spec, status) = parse(&obj);
         let used: BTreeSet<String> = status.used.keys().cloned().collect();
         let now = self.now_us();
@@ -151,19 +157,35 @@ impl Operator {
             let mut st = self.state.borrow_mut();
             let local = st.release.entry(node.to_string()).or_default();
             for (ip, s) in &status.release_ips {
-                if local.get(ip).map(String::as_str) == Some(MARKED) && (s == READY || s == DO_NOT_RELEASE) {
+                if local.get(ip).map(String::as_str) == Some(MARKED)
+                    && (s == READY || s == DO_NOT_RELEASE)
+                {
                     local.insert(ip.clone(), s.clone());
                 }
             }
             local.retain(|ip, s| !(s == RELEASED && !status.release_ips.contains_key(ip)));
         }
-        let before = self.state.borrow().release.get(node).cloned().unwrap_or_default();
+        let before = self
+            .state
+            .borrow()
+            .release
+            .get(node)
+            .cloned()
+            .unwrap_or_default();
         let mut pool = spec.pool.clone();
         let (mut added, mut removed) = (BTreeMap::new(), BTreeSet::new());
         // Instance resync: the cloud is the truth about which IPs the node holds.
         if let Ok(ifs) = self.cloud.describe(node).await {
-            let truth: BTreeMap<String, String> = ifs.iter().flat_map(|(eni, ips)| ips.iter().map(move |ip| (ip.clone(), eni.clone()))).collect();
-            for ip in pool.keys().filter(|ip| !truth.contains_key(*ip)).cloned().collect::<Vec<_>>() {
+            let truth: BTreeMap<String, String> = ifs
+                .iter()
+                .flat_map(|(eni, ips)| ips.iter().map(move |ip| (ip.clone(), eni.clone())))
+                .collect();
+            for ip in pool
+                .keys()
+                .filter(|ip| !truth.contains_key(*ip))
+                .cloned()
+                .collect::<Vec<_>>()
+            {
                 pool.remove(&ip);
                 removed.insert(ip.clone());
                 let mut st = self.state.borrow_mut();
@@ -184,8 +206,19 @@ impl Operator {
         let free = pool.keys().filter(|ip| !used.contains(*ip)).count();
         if free < self.cfg.pre_allocate {
             let need = (self.cfg.pre_allocate - free) as u32;
-            let counts: BTreeMap<String, usize> = (0..self.cfg.enis).map(|i| (format!("eni-{i}"), pool.values().filter(|e| **e == format!("eni-{i}")).count())).collect();
-            if let Some((eni, _)) = counts.iter().filter(|(_, n)| (**n as u32) < self.cfg.eni_capacity).min_by_key(|(e, n)| (**n, (*e).clone())) {
+            let counts: BTreeMap<String, usize> = (0..self.cfg.enis)
+                .map(|i| {
+                    (
+                        format!("eni-{i}"),
+                        pool.values().filter(|e| **e == format!("eni-{i}")).count(),
+                    )
+                })
+                .collect();
+            if let Some((eni, _)) = counts
+                .iter()
+                .filter(|(_, n)| (**n as u32) < self.cfg.eni_capacity)
+                .min_by_key(|(e, n)| (**n, (*e).clone()))
+            {
                 if let Ok(ips) = self.cloud.assign(node, eni, need).await {
                     for ip in ips {
                         pool.insert(ip.clone(), eni.clone());
@@ -195,12 +228,21 @@ impl Operator {
             }
         }
         if self.cfg.release_excess {
-            let candidates = excess_ips(&pool, &used, self.cfg.pre_allocate, self.cfg.max_above_watermark);
+            let candidates = excess_ips(
+                &pool,
+                &used,
+                self.cfg.pre_allocate,
+                self.cfg.max_above_watermark,
+            );
             let mut to_release = Vec::new();
             {
                 let mut st = self.state.borrow_mut();
                 let st_uncertain = st.uncertain.clone();
-                let State { release, first_seen, .. } = &mut *st;
+                let State {
+                    release,
+                    first_seen,
+                    ..
+                } = &mut *st;
                 let local = release.entry(node.to_string()).or_default();
                 let seen = first_seen.entry(node.to_string()).or_default();
                 seen.retain(|ip, _| candidates.contains(ip));
@@ -217,12 +259,19 @@ impl Operator {
                     let uncertain = &st_uncertain;
                     let aborted: Vec<String> = local
                         .iter()
-                        .filter(|(ip, s)| !candidates.contains(*ip) && *s != RELEASED && !uncertain.contains(&(node.to_string(), (*ip).clone())))
+                        .filter(|(ip, s)| {
+                            !candidates.contains(*ip)
+                                && *s != RELEASED
+                                && !uncertain.contains(&(node.to_string(), (*ip).clone()))
+                        })
                         .map(|(ip, _)| ip.clone())
                         .collect();
                     for ip in aborted {
                         local.remove(&ip);
-                        self.proc.emit(Event::CiliumAbort { node: node.into(), ip });
+                        self.proc.emit(Event::CiliumAbort {
+                            node: node.into(),
+                            ip,
+                        });
                     }
                 }
                 for ip in &candidates {
@@ -237,7 +286,12 @@ impl Operator {
                     match local.get(ip).map(String::as_str) {
                         None => {
                             local.insert(ip.clone(), MARKED.into());
-                            self.proc.emit(Event::CiliumMark { node: node.into(), ip: ip.clone(), observed_used: used.contains(ip), observed_rv: obj.rv });
+                            self.proc.emit(Event::CiliumMark {
+                                node: node.into(),
+                                ip: ip.clone(),
+                                observed_used: used.contains(ip),
+                                observed_rv: obj.rv,
+                            });
                         }
                         Some(READY) => to_release.push((ip.clone(), READY.into(), now - since)),
                         Some(DO_NOT_RELEASE) => {
@@ -264,7 +318,10 @@ impl Operator {
                     Err(CloudError::Invalid(_)) => true,
                     Err(CloudError::Timeout) => {
                         if self.cfg.switches.hold_unknown_release {
-                            self.state.borrow_mut().uncertain.insert((node.to_string(), ip.clone()));
+                            self.state
+                                .borrow_mut()
+                                .uncertain
+                                .insert((node.to_string(), ip.clone()));
                         }
                         false
                     }
@@ -276,27 +333,46 @@ impl Operator {
                     let mut st = self.state.borrow_mut();
                     st.first_seen.entry(node.into()).or_default().remove(&ip);
                     if !self.cfg.switches.no_handshake {
-                        st.release.entry(node.into()).or_default().insert(ip, RELEASED.into());
+                        st.release
+                            .entry(node.into())
+                            .or_default()
+                            .insert(ip, RELEASED.into());
                     }
                 }
             }
         }
         // Status first, then spec; each write tried twice from a fresh read.
-        let local = self.state.borrow().release.get(node).cloned().unwrap_or_default();
+        let local = self
+            .state
+            .borrow()
+            .release
+            .get(node)
+            .cloned()
+            .unwrap_or_default();
         if !self.cfg.switches.no_handshake && local != status.release_ips {
             if self.cfg.switches.merge_release_ips {
                 // Only what this operator changed since the version it observed.
-                let dropped: Vec<String> = before.keys().filter(|ip| !local.contains_key(*ip)).cloned().collect();
-                let changed: BTreeMap<String, String> = local.iter().filter(|(ip, s)| before.get(*ip) != Some(*s)).map(|(a, b)| (a.clone(), b.clone())).collect();
+                let dropped: Vec<String> = before
+                    .keys()
+                    .filter(|ip| !local.contains_key(*ip))
+                    .cloned()
+                    .collect();
+                let changed: BTreeMap<String, String> = local
+                    .iter()
+                    .filter(|(ip, s)| before.get(*ip) != Some(*s))
+                    .map(|(a, b)| (a.clone(), b.clone()))
+                    .collect();
                 self.write(node, |_, st| {
                     for ip in &dropped {
                         st.release_ips.remove(ip);
                     }
-                    st.release_ips.extend(changed.iter().map(|(a, b)| (a.clone(), b.clone())));
+                    st.release_ips
+                        .extend(changed.iter().map(|(a, b)| (a.clone(), b.clone())));
                 })
                 .await;
             } else {
-                self.write(node, |_, st| st.release_ips = local.clone()).await;
+                self.write(node, |_, st| st.release_ips = local.clone())
+                    .await;
             }
         }
         if !added.is_empty() || !removed.is_empty() {
@@ -306,10 +382,22 @@ impl Operator {
 
     async fn write(&self, node: &str, f: impl Fn(&mut Spec, &mut Status)) -> bool {
         for _ in 0..WRITE_ATTEMPTS {
-            let Ok(fresh) = self.kube.get(KIND, node).await else { continue };
+            let Ok(fresh) = self.kube.get(KIND, node).await else {
+                continue;
+            };
             let (mut spec, mut status) = parse(&fresh);
             f(&mut spec, &mut status);
-            match self.kube.update(KIND, node, fresh.rv, Part::Status, serde_json::to_value(&status).unwrap()).await {
+            match self
+                .kube
+                .update(
+                    KIND,
+                    node,
+                    fresh.rv,
+                    Part::Status,
+                    serde_json::to_value(&status).unwrap(),
+                )
+                .await
+            {
                 Ok(obj) => {
                     self.state.borrow_mut().observed.insert(node.into(), obj);
                     return true;
@@ -320,13 +408,31 @@ impl Operator {
         false
     }
 
-    async fn write_spec(&self, node: &str, added: &BTreeMap<String, String>, removed: &BTreeSet<String>) {
+    async fn write_spec(
+        &self,
+        node: &str,
+        added: &BTreeMap<String, String>,
+        removed: &BTreeSet<String>,
+    ) {
         for _ in 0..WRITE_ATTEMPTS {
-            let Ok(fresh) = self.kube.get(KIND, node).await else { continue };
+            let Ok(fresh) = self.kube.get(KIND, node).await else {
+                continue;
+            };
             let (mut spec, _) = parse(&fresh);
-            spec.pool.extend(added.iter().map(|(a, b)| (a.clone(), b.clone())));
+            spec.pool
+                .extend(added.iter().map(|(a, b)| (a.clone(), b.clone())));
             spec.pool.retain(|ip, _| !removed.contains(ip));
-            if let Ok(obj) = self.kube.update(KIND, node, fresh.rv, Part::Spec, serde_json::to_value(&spec).unwrap()).await {
+            if let Ok(obj) = self
+                .kube
+                .update(
+                    KIND,
+                    node,
+                    fresh.rv,
+                    Part::Spec,
+                    serde_json::to_value(&spec).unwrap(),
+                )
+                .await
+            {
                 self.state.borrow_mut().observed.insert(node.into(), obj);
                 return;
             }

@@ -599,7 +599,9 @@ pub fn switches(spec: &RunSpec) -> Switches {
 
 /// Runs one Calico scenario (on the current thread).
 pub fn run(spec: &RunSpec, family: Family, coverage: &'static [&'static str]) -> Outcome {
-    let Options::Calico(o) = &spec.options else { unreachable!("a calico scenario has calico options") };
+    let Options::Calico(o) = &spec.options else {
+        unreachable!("a calico scenario has calico options")
+    };
     let names = o.node_names();
     let (h, c) = (o.hosts as usize, o.felix.len());
     let offset_ms = |i: usize| -> i64 {
