@@ -177,7 +177,7 @@ impl Kube {
     fn start(&self, host: &Host) {
         let proc = host.spawn_process("kube-apiserver");
         let mut inbox = self.0.endpoint.open();
-        let watchers: Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>> = Rc::default();
+        let watchers: Watchers = Rc::default();
         let (k, p) = (self.clone(), proc.clone());
         let mut rng = crate::rng::rng_for(host.world().seed(), "kube-faults");
         proc.spawn("server", async move {
@@ -210,7 +210,7 @@ impl Kube {
         p: &Proc,
         caller: &str,
         req: Request,
-        watchers: &Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>>,
+        watchers: &Watchers,
     ) -> Reply {
         let key = |k: &str, n: &str| (k.to_string(), n.to_string());
         match req {
@@ -333,7 +333,7 @@ impl Kube {
         }
     }
 
-    fn publish(&self, watchers: &Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>>, ev: WatchEvent) {
+    fn publish(&self, watchers: &Watchers, ev: WatchEvent) {
         let kind = match &ev {
             WatchEvent::Upsert(o) => o.kind.clone(),
             WatchEvent::Deleted { kind, .. } => kind.clone(),
@@ -347,6 +347,9 @@ impl Kube {
         }
     }
 }
+
+/// Open informers: (kind, stream).
+type Watchers = Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>>;
 
 /// A process's API client.
 #[derive(Clone)]

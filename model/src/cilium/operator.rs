@@ -163,7 +163,7 @@ impl Operator {
                     local.insert(ip.clone(), s.clone());
                 }
             }
-            local.retain(|ip, s| !(s == RELEASED && !status.release_ips.contains_key(ip)));
+            local.retain(|ip, s| s != RELEASED || status.release_ips.contains_key(ip));
         }
         let before = self
             .state

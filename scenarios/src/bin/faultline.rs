@@ -115,6 +115,31 @@ enum Cmd {
         #[arg(long = "fix")]
         fixes: Vec<String>,
     },
+    /// Write a report (index.html, summary.md, report.json) of one seed, many seeds, or a replay file.
+    Report {
+        /// The scenario (not with --replay).
+        scenario: Option<String>,
+        /// Report this seed.
+        #[arg(long)]
+        seed: Option<String>,
+        /// Report the distribution over this many seeds (from --from).
+        #[arg(long)]
+        seeds: Option<String>,
+        #[arg(long, default_value = "0")]
+        from: String,
+        #[arg(long = "bug")]
+        bugs: Vec<String>,
+        #[arg(long = "fix")]
+        fixes: Vec<String>,
+        /// Report the run of a replay file.
+        #[arg(long)]
+        replay: Option<PathBuf>,
+        /// Output directory (default: target/faultline-reports/<scenario>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// For every bug switch: seeds and wall time to the first failure (one core) over several
     /// starting seeds, and the size of the shrunk schedule; medians in a table.
     Measure {
@@ -491,6 +516,17 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             count(&seeds, "seed count")?,
             json,
         ),
+        Cmd::Report {
+            scenario,
+            seed,
+            seeds,
+            from,
+            bugs,
+            fixes,
+            replay,
+            out,
+            json,
+        } => report(scenario, seed, seeds, from, bugs, fixes, replay, out, json),
         Cmd::Bench {
             scenarios,
             seeds,
@@ -755,5 +791,188 @@ fn measure(starts: u64, seeds: u64, json: bool) -> Result<u8, BadInput> {
         rows.push(json!({"bug": sw.name, "scenario": sc.name, "found": found, "starts": starts, "median_seeds": ms, "median_seconds": mw, "median_shrunk_faults": mz, "shrunk_at_most_5": small}));
     }
     println!("{}", json!({ "bugs": rows }));
+    Ok(0)
+}
+
+fn fault_window_s(sc: &Scenario) -> f64 {
+    match sc.system {
+        "cilium" => scenarios::cilium::FAULT_WINDOW_MS as f64 / 1000.0,
+        _ => scenarios::calico::FAULT_WINDOW_MS as f64 / 1000.0,
+    }
+}
+
+/// Runs a spec with its trace and builds its report.
+fn report_of(spec: &RunSpec, replay: String) -> reports::Report {
+    let mut spec = spec.clone();
+    spec.keep_trace = true;
+    let outcome = run_spec(spec.clone());
+    let info = reports::RunInfo {
+        scenario: spec.scenario.name.into(),
+        seed: spec.seed,
+        bugs: spec.bugs.clone(),
+        fixes: spec.fixes.clone(),
+        options: serde_json::to_value(&spec.options).unwrap_or_default(),
+        schedule: spec.schedule.clone(),
+        replay,
+        fault_window_s: fault_window_s(spec.scenario),
+    };
+    reports::build(
+        &info,
+        &outcome,
+        outcome.trace.as_deref().unwrap_or_default(),
+    )
+}
+
+fn write_files(dir: &std::path::Path, files: &[(&str, String)]) -> Result<Vec<String>, BadInput> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        BadInput(format!(
+            "cannot create output directory {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        write_atomic(&path, text.as_bytes())
+            .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+        written.push(path.display().to_string());
+    }
+    Ok(written)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    scenario: Option<String>,
+    seed: Option<String>,
+    seeds: Option<String>,
+    from: String,
+    bugs: Vec<String>,
+    fixes: Vec<String>,
+    replay: Option<PathBuf>,
+    out: Option<PathBuf>,
+    json: bool,
+) -> Result<u8, BadInput> {
+    let default_dir = |name: &str| PathBuf::from("target/faultline-reports").join(name);
+    let (dir, files, label) = if let Some(file) = replay {
+        let r = ReplayFile::load(&file)?;
+        let spec = r.spec()?;
+        let rep = report_of(
+            &spec,
+            format!(
+                "cargo run --release --bin faultline -- replay {}",
+                file.display()
+            ),
+        );
+        let dir = out.unwrap_or_else(|| default_dir(spec.scenario.name));
+        (
+            dir,
+            vec![
+                ("index.html", reports::html(&rep)),
+                ("summary.md", reports::markdown(&rep)),
+                ("report.json", serde_json::to_string_pretty(&rep).unwrap()),
+            ],
+            format!("seed {}", spec.seed),
+        )
+    } else {
+        let name = scenario.ok_or_else(|| BadInput("give a scenario, or --replay FILE".into()))?;
+        let sc = find_scenario(&name)?;
+        check_switches(sc, &bugs, &fixes)?;
+        let dir = out.unwrap_or_else(|| default_dir(sc.name));
+        match (seed, seeds) {
+            (Some(seed), None) => {
+                let spec = RunSpec::from_seed(sc, parse_seed(&seed)?, &bugs, &fixes);
+                let rep = report_of(&spec, spec.command());
+                (
+                    dir,
+                    vec![
+                        ("index.html", reports::html(&rep)),
+                        ("summary.md", reports::markdown(&rep)),
+                        ("report.json", serde_json::to_string_pretty(&rep).unwrap()),
+                    ],
+                    format!("seed {}", spec.seed),
+                )
+            }
+            (None, Some(n)) => {
+                let n = count(&n, "seed count")?;
+                let from = parse_seed(&from)?;
+                if from.checked_add(n - 1).is_none() {
+                    return Err(BadInput(format!(
+                        "seed range {from}..+{n} overflows 64 bits"
+                    )));
+                }
+                let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+                let (r2, b2, f2) = (rows.clone(), bugs.clone(), fixes.clone());
+                sim::runtime::pool(
+                    n as usize,
+                    cores(),
+                    std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+                    move |i| {
+                        let spec = RunSpec::from_seed(sc, from + i as u64, &b2, &f2);
+                        let mut spec2 = spec.clone();
+                        spec2.keep_trace = true;
+                        let outcome = spec2.run();
+                        let info = reports::RunInfo {
+                            scenario: sc.name.into(),
+                            seed: spec.seed,
+                            bugs: spec.bugs.clone(),
+                            fixes: spec.fixes.clone(),
+                            options: serde_json::to_value(&spec.options).unwrap_or_default(),
+                            schedule: spec.schedule.clone(),
+                            replay: spec.command(),
+                            fault_window_s: fault_window_s(sc),
+                        };
+                        reports::build(
+                            &info,
+                            &outcome,
+                            outcome.trace.as_deref().unwrap_or_default(),
+                        )
+                    },
+                    move |_, r| {
+                        if let Ok(rep) = r {
+                            r2.lock().unwrap().push(rep);
+                        }
+                    },
+                );
+                let mut reps = std::sync::Arc::try_unwrap(rows)
+                    .unwrap()
+                    .into_inner()
+                    .unwrap();
+                reps.sort_by_key(|r| r.seed);
+                let headline = reps
+                    .first()
+                    .map(|r| r.headline.name.clone())
+                    .unwrap_or_default();
+                let seed_rows = reps
+                    .iter()
+                    .map(|r| reports::SeedRow {
+                        seed: r.seed,
+                        headline_s: r.headline.value_s,
+                        longest_pause_s: r.headline.longest_pause_s,
+                        largest_skew_s: r.headline.largest_skew_s,
+                        violation: r.violation.as_ref().map(|v| v.invariant.clone()),
+                    })
+                    .collect();
+                let d = reports::distribution(sc.name, &bugs, &fixes, &headline, seed_rows);
+                let detail = reps.iter().find(|r| r.violation.is_some()).or(reps.first());
+                let files = vec![
+                    ("index.html", reports::distribution_html(&d, detail)),
+                    ("summary.md", reports::distribution_markdown(&d)),
+                    ("report.json", serde_json::to_string_pretty(&d).unwrap()),
+                ];
+                (dir, files, format!("{n} seeds"))
+            }
+            _ => return Err(BadInput("give exactly one of --seed N or --seeds N".into())),
+        }
+    };
+    let written = write_files(&dir, &files)?;
+    if !json {
+        for w in &written {
+            println!("wrote {w}");
+        }
+    }
+    println!(
+        "{}",
+        json!({"report": label, "dir": dir.display().to_string(), "files": written})
+    );
     Ok(0)
 }

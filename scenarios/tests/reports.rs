@@ -1,0 +1,195 @@
+//! Reports: snapshots of `summary.md` and `report.json` for pinned seeds, a render of `index.html`
+//! in headless Chromium (timeline SVG present and sized, every violation shown, no script errors;
+//! a screenshot is saved under `target/`), and bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .output()
+        .expect("faultline runs")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/faultline-reports/test")
+        .join(name)
+}
+
+fn report(args: &[&str], name: &str) -> PathBuf {
+    let dir = out_dir(name);
+    let mut a: Vec<&str> = vec!["report"];
+    a.extend_from_slice(args);
+    let d = dir.to_str().unwrap().to_string();
+    a.extend_from_slice(&["--out", &d]);
+    let o = faultline(&a);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    dir
+}
+
+#[test]
+fn summaries_and_json_of_pinned_seeds() {
+    for (name, args) in [
+        ("split-brain-93", vec!["calico-split-brain", "--seed", "93"]),
+        ("restart-7", vec!["calico-restart", "--seed", "7"]),
+        (
+            "cilium-no-handshake-7",
+            vec![
+                "cilium-swarm",
+                "--seed",
+                "7",
+                "--bug",
+                "cilium-no-handshake",
+            ],
+        ),
+    ] {
+        let dir = report(&args, name);
+        let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        insta::assert_snapshot!(format!("{name}-summary"), md);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+                .unwrap();
+        insta::assert_json_snapshot!(format!("{name}-report"), json);
+    }
+    let dir = report(
+        &["calico-split-brain", "--seeds", "12"],
+        "split-brain-12-seeds",
+    );
+    insta::assert_snapshot!(
+        "split-brain-12-seeds-summary",
+        std::fs::read_to_string(dir.join("summary.md")).unwrap()
+    );
+}
+
+fn chromium() -> Option<&'static str> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+fn headless(args: &[&str]) -> Output {
+    let profile = std::env::temp_dir().join(format!("faultline-chromium-{}", std::process::id()));
+    let mut a = vec![
+        "--headless=new".to_string(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--disable-quic".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        format!("--user-data-dir={}", profile.display()),
+    ];
+    a.extend(args.iter().map(|s| s.to_string()));
+    Command::new(chromium().unwrap())
+        .args(&a)
+        .output()
+        .expect("chromium runs")
+}
+
+#[test]
+fn index_html_renders_in_headless_chromium() {
+    if chromium().is_none() {
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "chromium is not installed: CI must render the reports (apt-get install chromium)"
+            );
+        }
+        eprintln!("reports: SKIPPED the browser test, no chromium (apt-get install chromium)");
+        return;
+    }
+    let single = report(&["calico-clock-skew", "--seed", "52"], "render-single");
+    let many = report(
+        &["cilium-split-brain", "--seeds", "8", "--from", "450"],
+        "render-many",
+    );
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    for (dir, shot) in [(&single, "report-single.png"), (&many, "report-seeds.png")] {
+        let url = format!(
+            "file://{}",
+            dir.join("index.html").canonicalize().unwrap().display()
+        );
+        let dom = headless(&["--virtual-time-budget=2000", "--dump-dom", &url]);
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        assert!(
+            dom.contains(r#"data-errors="0""#),
+            "script errors while rendering {url}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+                .unwrap();
+        // Every violation of the report appears on the page.
+        let violation = json["violation"]["invariant"].as_str().or_else(|| {
+            json["seeds"]
+                .as_array()
+                .and_then(|s| s.iter().find_map(|r| r["violation"].as_str()))
+        });
+        if let Some(inv) = violation {
+            assert!(dom.contains(inv), "{inv} missing from {url}");
+        }
+        // The timeline SVG is there and sized.
+        let svg = dom
+            .find(r#"<svg id="timeline""#)
+            .unwrap_or_else(|| panic!("no timeline in {url}"));
+        let tag = &dom[svg..svg + 200];
+        assert!(
+            tag.contains(r#"width="1100""#) && tag.contains("height=\""),
+            "{tag}"
+        );
+        let png = shots.join(shot);
+        let out = headless(&[
+            "--window-size=1240,1400",
+            &format!("--screenshot={}", png.display()),
+            &url,
+        ]);
+        assert!(
+            png.exists() && std::fs::metadata(&png).unwrap().len() > 10_000,
+            "no screenshot: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn bad_input_gets_one_line_and_status_2() {
+    let one_line = |args: &[&str], needle: &str| {
+        let o = faultline(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    };
+    one_line(
+        &["report", "no-such-scenario", "--seed", "1"],
+        "unknown scenario",
+    );
+    one_line(
+        &["report", "--replay", "/nonexistent/replay.json"],
+        "cannot read replay file",
+    );
+    one_line(
+        &["report", "calico-restart"],
+        "exactly one of --seed N or --seeds N",
+    );
+    let file = std::env::temp_dir().join(format!("faultline-report-file-{}", std::process::id()));
+    std::fs::write(&file, "x").unwrap();
+    let bad = file.join("sub");
+    one_line(
+        &[
+            "report",
+            "calico-restart",
+            "--seed",
+            "1",
+            "--out",
+            bad.to_str().unwrap(),
+        ],
+        "cannot create output directory",
+    );
+}
