@@ -192,6 +192,9 @@ pub struct ExploreConfig {
     pub keep_going: bool,
     /// Where failure files go (created if missing); `None` writes none.
     pub out_dir: Option<PathBuf>,
+    /// Explore only shard `k` of `n` (1-based): the seeds whose offset from `from` is `k-1` modulo
+    /// `n`, so `n` machines cover the range with disjoint seeds.
+    pub shard: Option<(u64, u64)>,
 }
 
 /// A failure found by an exploration.
@@ -214,6 +217,10 @@ pub struct ExploreSummary {
     pub coverage: Vec<(&'static str, u64)>,
     /// Errors writing failure files.
     pub write_errors: Vec<String>,
+    /// Load summed over the seeds: timers, messages, nodes.
+    pub timers: u64,
+    pub messages: u64,
+    pub nodes: u64,
 }
 
 /// Explores `seeds` seeds from `from`, in parallel. Each failure's replay file is written the moment
@@ -250,20 +257,28 @@ pub fn explore(
         ..Default::default()
     }));
     let stop = Arc::new(AtomicBool::new(false));
+    let offsets: Arc<Vec<u64>> = Arc::new(match cfg.shard {
+        Some((k, n)) => (0..cfg.seeds).filter(|i| i % n == k - 1).collect(),
+        None => (0..cfg.seeds).collect(),
+    });
     let (c1, c2, s2, stop2) = (cfg.clone(), cfg.clone(), summary.clone(), stop.clone());
+    let (o1, o2) = (offsets.clone(), offsets.clone());
     pool(
-        cfg.seeds as usize,
+        offsets.len(),
         cfg.jobs,
         stop.clone(),
-        move |i| RunSpec::from_seed(c1.scenario, c1.from + i as u64, &c1.bugs, &c1.fixes).run(),
+        move |i| RunSpec::from_seed(c1.scenario, c1.from + o1[i], &c1.bugs, &c1.fixes).run(),
         move |i, result| {
-            let spec = RunSpec::from_seed(c2.scenario, c2.from + i as u64, &c2.bugs, &c2.fixes);
+            let spec = RunSpec::from_seed(c2.scenario, c2.from + o2[i], &c2.bugs, &c2.fixes);
             let outcome = match result {
                 Ok(o) => o,
                 Err(msg) => crash_outcome(msg),
             };
             let mut s = s2.lock().unwrap_or_else(|e| e.into_inner());
             s.seeds_run += 1;
+            s.timers += outcome.timers;
+            s.messages += outcome.messages;
+            s.nodes += outcome.nodes as u64;
             s.sim_time_ms += outcome.sim_time_ms;
             s.events += outcome.events;
             for (p, hit) in &outcome.coverage {
@@ -325,6 +340,9 @@ fn crash_outcome(msg: String) -> Outcome {
         trace_hash: "0000000000000000".into(),
         trace: None,
         coverage: Vec::new(),
+        timers: 0,
+        messages: 0,
+        nodes: 0,
     }
 }
 

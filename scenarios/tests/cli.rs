@@ -317,3 +317,58 @@ fn explore_shrinks_the_first_failure_and_shrink_reports_json() {
     ]);
     assert!(last_json(&n)["shrunk_file"].is_null());
 }
+
+#[test]
+fn shards_cover_the_range_disjointly_and_merge() {
+    let dir = tmp("shards");
+    let mut files = Vec::new();
+    for k in 1..=3 {
+        let o = faultline(&[
+            "explore",
+            "calico-restart",
+            "--seeds",
+            "30",
+            "--shard",
+            &format!("{k}/3"),
+            "--bug",
+            "calico-no-dead-pid-cleanup",
+            "--keep-going",
+            "--no-shrink",
+            "--out",
+            dir.to_str().unwrap(),
+            "--json",
+        ]);
+        let f = dir.join(format!("shard-{k}.json"));
+        std::fs::write(&f, &o.stdout).unwrap();
+        files.push(f);
+    }
+    let whole = last_json(&faultline(&[
+        "explore",
+        "calico-restart",
+        "--seeds",
+        "30",
+        "--bug",
+        "calico-no-dead-pid-cleanup",
+        "--keep-going",
+        "--no-shrink",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]));
+    let mut args = vec!["merge".to_string()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    let m = faultline(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let merged = last_json(&m);
+    assert_eq!(merged["seeds_run"], whole["seeds_run"]);
+    assert_eq!(merged["failures"], whole["failures"]);
+    assert_eq!(
+        merged["first_failure"]["seed"],
+        whole["first_failure"]["seed"]
+    );
+    assert_eq!(m.status.code(), Some(1));
+    assert_bad_input(
+        &["explore", "calico-restart", "--shard", "3/2"],
+        "malformed shard",
+    );
+    assert_bad_input(&["merge", "/nonexistent"], "cannot read");
+}

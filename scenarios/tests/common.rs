@@ -22,6 +22,7 @@ pub fn sweep(
         jobs: 2,
         keep_going,
         out_dir: None,
+        shard: None,
     };
     explore(&cfg, |_| {}).expect("valid exploration")
 }

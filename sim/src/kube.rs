@@ -205,13 +205,7 @@ impl Kube {
         });
     }
 
-    fn handle(
-        &self,
-        p: &Proc,
-        caller: &str,
-        req: Request,
-        watchers: &Watchers,
-    ) -> Reply {
+    fn handle(&self, p: &Proc, caller: &str, req: Request, watchers: &Watchers) -> Reply {
         let key = |k: &str, n: &str| (k.to_string(), n.to_string());
         match req {
             Request::Get { kind, name } => self

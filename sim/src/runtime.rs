@@ -51,6 +51,11 @@ pub struct Outcome {
     pub trace: Option<Vec<u8>>,
     /// Coverage points and whether each was reached.
     pub coverage: Vec<(&'static str, bool)>,
+    /// Timers created and messages carried (the load of the run, for the raw-madsim baseline).
+    pub timers: u64,
+    pub messages: u64,
+    /// Nodes in the run.
+    pub nodes: usize,
 }
 
 enum Item {
@@ -85,6 +90,7 @@ pub fn simulate(
         world.shutdown();
         let (violation, events, trace_hash, trace, coverage) = world.finish();
         let sim_time_ms = violation.as_ref().map_or(end_ms, |v| v.sim_time_ms);
+        let (timers, messages) = world.load();
         Outcome {
             violation,
             events,
@@ -92,6 +98,9 @@ pub fn simulate(
             trace_hash,
             trace,
             coverage,
+            timers,
+            messages,
+            nodes: cfg.nodes.len(),
         }
     })
 }
@@ -226,4 +235,43 @@ pub async fn sleep(d: Duration) {
     if !d.is_zero() {
         madsim::time::sleep(d).await;
     }
+}
+
+/// A raw madsim program with the given load and none of the harness (no world, monitor, trace or
+/// model logic): `nodes` nodes, each running one task that wakes on `timers / nodes` timers spread
+/// over `sim_ms` and sends its share of `messages` to the next node's task over a channel.
+/// Returns the simulated time it covered (ms). Used to express the harness's cost as a ratio.
+pub fn baseline(seed: u64, nodes: usize, sim_ms: u64, timers: u64, messages: u64) -> u64 {
+    use futures::StreamExt;
+    let rt = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    rt.block_on(async move {
+        let handle = madsim::runtime::Handle::current();
+        let n = nodes.max(1);
+        let per_timers = (timers / n as u64).max(1);
+        let per_msgs = messages / n as u64;
+        let tick = Duration::from_micros((sim_ms * 1000 / per_timers).max(1_000));
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..n)
+            .map(|_| futures::channel::mpsc::unbounded::<u64>())
+            .unzip();
+        let mut joins = Vec::new();
+        for (i, mut rx) in receivers.into_iter().enumerate() {
+            let next = senders[(i + 1) % n].clone();
+            let node = handle.create_node().name(format!("b{i}")).build();
+            joins.push(node.spawn(async move {
+                let every = (per_timers / per_msgs.max(1)).max(1);
+                for k in 0..per_timers {
+                    madsim::time::sleep(tick).await;
+                    if per_msgs > 0 && k % every == 0 {
+                        let _ = next.unbounded_send(k);
+                    }
+                    while let Ok(_) = rx.try_recv() {}
+                }
+                let _ = rx.next();
+            }));
+        }
+        for j in joins {
+            let _ = j.await;
+        }
+    });
+    sim_ms
 }

@@ -127,6 +127,9 @@ pub(crate) struct Inner {
     active: RefCell<BTreeMap<u32, FaultKind>>,
     bus: RefCell<Bus>,
     pub(crate) stopped: Notify,
+    /// Load counters for the raw-madsim baseline: timers created and messages carried.
+    pub(crate) timers: Cell<u64>,
+    pub(crate) messages: Cell<u64>,
 }
 
 /// Handle to the world of the current run (cheap to clone).
@@ -191,6 +194,8 @@ impl World {
                 violation: None,
             }),
             stopped: Notify::new(),
+            timers: Cell::new(0),
+            messages: Cell::new(0),
         }))
     }
 
@@ -206,6 +211,15 @@ impl World {
 
     pub fn instant_at(&self, t_us: u64) -> Instant {
         self.0.start + Duration::from_micros(t_us)
+    }
+
+    pub(crate) fn count_timers(&self, n: u64) {
+        self.0.timers.set(self.0.timers.get() + n);
+    }
+
+    /// Timers created and messages carried so far (the load a raw-madsim baseline reproduces).
+    pub fn load(&self) -> (u64, u64) {
+        (self.0.timers.get(), self.0.messages.get())
     }
 
     /// Index of the node with this name.
@@ -1085,6 +1099,7 @@ impl Proc {
 
     /// Sleeps for `d` of this node's monotonic time.
     pub async fn sleep(&self, d: Duration) {
+        self.world.count_timers(1);
         madsim::time::sleep(d.max(Duration::from_millis(1))).await;
     }
 

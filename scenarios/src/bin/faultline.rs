@@ -80,9 +80,15 @@ enum Cmd {
         /// Do not shrink the first failure.
         #[arg(long)]
         no_shrink: bool,
+        /// Explore only shard K of N (e.g. 2/8): N machines cover the seeds with disjoint shards;
+        /// merge their `--json` outputs with `faultline merge`.
+        #[arg(long)]
+        shard: Option<String>,
         #[arg(long)]
         json: bool,
     },
+    /// Merge the `--json` outputs of sharded explorations (files holding each one's output).
+    Merge { files: Vec<PathBuf> },
     /// Shrink a failure file to a smaller schedule that still violates the same invariant.
     Shrink {
         file: PathBuf,
@@ -369,6 +375,7 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             keep_going,
             out,
             no_shrink,
+            shard,
             json,
         } => {
             let sc = find_scenario(&scenario)?;
@@ -385,6 +392,7 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                 jobs,
                 keep_going,
                 out_dir: Some(out.clone()),
+                shard: shard.as_deref().map(parse_shard).transpose()?,
             };
             let bar = (!json && std::io::stderr().is_terminal()).then(|| {
                 let b = indicatif::ProgressBar::new(seeds);
@@ -472,6 +480,7 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                     "sim_speedup": summary.sim_time_ms as f64 / 1000.0 / wall_s,
                     "failure_file": first.and_then(|f| f.file.as_ref().map(|p| p.display().to_string())),
                     "shrunk_file": shrunk.as_ref().map(|(p, _)| p.display().to_string()),
+                    "shard": cfg.shard.map(|(k, n)| format!("{k}/{n}")),
                     "shrunk_faults": shrunk.as_ref().map(|(_, n)| *n),
                 })
             );
@@ -527,6 +536,7 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             out,
             json,
         } => report(scenario, seed, seeds, from, bugs, fixes, replay, out, json),
+        Cmd::Merge { files } => merge(&files),
         Cmd::Bench {
             scenarios,
             seeds,
@@ -689,6 +699,7 @@ fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
                 jobs,
                 keep_going: true,
                 out_dir: None,
+                shard: None,
             };
             let t0 = Instant::now();
             let s = explore(&cfg, |_| {}).expect("bench config is valid");
@@ -696,24 +707,47 @@ fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
         };
         let (w1, s1) = measure(1);
         let (wn, _) = measure(jobs);
+        // The raw-madsim baseline: the same nodes, timers and messages, on fresh threads, one core.
+        let n = s1.seeds_run.max(1);
+        let (nodes, sim_ms, timers, messages) = (
+            (s1.nodes / n) as usize,
+            s1.sim_time_ms / n,
+            s1.timers / n,
+            s1.messages / n,
+        );
+        let t0 = Instant::now();
+        sim::runtime::pool(
+            seeds as usize,
+            1,
+            std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            move |i| sim::runtime::baseline(i as u64, nodes, sim_ms, timers, messages),
+            |_, _| {},
+        );
+        let wb = t0.elapsed().as_secs_f64();
         let row = json!({
             "scenario": sc.name,
             "seeds_per_sec": seeds as f64 / w1,
             "sim_speedup": s1.sim_time_ms as f64 / 1000.0 / w1,
             "events_per_sec": s1.events as f64 / w1,
-            "ms_per_seed": w1 * 1000.0 / seeds as f64,
             "peak_rss_mb": peak_rss_mb(),
+            "baseline_ratio": w1 / wb,
+            "ms_per_seed": w1 * 1000.0 / seeds as f64,
+            "timers_per_seed": timers,
+            "messages_per_seed": messages,
             "jobs": jobs,
             "jobs_speedup": w1 / wn,
         });
         if !json {
             println!(
-                "{:<28} {:>8.0} seeds/s/core {:>9.0}x real time {:>10.0} events/s {:>6.2} ms/seed  --jobs {jobs}: {:.2}x",
+                "{:<28} {:>6.0} seeds/s/core {:>8.0}x real time {:>8.0} events/s {:>6.2} ms/seed  baseline x{:.2} ({} timers, {} messages)  --jobs {jobs}: {:.2}x",
                 sc.name,
                 seeds as f64 / w1,
                 s1.sim_time_ms as f64 / 1000.0 / w1,
                 s1.events as f64 / w1,
                 w1 * 1000.0 / seeds as f64,
+                w1 / wb,
+                timers,
+                messages,
                 w1 / wn
             );
         }
@@ -767,6 +801,7 @@ fn measure(starts: u64, seeds: u64, json: bool) -> Result<u8, BadInput> {
                 jobs: 1,
                 keep_going: false,
                 out_dir: None,
+                shard: None,
             };
             let t0 = Instant::now();
             let s = explore(&cfg, |_| {})?;
@@ -975,4 +1010,95 @@ fn report(
         json!({"report": label, "dir": dir.display().to_string(), "files": written})
     );
     Ok(0)
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), BadInput> {
+    let bad = || BadInput(format!("malformed shard '{s}': give K/N with 1 <= K <= N"));
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n) = (
+        k.trim().parse::<u64>().map_err(|_| bad())?,
+        n.trim().parse::<u64>().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// Merges sharded explore outputs: totals, the lowest failing seed, the slowest shard's wall time.
+fn merge(files: &[PathBuf]) -> Result<u8, BadInput> {
+    if files.is_empty() {
+        return Err(BadInput(
+            "give the files holding each shard's `explore --json` output".into(),
+        ));
+    }
+    let mut parts = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| BadInput(format!("cannot read {}: {e}", f.display())))?;
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        let v: serde_json::Value = serde_json::from_str(last).map_err(|_| {
+            BadInput(format!(
+                "{} does not end with an explore --json line",
+                f.display()
+            ))
+        })?;
+        if v.get("seeds_run").is_none() {
+            return Err(BadInput(format!(
+                "{} does not end with an explore --json line",
+                f.display()
+            )));
+        }
+        parts.push(v);
+    }
+    let scenario = parts[0]["scenario"].clone();
+    if parts.iter().any(|p| {
+        p["scenario"] != scenario
+            || p["bugs"] != parts[0]["bugs"]
+            || p["fixes"] != parts[0]["fixes"]
+    }) {
+        return Err(BadInput(
+            "the files come from explorations of different scenarios or switches".into(),
+        ));
+    }
+    let sum = |k: &str| {
+        parts
+            .iter()
+            .map(|p| p[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let first = parts
+        .iter()
+        .filter(|p| !p["first_failure"].is_null())
+        .min_by_key(|p| p["first_failure"]["seed"].as_u64().unwrap_or(u64::MAX));
+    let wall_ms = parts
+        .iter()
+        .map(|p| p["wall_ms"].as_u64().unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let seeds_per_sec: f64 = parts
+        .iter()
+        .map(|p| p["seeds_per_sec"].as_f64().unwrap_or(0.0))
+        .sum();
+    let sim_speedup: f64 = parts
+        .iter()
+        .map(|p| p["sim_speedup"].as_f64().unwrap_or(0.0))
+        .sum();
+    let failures = sum("failures");
+    println!(
+        "{}",
+        json!({
+            "scenario": scenario, "bugs": parts[0]["bugs"], "fixes": parts[0]["fixes"],
+            "seeds_run": sum("seeds_run"), "failures": failures,
+            "first_failure": first.map(|p| p["first_failure"].clone()),
+            "wall_ms": wall_ms, "seeds_per_sec": seeds_per_sec, "sim_speedup": sim_speedup,
+            "failure_file": first.map(|p| p["failure_file"].clone()),
+            "shards": parts.len(),
+        })
+    );
+    Ok(if failures == 0 { 0 } else { 1 })
 }
