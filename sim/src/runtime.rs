@@ -257,6 +257,8 @@ pub fn baseline(seed: u64, nodes: usize, sim_ms: u64, timers: u64, messages: u64
         for (i, mut rx) in receivers.into_iter().enumerate() {
             let next = senders[(i + 1) % n].clone();
             let node = handle.create_node().name(format!("b{i}")).build();
+            // A receiver woken by every message, as a harness service is.
+            node.spawn(async move { while rx.next().await.is_some() {} });
             joins.push(node.spawn(async move {
                 let every = (per_timers / per_msgs.max(1)).max(1);
                 for k in 0..per_timers {
@@ -264,9 +266,7 @@ pub fn baseline(seed: u64, nodes: usize, sim_ms: u64, timers: u64, messages: u64
                     if per_msgs > 0 && k % every == 0 {
                         let _ = next.unbounded_send(k);
                     }
-                    while let Ok(_) = rx.try_recv() {}
                 }
-                let _ = rx.next();
             }));
         }
         for j in joins {
