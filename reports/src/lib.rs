@@ -660,6 +660,9 @@ mod tests {
             trace_hash: "ab".into(),
             trace: None,
             coverage: vec![],
+            timers: 0,
+            messages: 0,
+            nodes: 0,
         };
         assert!(summary("s", 3, &o).contains("because"));
     }
