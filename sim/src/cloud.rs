@@ -10,7 +10,6 @@ use crate::event::{Event, NodeIx};
 use crate::net::{Call, Endpoint};
 use crate::world::{Host, Proc, World};
 use futures::StreamExt;
-use rand::Rng;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -153,22 +152,16 @@ impl Cloud {
         let proc = host.spawn_process("cloud-api");
         let mut inbox = self.0.endpoint.open();
         let (c, p) = (self.clone(), proc.clone());
-        let mut rng = crate::rng::rng_for(host.world().seed(), "cloud-faults");
+        let mut shell = crate::net::FaultShell::new(host.world(), "cloud-faults");
         proc.spawn("server", async move {
             while let Some(Call {
                 caller, req, reply, ..
             }) = inbox.next().await
             {
-                let faults = p.service_faults();
-                if faults.unavailable {
+                let Some(ambiguous) = shell.admit(&p).await else {
                     reply.send(Err(CloudError::Unavailable));
                     continue;
-                }
-                if faults.slow_us > 0 {
-                    p.sleep(Duration::from_micros(faults.slow_us)).await;
-                }
-                let ambiguous = faults.ambiguous_percent > 0
-                    && rng.random_range(0..100) < faults.ambiguous_percent;
+                };
                 let op = match &req {
                     Request::Assign { .. } => "assign",
                     Request::Unassign { .. } => "unassign",

@@ -11,7 +11,6 @@ use crate::event::{Event, NodeIx};
 use crate::net::{stream, Call, Endpoint, StreamRx, StreamTx};
 use crate::world::{Host, Proc, World};
 use futures::StreamExt;
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cell::RefCell;
@@ -179,22 +178,16 @@ impl Kube {
         let mut inbox = self.0.endpoint.open();
         let watchers: Watchers = Rc::default();
         let (k, p) = (self.clone(), proc.clone());
-        let mut rng = crate::rng::rng_for(host.world().seed(), "kube-faults");
+        let mut shell = crate::net::FaultShell::new(host.world(), "kube-faults");
         proc.spawn("server", async move {
             while let Some(Call {
                 caller, req, reply, ..
             }) = inbox.next().await
             {
-                let faults = p.service_faults();
-                if faults.unavailable {
+                let Some(ambiguous) = shell.admit(&p).await else {
                     reply.send(Err(KubeError::Unavailable));
                     continue;
-                }
-                if faults.slow_us > 0 {
-                    p.sleep(Duration::from_micros(faults.slow_us)).await;
-                }
-                let ambiguous = faults.ambiguous_percent > 0
-                    && rng.random_range(0..100) < faults.ambiguous_percent;
+                };
                 let resp = k.handle(&p, &caller, req, &watchers);
                 if ambiguous {
                     reply.lose();

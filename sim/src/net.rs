@@ -76,6 +76,39 @@ impl<Resp> Responder<Resp> {
     }
 }
 
+/// The fault shell in front of a simulated service (the split madsim and TigerBeetle use: an async
+/// shell owning faults and timing before a synchronous state machine). For each request it applies
+/// the service faults of its node: refuse it while unavailable, make it wait while slow, and draw
+/// whether its answer is lost (ambiguous failures).
+pub struct FaultShell {
+    rng: rand_chacha::ChaCha8Rng,
+}
+
+impl FaultShell {
+    /// A shell whose ambiguity draws come from the run's generator for `label`.
+    pub fn new(world: &World, label: &str) -> Self {
+        FaultShell {
+            rng: crate::rng::rng_for(world.seed(), label),
+        }
+    }
+
+    /// `None`: refuse the request (not applied). `Some(lost)`: serve it (after any slowness);
+    /// `lost` says whether the caller must not get the answer.
+    pub async fn admit(&mut self, proc: &crate::world::Proc) -> Option<bool> {
+        let faults = proc.service_faults();
+        if faults.unavailable {
+            return None;
+        }
+        if faults.slow_us > 0 {
+            proc.sleep(Duration::from_micros(faults.slow_us)).await;
+        }
+        Some(
+            faults.ambiguous_percent > 0
+                && self.rng.random_range(0..100) < faults.ambiguous_percent,
+        )
+    }
+}
+
 /// The address of a request/response service on a node. The server side calls [`Endpoint::open`]
 /// at every boot; requests sent while it is down are lost.
 pub struct Endpoint<Req, Resp> {

@@ -42,17 +42,14 @@ pub fn install(world: &World, node: NodeIx) -> Neutron {
             let proc = host.spawn_process("neutron-db");
             let mut inbox = e.open();
             let p = proc.clone();
+            let mut shell = sim::net::FaultShell::new(host.world(), "neutron-faults");
             proc.spawn("server", async move {
                 use futures::StreamExt;
                 while let Some(Call { req, reply, .. }) = inbox.next().await {
-                    let faults = p.service_faults();
-                    if faults.unavailable {
+                    let Some(lost) = shell.admit(&p).await else {
                         reply.send(Err(DbError));
                         continue;
-                    }
-                    if faults.slow_us > 0 {
-                        p.sleep(Duration::from_micros(faults.slow_us)).await;
-                    }
+                    };
                     match req {
                         Request::ReportAgent { host, .. } => {
                             p.emit(Event::NeutronAgentHeard { host })
@@ -61,7 +58,11 @@ pub fn install(world: &World, node: NodeIx) -> Neutron {
                             p.emit(Event::NeutronPortStatus { port, status })
                         }
                     }
-                    reply.send(Ok(()));
+                    if lost {
+                        reply.lose();
+                    } else {
+                        reply.send(Ok(()));
+                    }
                 }
             });
         }),

@@ -331,22 +331,6 @@ fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule
             .cloned()
             .unwrap_or_else(|| host.clone());
         let (dur_ms, fk) = match (family, kind) {
-            (_, "death-any") => {
-                let task = ALL_TASKS.choose(rng).unwrap();
-                if *task == "elector" {
-                    if elector_deaths + 1 >= o.hosts {
-                        continue;
-                    }
-                    elector_deaths += 1;
-                }
-                (
-                    0,
-                    FaultKind::TaskDeath {
-                        node: host,
-                        task: task.to_string(),
-                    },
-                )
-            }
             (_, "db-slow") => (
                 rng.random_range(60_000..=400_000),
                 FaultKind::ServiceSlow {
@@ -389,20 +373,17 @@ fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule
                 )
             }
             (_, k) if k.starts_with("death-") => {
-                let task = &k["death-".len()..];
+                let task = match &k["death-".len()..] {
+                    "any" => ALL_TASKS.choose(rng).unwrap().to_string(),
+                    t => t.to_string(),
+                };
                 if task == "elector" {
                     if elector_deaths + 1 >= o.hosts {
                         continue;
                     }
                     elector_deaths += 1;
                 }
-                (
-                    0,
-                    FaultKind::TaskDeath {
-                        node: host,
-                        task: task.to_string(),
-                    },
-                )
+                (0, FaultKind::TaskDeath { node: host, task })
             }
             (_, "stall") => (
                 rng.random_range(1_000..=30_000),
