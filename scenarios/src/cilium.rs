@@ -369,7 +369,7 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
             latency_max_us: o.latency_max_us,
         },
         schedule: spec.schedule.clone(),
-        fault_window_ms: FAULT_WINDOW_MS,
+        fault_window_ms: spec.fault_window_ms.unwrap_or(FAULT_WINDOW_MS),
         liveness_ms: LIVENESS_MS,
         keep_trace: spec.keep_trace,
     };

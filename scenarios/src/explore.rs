@@ -156,6 +156,7 @@ impl ReplayFile {
             options: self.options.clone(),
             schedule: self.schedule.clone(),
             keep_trace: false,
+            fault_window_ms: None,
         })
     }
 

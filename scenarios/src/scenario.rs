@@ -31,6 +31,8 @@ pub struct RunSpec {
     pub schedule: Schedule,
     /// Keep the JSON-lines trace.
     pub keep_trace: bool,
+    /// Run a longer (or shorter) fault window than the scenario's (cost measurements).
+    pub fault_window_ms: Option<u64>,
 }
 
 impl RunSpec {
@@ -50,6 +52,7 @@ impl RunSpec {
             options,
             schedule,
             keep_trace: false,
+            fault_window_ms: None,
         }
     }
 

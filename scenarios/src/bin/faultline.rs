@@ -164,6 +164,10 @@ enum Cmd {
         /// Seeds per measurement.
         #[arg(long, default_value = "200")]
         seeds: String,
+        /// Instead: how cost grows with nodes (3, 5, 9 hosts) and time (10, 60 simulated minutes)
+        /// on calico-split-brain.
+        #[arg(long)]
+        growth: bool,
         #[arg(long)]
         json: bool,
     },
@@ -538,9 +542,16 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
         } => report(scenario, seed, seeds, from, bugs, fixes, replay, out, json),
         Cmd::Merge { files } => merge(&files),
         Cmd::Bench {
+            scenarios: _,
+            seeds,
+            growth: true,
+            json,
+        } => growth(count(&seeds, "seed count")?, json),
+        Cmd::Bench {
             scenarios,
             seeds,
             json,
+            ..
         } => bench(&scenarios, count(&seeds, "seed count")?, json),
     }
 }
@@ -1101,4 +1112,62 @@ fn merge(files: &[PathBuf]) -> Result<u8, BadInput> {
         })
     );
     Ok(if failures == 0 { 0 } else { 1 })
+}
+
+/// Cost against nodes and simulated time: calico-split-brain with 3, 5 and 9 hosts, over 10 and 60
+/// simulated minutes of fault window (the seeds' faults fall in the first 10), one core.
+fn growth(seeds: u64, json: bool) -> Result<u8, BadInput> {
+    let sc = find_scenario("calico-split-brain")?;
+    let mut rows = Vec::new();
+    for hosts in [3u32, 5, 9] {
+        for minutes in [10u64, 60] {
+            let specs: Vec<RunSpec> = (0..seeds)
+                .map(|i| {
+                    let mut spec = RunSpec::from_seed(sc, 2_000_000 + i, &[], &[]);
+                    let scenarios::scenario::Options::Calico(o) = &spec.options else {
+                        unreachable!()
+                    };
+                    spec.options = scenarios::scenario::Options::Calico(o.with_hosts(hosts));
+                    spec.schedule.retain(|f| {
+                        f.kind.nodes().iter().all(|n| {
+                            !n.starts_with('h') || n[1..].parse::<u32>().is_ok_and(|k| k <= hosts)
+                        })
+                    });
+                    spec.fault_window_ms = Some(minutes * 60_000);
+                    spec
+                })
+                .collect();
+            let specs = std::sync::Arc::new(specs);
+            let totals = std::sync::Arc::new(std::sync::Mutex::new((0u64, 0u64)));
+            let (s2, t2) = (specs.clone(), totals.clone());
+            let t0 = Instant::now();
+            sim::runtime::pool(
+                seeds as usize,
+                1,
+                std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+                move |i| s2[i].run(),
+                move |_, r| {
+                    if let Ok(o) = r {
+                        let mut t = t2.lock().unwrap();
+                        t.0 += o.events;
+                        t.1 += o.sim_time_ms;
+                    }
+                },
+            );
+            let wall = t0.elapsed().as_secs_f64();
+            let (events, sim_ms) = *totals.lock().unwrap();
+            let ms_per_seed = wall * 1000.0 / seeds as f64;
+            let us_per_event = wall * 1e6 / events.max(1) as f64;
+            if !json {
+                println!(
+                    "{hosts} hosts, {minutes:>2} min: {ms_per_seed:>7.2} ms/seed {:>8.0} events/seed {us_per_event:>6.2} us/event {:>8.0}x real time",
+                    events as f64 / seeds as f64,
+                    sim_ms as f64 / 1000.0 / wall
+                );
+            }
+            rows.push(json!({"hosts": hosts, "minutes": minutes, "ms_per_seed": ms_per_seed, "events_per_seed": events as f64 / seeds as f64, "us_per_event": us_per_event}));
+        }
+    }
+    println!("{}", json!({ "growth": rows }));
+    Ok(0)
 }

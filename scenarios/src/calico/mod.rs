@@ -54,6 +54,21 @@ pub struct CalicoOptions {
 }
 
 impl CalicoOptions {
+    /// The same options with `hosts` neutron-server hosts (clock settings of added hosts: none).
+    pub fn with_hosts(&self, hosts: u32) -> CalicoOptions {
+        let mut o = self.clone();
+        let h = self.hosts as usize;
+        let (etcd_offset, etcd_drift) = (self.clock_offset_ms[h], self.drift_ppm[h]);
+        o.clock_offset_ms.truncate(h);
+        o.drift_ppm.truncate(h);
+        o.clock_offset_ms.resize(hosts as usize, 0);
+        o.drift_ppm.resize(hosts as usize, 0);
+        o.clock_offset_ms.push(etcd_offset);
+        o.drift_ppm.push(etcd_drift);
+        o.hosts = hosts;
+        o
+    }
+
     fn host_names(&self) -> Vec<String> {
         (1..=self.hosts).map(|i| format!("h{i}")).collect()
     }
@@ -622,7 +637,7 @@ pub fn run(spec: &RunSpec, family: Family, coverage: &'static [&'static str]) ->
             latency_max_us: o.latency_max_us,
         },
         schedule: spec.schedule.clone(),
-        fault_window_ms: FAULT_WINDOW_MS,
+        fault_window_ms: spec.fault_window_ms.unwrap_or(FAULT_WINDOW_MS),
         liveness_ms: LIVENESS_MS,
         keep_trace: spec.keep_trace,
     };
