@@ -29,8 +29,8 @@ use rand::seq::IndexedRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use sim::event::{Event, Record};
-use sim::runtime::{simulate, SimConfig};
-use sim::{Failure, Fault, FaultKind, Kind, Monitor, NetSpec, NodeIx, NodeSpec, Outcome, Schedule};
+use sim::runtime::simulate;
+use sim::{Failure, Fault, FaultKind, Kind, Monitor, NodeIx, NodeSpec, Outcome, Schedule};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Length of the fault window (ms).
@@ -361,18 +361,12 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
             }
         })
         .collect();
-    let cfg = SimConfig {
-        seed: spec.seed,
+    let cfg = spec.sim_config(
         nodes,
-        net: NetSpec {
-            latency_min_us: o.latency_min_us,
-            latency_max_us: o.latency_max_us,
-        },
-        schedule: spec.schedule.clone(),
-        fault_window_ms: spec.fault_window_ms.unwrap_or(FAULT_WINDOW_MS),
-        liveness_ms: LIVENESS_MS,
-        keep_trace: spec.keep_trace,
-    };
+        (o.latency_min_us, o.latency_max_us),
+        FAULT_WINDOW_MS,
+        LIVENESS_MS,
+    );
     let sw = Switches {
         no_handshake: spec.bugs.iter().any(|b| b == "cilium-no-handshake"),
         merge_release_ips: spec.fixes.iter().any(|f| f == "cilium-merge-release-ips"),

@@ -56,6 +56,28 @@ impl RunSpec {
         }
     }
 
+    /// The simulation settings of this spec for a scenario's nodes, latencies and phase lengths.
+    pub fn sim_config(
+        &self,
+        nodes: Vec<sim::NodeSpec>,
+        latency_us: (u64, u64),
+        fault_window_ms: u64,
+        liveness_ms: u64,
+    ) -> sim::SimConfig {
+        sim::SimConfig {
+            seed: self.seed,
+            nodes,
+            net: sim::NetSpec {
+                latency_min_us: latency_us.0,
+                latency_max_us: latency_us.1,
+            },
+            schedule: self.schedule.clone(),
+            fault_window_ms: self.fault_window_ms.unwrap_or(fault_window_ms),
+            liveness_ms,
+            keep_trace: self.keep_trace,
+        }
+    }
+
     /// Runs it on the current thread (use `sim::runtime::on_fresh_thread`).
     pub fn run(&self) -> Outcome {
         (self.scenario.run)(self)

@@ -443,6 +443,27 @@ impl KubeClient {
         .map(|_| ())
     }
 
+    /// Runs an informer on a kind for ever, like client-go's reflector: watch (every current object,
+    /// then each change) and hand each event to `on_event`; when the watch cannot be opened retry
+    /// after 5 s, and when the stream has been silent for `idle` (a dead connection is noticed by
+    /// HTTP/2 health pings within about that long) list and watch again.
+    pub async fn run_informer(
+        &self,
+        kind: &str,
+        idle: Duration,
+        mut on_event: impl FnMut(WatchEvent),
+    ) {
+        loop {
+            let Ok(mut inf) = self.watch(kind).await else {
+                self.proc.sleep(Duration::from_secs(5)).await;
+                continue;
+            };
+            while let Ok(ev) = madsim::time::timeout(idle, inf.next()).await {
+                on_event(ev);
+            }
+        }
+    }
+
     /// Starts an informer on a kind: every current object, then every change.
     pub async fn watch(&self, kind: &str) -> Result<Informer, KubeError> {
         let world = self.proc.world();

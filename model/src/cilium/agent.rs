@@ -198,19 +198,15 @@ impl Agent {
     }
 
     async fn informer(&self) {
-        loop {
-            let Ok(mut inf) = self.kube.watch(KIND).await else {
-                self.proc.sleep(Duration::from_secs(5)).await;
-                continue;
-            };
-            loop {
-                match madsim::time::timeout(INFORMER_IDLE, inf.next()).await {
-                    Ok(WatchEvent::Upsert(obj)) if obj.name == self.node => self.observe(&obj),
-                    Ok(_) => {}
-                    Err(_) => break,
+        self.kube
+            .run_informer(KIND, INFORMER_IDLE, |ev| {
+                if let WatchEvent::Upsert(obj) = ev {
+                    if obj.name == self.node {
+                        self.observe(&obj);
+                    }
                 }
-            }
-        }
+            })
+            .await;
     }
 
     /// CNI: give pending pods an IP, take IPs back from deleted pods.

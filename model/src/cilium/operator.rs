@@ -101,34 +101,25 @@ impl Operator {
     }
 
     async fn informer(&self) {
-        loop {
-            let Ok(mut inf) = self.kube.watch(KIND).await else {
-                self.proc.sleep(Duration::from_secs(5)).await;
-                continue;
-            };
-            // A dead watch connection is noticed within ~30 s (client-go's HTTP/2 health pings): a
-            // stream silent that long is re-listed.
-            loop {
-                match madsim::time::timeout(INFORMER_IDLE, inf.next()).await {
-                    Ok(WatchEvent::Upsert(obj)) => {
-                        let (spec, status) = parse(&obj);
-                        let short = spec.pool.len().saturating_sub(status.used.len())
-                            < self.cfg.pre_allocate;
-                        self.state
-                            .borrow_mut()
-                            .observed
-                            .insert(obj.name.clone(), obj);
-                        if short {
-                            self.trigger.notify();
-                        }
+        self.kube
+            .run_informer(KIND, INFORMER_IDLE, |ev| match ev {
+                WatchEvent::Upsert(obj) => {
+                    let (spec, status) = parse(&obj);
+                    let short =
+                        spec.pool.len().saturating_sub(status.used.len()) < self.cfg.pre_allocate;
+                    self.state
+                        .borrow_mut()
+                        .observed
+                        .insert(obj.name.clone(), obj);
+                    if short {
+                        self.trigger.notify();
                     }
-                    Ok(WatchEvent::Deleted { name, .. }) => {
-                        self.state.borrow_mut().observed.remove(&name);
-                    }
-                    Err(_) => break,
                 }
-            }
-        }
+                WatchEvent::Deleted { name, .. } => {
+                    self.state.borrow_mut().observed.remove(&name);
+                }
+            })
+            .await;
     }
 
     async fn maintenance(&self) {

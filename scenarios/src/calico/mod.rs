@@ -17,8 +17,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use sim::etcd::{Etcd, EtcdConfig};
-use sim::runtime::{simulate, SimConfig};
-use sim::{Fault, FaultKind, NetSpec, NodeIx, NodeSpec, Outcome, Schedule};
+use sim::runtime::simulate;
+use sim::{Fault, FaultKind, NodeIx, NodeSpec, Outcome, Schedule};
 
 /// Length of the fault window (ms).
 pub const FAULT_WINDOW_MS: u64 = 600_000;
@@ -629,18 +629,12 @@ pub fn run(spec: &RunSpec, family: Family, coverage: &'static [&'static str]) ->
             drift_ppm: drift(i),
         })
         .collect();
-    let cfg = SimConfig {
-        seed: spec.seed,
+    let cfg = spec.sim_config(
         nodes,
-        net: NetSpec {
-            latency_min_us: o.latency_min_us,
-            latency_max_us: o.latency_max_us,
-        },
-        schedule: spec.schedule.clone(),
-        fault_window_ms: spec.fault_window_ms.unwrap_or(FAULT_WINDOW_MS),
-        liveness_ms: LIVENESS_MS,
-        keep_trace: spec.keep_trace,
-    };
+        (o.latency_min_us, o.latency_max_us),
+        FAULT_WINDOW_MS,
+        LIVENESS_MS,
+    );
     let sw = switches(spec);
     let watchdog = o.watchdog
         || sw.watchdog_counts_oneshot
