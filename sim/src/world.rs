@@ -821,7 +821,12 @@ impl World {
             }
             ServiceRestart { node } => {
                 if let Some(n) = self.node(node) {
-                    if self.node_up(n) {
+                    // Start the services again unless a reboot in the meantime already did.
+                    let running = self.0.nodes.borrow()[n as usize]
+                        .procs
+                        .values()
+                        .any(|p| p.alive);
+                    if self.node_up(n) && !running {
                         self.start_services(n);
                     }
                 }
