@@ -131,6 +131,17 @@ pub enum Event {
         client: String,
     },
 
+    /// The node lifecycle controller changed a node's `Ready` condition (ground truth).
+    KubeNodeReady { node: String, ready: bool },
+
+    // ---- the layer-2 segment ----
+    /// The switch's entry for a service IP now points at `node` (it heard `via`: `garp` or `reply`).
+    ArpEntry {
+        ip: String,
+        node: String,
+        via: String,
+    },
+
     // ---- the simulated cloud IP API ----
     /// A secondary IP was assigned to an instance's interface.
     CloudAssign {
@@ -254,6 +265,31 @@ pub enum Event {
     NeutronAgentHeard { host: String },
     /// Neutron stored a port's status.
     NeutronPortStatus { port: String, status: String },
+
+    // ---- MetalLB (memberlist, speakerlist, layer-2 announcer) ----
+    /// This speaker's memberlist view of `member` changed (`state`: alive, suspect, dead, left,
+    /// forgotten).
+    MlMember {
+        member: String,
+        state: String,
+        incarnation: u32,
+    },
+    /// `join(addresses)` finished: `joined` of them answered.
+    MlJoin {
+        addresses: Vec<String>,
+        joined: u32,
+        cause: String,
+    },
+    /// The speaker's cache of speaker IPs was refreshed from the API server.
+    SpeakerIps { ips: Vec<String> },
+    /// The speaker started announcing `ip` (`candidates`: its own ordering input).
+    L2Announce {
+        service: String,
+        ip: String,
+        candidates: Vec<String>,
+    },
+    /// The speaker stopped announcing `ip`.
+    L2Withdraw { service: String, ip: String },
 }
 
 impl Event {
@@ -316,6 +352,13 @@ impl Event {
             CalicoPortWrite { .. } => "calico-port-write",
             NeutronAgentHeard { .. } => "neutron-agent-heard",
             NeutronPortStatus { .. } => "neutron-port-status",
+            KubeNodeReady { .. } => "kube-node-ready",
+            ArpEntry { .. } => "arp-entry",
+            MlMember { .. } => "ml-member",
+            MlJoin { .. } => "ml-join",
+            SpeakerIps { .. } => "speaker-ips",
+            L2Announce { .. } => "l2-announce",
+            L2Withdraw { .. } => "l2-withdraw",
         }
     }
 }

@@ -106,6 +106,10 @@ struct Shared {
     objects: RefCell<BTreeMap<(String, String), Object>>,
     next_rv: RefCell<u64>,
     endpoint: Endpoint<Request, Reply>,
+    /// Open informers of the current server life.
+    watchers: Watchers,
+    /// Grace period of the node lifecycle controller, when it runs.
+    node_grace: std::cell::Cell<Option<Duration>>,
 }
 
 /// The API server (cheap to clone).
@@ -123,6 +127,8 @@ impl Kube {
             objects: RefCell::default(),
             next_rv: RefCell::new(1),
             endpoint: Endpoint::new(node),
+            watchers: Watchers::default(),
+            node_grace: std::cell::Cell::new(None),
         }));
         let k2 = k.clone();
         world.set_services(node, Rc::new(move |host: &Host| k2.start(host)));
@@ -173,10 +179,126 @@ impl Kube {
         rv
     }
 
+    /// Runs Kubernetes' node lifecycle controller next to the API server (kube-controller-manager,
+    /// `node-monitor-period` 5 s): a node whose `Lease` (renewed by its kubelet, see
+    /// [`KubeClient::run_node_heartbeat`]) has not moved forward for `grace` (`node-monitor-grace-period`,
+    /// 40 s by default) gets `status.ready = false`, and the `Endpoints` objects drop it from
+    /// `status.ready` (the endpoints controller's reaction to its pods turning NotReady); a renewal
+    /// makes it ready again. Like upstream, a renewal counts only if its `renewTime` (the kubelet's
+    /// wall clock) is after the last one seen, and the grace is measured on the controller's own
+    /// clock from the moment it observed the last renewal.
+    ///
+    /// Object shapes: `Node` status `{"ready": bool}`; `Lease` spec `{"renew_us": i64}`;
+    /// `Endpoints` spec `{"nodes": [node...]}` and status `{"ready": [node...]}`.
+    pub fn enable_node_lifecycle(&self, grace: Duration) {
+        self.0.node_grace.set(Some(grace));
+    }
+
+    /// Replaces an object's status from inside the control plane (no network hop) and tells the
+    /// informers, as a write through the server would.
+    fn write_status(&self, p: &Proc, kind: &str, name: &str, status: Value) {
+        let key = (kind.to_string(), name.to_string());
+        let Some(mut obj) = self.0.objects.borrow().get(&key).cloned() else {
+            return;
+        };
+        obj.status = status;
+        obj.rv = self.bump();
+        self.0.objects.borrow_mut().insert(key, obj.clone());
+        p.emit(Event::KubeWrite {
+            kind: kind.into(),
+            name: name.into(),
+            rv: obj.rv,
+            part: "status".into(),
+            client: p.ident(),
+        });
+        self.publish(WatchEvent::Upsert(obj));
+    }
+
+    async fn node_lifecycle(&self, p: &Proc, grace: Duration) {
+        // node -> (last renewTime seen, controller's monotonic time when it was seen).
+        let mut seen: BTreeMap<String, (i64, u64)> = BTreeMap::new();
+        loop {
+            p.sleep(Duration::from_secs(5)).await;
+            if p.service_faults().unavailable {
+                continue;
+            }
+            let now = p.mono_us();
+            let leases: Vec<(String, i64)> = self
+                .0
+                .objects
+                .borrow()
+                .values()
+                .filter(|o| o.kind == "Lease")
+                .map(|o| (o.name.clone(), o.spec["renew_us"].as_i64().unwrap_or(0)))
+                .collect();
+            for (node, renew) in leases {
+                let e = seen.entry(node.clone()).or_insert((renew, now));
+                if renew > e.0 {
+                    *e = (renew, now);
+                }
+                let ready = now.saturating_sub(e.1) <= grace.as_micros() as u64;
+                let was = self
+                    .peek("Node", &node)
+                    .is_some_and(|o| o.status["ready"].as_bool().unwrap_or(true));
+                if ready != was {
+                    self.set_node_ready(p, &node, ready);
+                }
+            }
+        }
+    }
+
+    fn set_node_ready(&self, p: &Proc, node: &str, ready: bool) {
+        let Some(obj) = self.peek("Node", node) else {
+            return;
+        };
+        let mut status = obj.status;
+        status["ready"] = Value::Bool(ready);
+        self.write_status(p, "Node", node, status);
+        p.emit(Event::KubeNodeReady {
+            node: node.into(),
+            ready,
+        });
+        let node_ready = |n: &str| {
+            self.peek("Node", n)
+                .is_some_and(|o| o.status["ready"].as_bool().unwrap_or(true))
+        };
+        let endpoints: Vec<Object> = self
+            .0
+            .objects
+            .borrow()
+            .values()
+            .filter(|o| o.kind == "Endpoints")
+            .cloned()
+            .collect();
+        for ep in endpoints {
+            let nodes: Vec<&str> = ep.spec["nodes"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+                .unwrap_or_default();
+            if !nodes.contains(&node) {
+                continue;
+            }
+            let ready: Vec<&str> = nodes.into_iter().filter(|n| node_ready(n)).collect();
+            self.write_status(
+                p,
+                "Endpoints",
+                &ep.name,
+                serde_json::json!({ "ready": ready }),
+            );
+        }
+    }
+
     fn start(&self, host: &Host) {
+        if let Some(grace) = self.0.node_grace.get() {
+            let cm = host.spawn_process("kube-controller-manager");
+            let (k, p) = (self.clone(), cm.clone());
+            cm.spawn("node-lifecycle", async move {
+                k.node_lifecycle(&p, grace).await
+            });
+        }
         let proc = host.spawn_process("kube-apiserver");
         let mut inbox = self.0.endpoint.open();
-        let watchers: Watchers = Rc::default();
+        self.0.watchers.borrow_mut().clear();
         let (k, p) = (self.clone(), proc.clone());
         let mut shell = crate::net::FaultShell::new(host.world(), "kube-faults");
         proc.spawn("server", async move {
@@ -188,7 +310,7 @@ impl Kube {
                     reply.send(Err(KubeError::Unavailable));
                     continue;
                 };
-                let resp = k.handle(&p, &caller, req, &watchers);
+                let resp = k.handle(&p, &caller, req);
                 if ambiguous {
                     reply.lose();
                 } else {
@@ -198,7 +320,7 @@ impl Kube {
         });
     }
 
-    fn handle(&self, p: &Proc, caller: &str, req: Request, watchers: &Watchers) -> Reply {
+    fn handle(&self, p: &Proc, caller: &str, req: Request) -> Reply {
         let key = |k: &str, n: &str| (k.to_string(), n.to_string());
         match req {
             Request::Get { kind, name } => self
@@ -245,7 +367,7 @@ impl Kube {
                     part: "create".into(),
                     client: caller.into(),
                 });
-                self.publish(watchers, WatchEvent::Upsert(obj.clone()));
+                self.publish(WatchEvent::Upsert(obj.clone()));
                 Ok(Response::Object(obj))
             }
             Request::Update {
@@ -290,7 +412,7 @@ impl Kube {
                     part: part.into(),
                     client: caller.into(),
                 });
-                self.publish(watchers, WatchEvent::Upsert(obj.clone()));
+                self.publish(WatchEvent::Upsert(obj.clone()));
                 Ok(Response::Object(obj))
             }
             Request::Delete { kind, name } => {
@@ -307,25 +429,25 @@ impl Kube {
                     part: "delete".into(),
                     client: caller.into(),
                 });
-                self.publish(watchers, WatchEvent::Deleted { kind, name });
+                self.publish(WatchEvent::Deleted { kind, name });
                 Ok(Response::Done)
             }
             Request::Watch { kind, tx } => {
                 for o in self.0.objects.borrow().values().filter(|o| o.kind == kind) {
                     tx.send(WatchEvent::Upsert(o.clone()));
                 }
-                watchers.borrow_mut().push((kind, tx));
+                self.0.watchers.borrow_mut().push((kind, tx));
                 Ok(Response::Done)
             }
         }
     }
 
-    fn publish(&self, watchers: &Watchers, ev: WatchEvent) {
+    fn publish(&self, ev: WatchEvent) {
         let kind = match &ev {
             WatchEvent::Upsert(o) => o.kind.clone(),
             WatchEvent::Deleted { kind, .. } => kind.clone(),
         };
-        let mut w = watchers.borrow_mut();
+        let mut w = self.0.watchers.borrow_mut();
         w.retain(|(_, tx)| !tx.is_closed());
         for (k, tx) in w.iter() {
             if *k == kind {
@@ -336,7 +458,7 @@ impl Kube {
 }
 
 /// Open informers: (kind, stream).
-type Watchers = Rc<RefCell<Vec<(String, StreamTx<WatchEvent>)>>>;
+type Watchers = RefCell<Vec<(String, StreamTx<WatchEvent>)>>;
 
 /// A process's API client.
 #[derive(Clone)]
@@ -461,6 +583,26 @@ impl KubeClient {
             while let Ok(ev) = madsim::time::timeout(idle, inf.next()).await {
                 on_event(ev);
             }
+        }
+    }
+
+    /// The kubelet's node heartbeat: renews the node's `Lease` (`renewTime` = this node's wall
+    /// clock) every `every` (10 s upstream). Failed renewals are retried at the next beat.
+    pub async fn run_node_heartbeat(&self, node: &str, every: Duration) {
+        let mut rv = 0;
+        loop {
+            let spec = serde_json::json!({ "renew_us": self.proc.wall_us() });
+            match self.update("Lease", node, rv, Part::Spec, spec).await {
+                Ok(o) => rv = o.rv,
+                Err(KubeError::Conflict | KubeError::NotFound) => {
+                    if let Ok(o) = self.get("Lease", node).await {
+                        rv = o.rv;
+                        continue;
+                    }
+                }
+                Err(_) => {}
+            }
+            self.proc.sleep(every).await;
         }
     }
 

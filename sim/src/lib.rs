@@ -7,6 +7,7 @@
 //! * [`net`]: latency, partitions, calls and server-push streams;
 //! * [`etcd`]: a simulated etcd v3 server and its client;
 //! * [`kube`]: a simulated Kubernetes API server (resourceVersion CAS, status/spec, informers);
+//! * [`l2`]: a layer-2 segment whose router's ARP entries follow the last answer heard;
 //! * [`cloud`]: a simulated ENI-style cloud IP API (ground truth of assigned IPs);
 //! * [`event`], [`fault`], [`monitor`]: the typed vocabulary shared with models, scenarios and reports.
 
@@ -16,6 +17,7 @@ pub mod etcd;
 pub mod event;
 pub mod fault;
 pub mod kube;
+pub mod l2;
 pub mod monitor;
 pub mod net;
 pub mod rng;

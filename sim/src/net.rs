@@ -279,3 +279,84 @@ impl<T> StreamRx<T> {
         }
     }
 }
+
+/// A node's UDP-like inbox. A datagram arrives after its own latency (so a later, faster one can
+/// overtake it); it is lost if the link is cut or the node is down when it would arrive, or if
+/// nobody listens (the receiving service has not opened the inbox since the node booted). Nothing
+/// is retransmitted and the sender learns nothing: the protocol above must time out on its own.
+pub struct Datagrams<T>(Rc<DatagramsInner<T>>);
+
+struct DatagramsInner<T> {
+    node: NodeIx,
+    /// (arrival µs, sequence) -> (sender, payload): delivered in arrival order.
+    queue: RefCell<std::collections::BTreeMap<(u64, u64), (NodeIx, T)>>,
+    seq: Cell<u64>,
+    listening: Cell<bool>,
+    arrived: crate::sync::Notify,
+}
+
+impl<T> Clone for Datagrams<T> {
+    fn clone(&self) -> Self {
+        Datagrams(self.0.clone())
+    }
+}
+
+impl<T> Datagrams<T> {
+    /// The inbox of `node` (closed until its service opens it).
+    pub fn new(node: NodeIx) -> Self {
+        Datagrams(Rc::new(DatagramsInner {
+            node,
+            queue: RefCell::default(),
+            seq: Cell::new(0),
+            listening: Cell::new(false),
+            arrived: crate::sync::Notify::new(),
+        }))
+    }
+
+    /// The node it belongs to.
+    pub fn node(&self) -> NodeIx {
+        self.0.node
+    }
+
+    /// Starts listening (call at every boot): datagrams queued for an earlier life are dropped.
+    pub fn open(&self) {
+        self.0.queue.borrow_mut().clear();
+        self.0.listening.set(true);
+    }
+
+    /// Sends `item` from the node of `proc`; it is on the wire at once.
+    pub fn send(&self, proc: &crate::world::Proc, item: T) {
+        let (world, from) = (proc.world(), proc.node());
+        let at = world.now_us() + world.latency(from, self.0.node).as_micros() as u64;
+        if !self.0.listening.get() {
+            return;
+        }
+        let seq = self.0.seq.get();
+        self.0.seq.set(seq + 1);
+        self.0.queue.borrow_mut().insert((at, seq), (from, item));
+        self.0.arrived.notify();
+    }
+
+    /// The next datagram that gets through: (sender, payload).
+    pub async fn recv(&self, proc: &crate::world::Proc) -> (NodeIx, T) {
+        let world = proc.world();
+        loop {
+            let seen = self.0.arrived.generation();
+            let first = self.0.queue.borrow().keys().next().copied();
+            match first {
+                Some((at, _)) if at <= world.now_us() => {
+                    let (from, item) = self.0.queue.borrow_mut().pop_first().unwrap().1;
+                    if world.reachable(from, self.0.node) && world.node_up(self.0.node) {
+                        return (from, item);
+                    }
+                }
+                Some((at, _)) => {
+                    let sleep = madsim::time::sleep_until(world.instant_at(at));
+                    futures::future::select(Box::pin(sleep), self.0.arrived.changed_since(seen))
+                        .await;
+                }
+                None => self.0.arrived.changed_since(seen).await,
+            }
+        }
+    }
+}
