@@ -6,3 +6,4 @@
 
 pub mod calico;
 pub mod cilium;
+pub mod metallb;

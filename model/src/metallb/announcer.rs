@@ -1,0 +1,236 @@
+//! MetalLB's layer-2 controller and announcer.
+//!
+//! For each service with an IP, a speaker computes the candidates from its own views: current
+//! memberlist members, minus nodes with `NetworkUnavailable`, minus nodes labelled to be excluded
+//! from external load balancers, and (traffic policy Local) only nodes with a serving endpoint; with
+//! no serving endpoint anywhere nobody announces. A member whose Node object this speaker has not
+//! seen is not a candidate (nothing is known about its labels). The candidates are ordered by
+//! [`announce_order`]; if this node is first it announces: a gratuitous ARP at once and every
+//! [`GARP_EVERY`] for [`GARP_FOR`], and an answer to every ARP request for the IP. A speaker that
+//! stops being first withdraws (stops answering). The controller re-evaluates every service whenever
+//! the member list or an informer view changes.
+
+use super::memberlist::Memberlist;
+use super::*;
+use sim::kube::WatchEvent;
+use sim::l2::Port;
+use sim::sync::Notify;
+use sim::{Event, Proc};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A Node as the speaker sees it.
+#[derive(Clone, Debug, Default)]
+struct NodeView {
+    exclude: bool,
+    network_unavailable: bool,
+}
+
+/// The speaker's informer views.
+#[derive(Default)]
+pub struct Views {
+    nodes: RefCell<BTreeMap<String, NodeView>>,
+    /// Service -> (IP, traffic policy Local).
+    services: RefCell<BTreeMap<String, (String, bool)>>,
+    /// Service -> nodes with a serving (ready) endpoint.
+    endpoints: RefCell<BTreeMap<String, BTreeSet<String>>>,
+    changed: Notify,
+}
+
+impl Views {
+    /// Applies an informer event of any kind.
+    pub fn apply(&self, ev: WatchEvent) {
+        match ev {
+            WatchEvent::Upsert(o) => match o.kind.as_str() {
+                "Node" => {
+                    let v = NodeView {
+                        exclude: o.spec["exclude"].as_bool().unwrap_or(false),
+                        network_unavailable: o.spec["network_unavailable"]
+                            .as_bool()
+                            .unwrap_or(false),
+                    };
+                    self.nodes.borrow_mut().insert(o.name, v);
+                }
+                "Service" => {
+                    let ip = o.spec["ip"].as_str().unwrap_or_default().to_string();
+                    let local = o.spec["local"].as_bool().unwrap_or(false);
+                    self.services.borrow_mut().insert(o.name, (ip, local));
+                }
+                "Endpoints" => {
+                    let ready = o.status["ready"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|v| v.as_str().map(String::from))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    self.endpoints.borrow_mut().insert(o.name, ready);
+                }
+                _ => return,
+            },
+            WatchEvent::Deleted { kind, name } => match kind.as_str() {
+                "Node" => {
+                    self.nodes.borrow_mut().remove(&name);
+                }
+                "Service" => {
+                    self.services.borrow_mut().remove(&name);
+                }
+                "Endpoints" => {
+                    self.endpoints.borrow_mut().remove(&name);
+                }
+                _ => return,
+            },
+        }
+        self.changed.notify();
+    }
+}
+
+/// A service this speaker announces.
+struct Announced {
+    ip: String,
+    /// Monotonic times of the remaining gratuitous ARPs.
+    garps: Vec<u64>,
+}
+
+/// The layer-2 controller of one speaker.
+pub struct Announcer {
+    proc: Proc,
+    ml: Rc<Memberlist>,
+    views: Rc<Views>,
+    port: Port,
+    announced: RefCell<BTreeMap<String, Announced>>,
+}
+
+impl Announcer {
+    /// Starts the `layer2` (evaluation and gratuitous ARPs) and `arp-responder` tasks.
+    pub fn start(proc: &Proc, ml: Rc<Memberlist>, views: Rc<Views>, port: Port) {
+        let a = Rc::new(Announcer {
+            proc: proc.clone(),
+            ml,
+            views,
+            port,
+            announced: RefCell::default(),
+        });
+        let b = a.clone();
+        proc.spawn("layer2", async move { b.run().await });
+        let b = a.clone();
+        proc.spawn("arp-responder", async move {
+            loop {
+                let ip = b.port.request().await;
+                if b.announced.borrow().values().any(|x| x.ip == ip) {
+                    b.port.reply(&ip);
+                }
+            }
+        });
+    }
+
+    /// The candidates for a service, in this speaker's views (unordered).
+    fn candidates(&self, service: &str, local: bool) -> Vec<String> {
+        let nodes = self.views.nodes.borrow();
+        let endpoints = self.views.endpoints.borrow();
+        let serving = endpoints.get(service).cloned().unwrap_or_default();
+        if serving.is_empty() {
+            return Vec::new();
+        }
+        self.ml
+            .members()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|n| {
+                nodes
+                    .get(n)
+                    .is_some_and(|v| !v.exclude && !v.network_unavailable)
+            })
+            .filter(|n| !local || serving.contains(n))
+            .collect()
+    }
+
+    fn evaluate(&self) {
+        let me = self.proc.host_name();
+        let services = self.views.services.borrow().clone();
+        for (svc, (ip, local)) in &services {
+            let candidates = self.candidates(svc, *local);
+            let first = announce_order(&candidates, ip).first().cloned();
+            let announcing = self.announced.borrow().contains_key(svc);
+            if first.as_deref() == Some(me.as_str()) {
+                if !announcing {
+                    self.proc.emit(Event::L2Announce {
+                        service: svc.clone(),
+                        ip: ip.clone(),
+                        candidates,
+                    });
+                    let now = self.proc.mono_us();
+                    let step = GARP_EVERY.as_micros() as u64;
+                    let garps = (0..)
+                        .map(|i| now + i * step)
+                        .take_while(|t| *t < now + GARP_FOR.as_micros() as u64)
+                        .collect();
+                    self.announced.borrow_mut().insert(
+                        svc.clone(),
+                        Announced {
+                            ip: ip.clone(),
+                            garps,
+                        },
+                    );
+                }
+            } else if announcing {
+                self.withdraw(svc);
+            }
+        }
+        let gone: Vec<String> = self
+            .announced
+            .borrow()
+            .keys()
+            .filter(|s| !services.contains_key(*s))
+            .cloned()
+            .collect();
+        for svc in gone {
+            self.withdraw(&svc);
+        }
+    }
+
+    fn withdraw(&self, svc: &str) {
+        if let Some(a) = self.announced.borrow_mut().remove(svc) {
+            self.proc.emit(Event::L2Withdraw {
+                service: svc.to_string(),
+                ip: a.ip,
+            });
+        }
+    }
+
+    async fn run(&self) {
+        loop {
+            let (gm, gv) = (
+                self.ml.changed.generation(),
+                self.views.changed.generation(),
+            );
+            self.evaluate();
+            // Gratuitous ARPs that are due, then wait for the next one or a change.
+            let now = self.proc.mono_us();
+            let mut next: Option<u64> = None;
+            for a in self.announced.borrow_mut().values_mut() {
+                while a.garps.first().is_some_and(|t| *t <= now) {
+                    a.garps.remove(0);
+                    self.port.garp(&a.ip);
+                }
+                if let Some(t) = a.garps.first() {
+                    next = Some(next.map_or(*t, |n: u64| n.min(*t)));
+                }
+            }
+            let changed = futures::future::select(
+                self.ml.changed.changed_since(gm),
+                self.views.changed.changed_since(gv),
+            );
+            match next {
+                Some(t) => {
+                    let wait = Duration::from_micros(t - now);
+                    futures::future::select(Box::pin(self.proc.sleep(wait)), changed).await;
+                }
+                None => {
+                    changed.await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,764 @@
+//! hashicorp/memberlist (SWIM with Lifeguard's suspicion), as MetalLB's speakers run it with
+//! `DefaultLANConfig` (constants in the parent module).
+//!
+//! * Probing (`probe`): one member per [`PROBE_INTERVAL`], round robin over a shuffled list; a ping
+//!   unanswered after [`PROBE_TIMEOUT`] is retried through [`INDIRECT_CHECKS`] alive members until
+//!   the end of the interval; still no ack: the member becomes suspect. When the round robin wraps,
+//!   members dead or left for [`GOSSIP_TO_THE_DEAD`] are forgotten (removed from the list: nobody
+//!   probes or gossips to them again) and the list is reshuffled.
+//! * Suspicion: timeout from `suspicion_timeout`, starting at [`SUSPICION_MAX_TIMEOUT_MULT`] times
+//!   that and shrinking as other members confirm (`k = SuspicionMult - 2` confirmations expected, 0
+//!   with fewer than `k + 2` members); on expiry the member is declared dead. A member that hears it
+//!   is suspected or dead refutes with a higher incarnation.
+//! * Gossip: every [`GOSSIP_INTERVAL`] the queued broadcasts (alive, suspect, dead; a newer one about
+//!   a member replaces an older) go to [`GOSSIP_NODES`] random members (alive, suspect, or dead for
+//!   less than [`GOSSIP_TO_THE_DEAD`]), each broadcast at most `retransmit_limit` times. While nothing
+//!   is queued the ticker's empty rounds are skipped (they send nothing upstream either).
+//! * Push/pull: every [`PUSH_PULL_INTERVAL`] a full state exchange with one random alive member;
+//!   `join(addresses)` is the same exchange with each address. Merging a remote state: alive is
+//!   applied as alive, left as dead-by-itself, suspect and dead as a suspicion.
+//! * `leave`: broadcast "dead, from myself" (left) and wait up to [`LEAVE_TIMEOUT`] for it to go out.
+//!
+//! Not modelled (documented deviations): piggybacking broadcasts on probe messages (they travel by
+//! gossip only), the TCP fallback ping (the simulated network has no loss that spares TCP),
+//! Lifeguard's awareness-scaled probe timeouts and nacks, and metadata/protocol versions.
+
+use super::*;
+use futures::channel::oneshot;
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use sim::net::{Call, Endpoint};
+use sim::sync::Notify;
+use sim::{Event, Proc};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A member's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Alive,
+    Suspect,
+    Dead,
+    Left,
+}
+
+impl State {
+    fn name(self) -> &'static str {
+        match self {
+            State::Alive => "alive",
+            State::Suspect => "suspect",
+            State::Dead => "dead",
+            State::Left => "left",
+        }
+    }
+
+    /// Alive and suspect members both count as members.
+    pub fn is_member(self) -> bool {
+        matches!(self, State::Alive | State::Suspect)
+    }
+}
+
+/// What a push/pull exchange carries about one member.
+#[derive(Clone, Debug)]
+pub struct NodeState {
+    pub name: String,
+    pub addr: NodeIx,
+    pub incarnation: u32,
+    pub state: State,
+}
+
+/// A gossiped broadcast.
+#[derive(Clone, Debug)]
+pub enum Broadcast {
+    Alive {
+        name: String,
+        addr: NodeIx,
+        inc: u32,
+    },
+    Suspect {
+        name: String,
+        inc: u32,
+        from: String,
+    },
+    Dead {
+        name: String,
+        inc: u32,
+        from: String,
+    },
+}
+
+impl Broadcast {
+    fn subject(&self) -> &str {
+        match self {
+            Broadcast::Alive { name, .. }
+            | Broadcast::Suspect { name, .. }
+            | Broadcast::Dead { name, .. } => name,
+        }
+    }
+}
+
+/// A UDP packet.
+#[derive(Clone, Debug)]
+pub enum Packet {
+    Ping {
+        seq: u32,
+        target: String,
+    },
+    IndirectPing {
+        seq: u32,
+        target: NodeIx,
+        name: String,
+    },
+    Ack {
+        seq: u32,
+    },
+    Gossip(Vec<Broadcast>),
+}
+
+/// The push/pull stream: my state for yours.
+pub type Tcp = Endpoint<Vec<NodeState>, Vec<NodeState>>;
+
+struct Member {
+    st: NodeState,
+    /// Monotonic time of the last state change.
+    change_us: u64,
+}
+
+struct Suspicion {
+    start_us: u64,
+    k: u32,
+    min: Duration,
+    max: Duration,
+    /// Who reported it (the first reporter does not count as a confirmation).
+    confirmers: BTreeSet<String>,
+}
+
+impl Suspicion {
+    fn deadline_us(&self) -> u64 {
+        let c = self.confirmers.len() as u32 - 1;
+        self.start_us + suspicion_remaining(self.min, self.max, self.k, c).as_micros() as u64
+    }
+}
+
+/// Who waits for an ack.
+enum AckWaiter {
+    /// A probe of ours.
+    Local(oneshot::Sender<()>),
+    /// An indirect probe we run for `to`: forward the ack with its sequence number.
+    Forward { to: NodeIx, seq: u32, since_us: u64 },
+}
+
+/// One speaker's memberlist.
+pub struct Memberlist {
+    proc: Proc,
+    name: String,
+    addr: NodeIx,
+    peers: Rc<Peers>,
+    incarnation: Cell<u32>,
+    members: RefCell<BTreeMap<String, Member>>,
+    order: RefCell<Vec<String>>,
+    probe_ix: Cell<usize>,
+    suspicions: RefCell<BTreeMap<String, Suspicion>>,
+    suspicions_changed: Notify,
+    queue: RefCell<Vec<(Broadcast, u32)>>,
+    queued: Notify,
+    acks: RefCell<BTreeMap<u32, AckWaiter>>,
+    seq: Cell<u32>,
+    rng: RefCell<ChaCha8Rng>,
+    leaving: Cell<bool>,
+    /// Notified whenever the member list changes (the announcer re-evaluates).
+    pub changed: Notify,
+}
+
+impl Memberlist {
+    /// Creates the local node and starts the protocol's tasks (`memberlist-udp`, `memberlist-tcp`,
+    /// `probe`, `gossip`, `push-pull`, `suspicion`) in `proc`.
+    pub fn start(proc: &Proc, peers: Rc<Peers>) -> Rc<Memberlist> {
+        let addr = proc.node();
+        let ml = Rc::new(Memberlist {
+            proc: proc.clone(),
+            name: proc.host_name(),
+            addr,
+            peers,
+            incarnation: Cell::new(0),
+            members: RefCell::default(),
+            order: RefCell::default(),
+            probe_ix: Cell::new(0),
+            suspicions: RefCell::default(),
+            suspicions_changed: Notify::new(),
+            queue: RefCell::default(),
+            queued: Notify::new(),
+            acks: RefCell::default(),
+            seq: Cell::new(0),
+            rng: RefCell::new(proc.rng("memberlist")),
+            leaving: Cell::new(false),
+            changed: Notify::new(),
+        });
+        ml.alive_node(&ml.name.clone(), addr, 0);
+        ml.peers.udp[&addr].open();
+        let mut tcp_inbox = ml.peers.tcp[&addr].open();
+        let m = ml.clone();
+        proc.spawn("memberlist-udp", async move {
+            loop {
+                let (from, packet) = m.peers.udp[&m.addr].recv(&m.proc).await;
+                m.handle_packet(from, packet);
+            }
+        });
+        let m = ml.clone();
+        proc.spawn("memberlist-tcp", async move {
+            use futures::StreamExt;
+            while let Some(Call { req, reply, .. }) = tcp_inbox.next().await {
+                reply.send(m.local_state());
+                m.merge_state(req);
+            }
+        });
+        let m = ml.clone();
+        proc.spawn("probe", async move { m.probe_loop().await });
+        let m = ml.clone();
+        proc.spawn("gossip", async move { m.gossip_loop().await });
+        let m = ml.clone();
+        proc.spawn("push-pull", async move { m.push_pull_loop().await });
+        let m = ml.clone();
+        proc.spawn("suspicion", async move { m.suspicion_loop().await });
+        ml
+    }
+
+    /// `Members()`: alive and suspect members, this node included: (name, address).
+    pub fn members(&self) -> Vec<(String, NodeIx)> {
+        self.members
+            .borrow()
+            .values()
+            .filter(|m| m.st.state.is_member())
+            .map(|m| (m.st.name.clone(), m.st.addr))
+            .collect()
+    }
+
+    /// `Join(addresses)`: a push/pull exchange with each, one after the other; how many answered.
+    pub async fn join(&self, addrs: &[NodeIx]) -> u32 {
+        let mut ok = 0;
+        for &a in addrs {
+            if self.push_pull(a).await {
+                ok += 1;
+            }
+        }
+        ok
+    }
+
+    /// `Leave(timeout)`: announce that this node left and wait for the message to go out.
+    pub async fn leave(&self, timeout: Duration) {
+        self.leaving.set(true);
+        let inc = self.incarnation.get();
+        let me = self.name.clone();
+        self.dead_node(&me, inc, &me);
+        let deadline = self.proc.mono_us() + timeout.as_micros() as u64;
+        while self.proc.mono_us() < deadline
+            && self.queue.borrow().iter().any(|(b, _)| b.subject() == me)
+        {
+            self.proc.sleep(GOSSIP_INTERVAL).await;
+        }
+    }
+
+    // ------------------------------------------------------------------ state changes
+
+    fn now(&self) -> u64 {
+        self.proc.mono_us()
+    }
+
+    fn set_state(&self, name: &str, state: State, inc: u32) {
+        let now = self.now();
+        let changed = {
+            let mut members = self.members.borrow_mut();
+            let m = members.get_mut(name).expect("known member");
+            let changed = m.st.state != state;
+            m.st.incarnation = inc;
+            if changed {
+                m.st.state = state;
+                m.change_us = now;
+            }
+            changed
+        };
+        if changed {
+            self.emit(name, state.name(), inc);
+        }
+    }
+
+    fn emit(&self, member: &str, state: &str, inc: u32) {
+        self.proc.emit(Event::MlMember {
+            member: member.to_string(),
+            state: state.to_string(),
+            incarnation: inc,
+        });
+        self.changed.notify();
+    }
+
+    fn broadcast(&self, b: Broadcast) {
+        let mut q = self.queue.borrow_mut();
+        q.retain(|(old, _)| old.subject() != b.subject());
+        q.push((b, 0));
+        drop(q);
+        self.queued.notify();
+    }
+
+    fn refute(&self, accused: u32) {
+        let inc = (self.incarnation.get() + 1).max(accused + 1);
+        self.incarnation.set(inc);
+        let me = self.name.clone();
+        self.set_state(&me, State::Alive, inc);
+        self.broadcast(Broadcast::Alive {
+            name: me,
+            addr: self.addr,
+            inc,
+        });
+    }
+
+    fn alive_node(&self, name: &str, addr: NodeIx, inc: u32) {
+        let known = self.members.borrow().get(name).map(|m| m.st.incarnation);
+        if name == self.name {
+            match known {
+                // Another life of ours is remembered with a newer incarnation: refute it.
+                Some(mine) if inc > mine => self.refute(inc),
+                Some(_) => {}
+                None => {
+                    self.insert(name, addr, inc);
+                }
+            }
+            return;
+        }
+        match known {
+            None => {
+                self.insert(name, addr, inc);
+                self.broadcast(Broadcast::Alive {
+                    name: name.into(),
+                    addr,
+                    inc,
+                });
+            }
+            Some(k) if inc <= k => {}
+            Some(_) => {
+                self.suspicions.borrow_mut().remove(name);
+                self.members.borrow_mut().get_mut(name).unwrap().st.addr = addr;
+                self.set_state(name, State::Alive, inc);
+                self.broadcast(Broadcast::Alive {
+                    name: name.into(),
+                    addr,
+                    inc,
+                });
+            }
+        }
+    }
+
+    fn insert(&self, name: &str, addr: NodeIx, inc: u32) {
+        self.members.borrow_mut().insert(
+            name.to_string(),
+            Member {
+                st: NodeState {
+                    name: name.to_string(),
+                    addr,
+                    incarnation: inc,
+                    state: State::Alive,
+                },
+                change_us: self.now(),
+            },
+        );
+        // A new member goes to a random place of the probe list.
+        let mut order = self.order.borrow_mut();
+        let at = self.rng.borrow_mut().random_range(0..=order.len());
+        order.insert(at, name.to_string());
+        drop(order);
+        self.emit(name, "alive", inc);
+    }
+
+    fn suspect_node(&self, name: &str, inc: u32, from: &str) {
+        let Some((state, known)) = self
+            .members
+            .borrow()
+            .get(name)
+            .map(|m| (m.st.state, m.st.incarnation))
+        else {
+            return;
+        };
+        if inc < known {
+            return;
+        }
+        let confirmed = self
+            .suspicions
+            .borrow_mut()
+            .get_mut(name)
+            .map(|s| s.confirmers.insert(from.to_string()));
+        if let Some(new) = confirmed {
+            if new {
+                self.suspicions_changed.notify();
+                self.broadcast(Broadcast::Suspect {
+                    name: name.into(),
+                    inc,
+                    from: from.into(),
+                });
+            }
+            return;
+        }
+        if state != State::Alive {
+            return;
+        }
+        if name == self.name {
+            self.refute(inc);
+            return;
+        }
+        self.set_state(name, State::Suspect, inc);
+        self.broadcast(Broadcast::Suspect {
+            name: name.into(),
+            inc,
+            from: from.into(),
+        });
+        let n = self.members.borrow().len();
+        let k = SUSPICION_MULT - 2;
+        let k = if (n as u32) < k + 2 { 0 } else { k };
+        let min = suspicion_timeout(SUSPICION_MULT, n, PROBE_INTERVAL);
+        self.suspicions.borrow_mut().insert(
+            name.to_string(),
+            Suspicion {
+                start_us: self.now(),
+                k,
+                min,
+                max: min * SUSPICION_MAX_TIMEOUT_MULT,
+                confirmers: BTreeSet::from([from.to_string()]),
+            },
+        );
+        self.suspicions_changed.notify();
+    }
+
+    fn dead_node(&self, name: &str, inc: u32, from: &str) {
+        let Some((state, known)) = self
+            .members
+            .borrow()
+            .get(name)
+            .map(|m| (m.st.state, m.st.incarnation))
+        else {
+            return;
+        };
+        if inc < known {
+            return;
+        }
+        self.suspicions.borrow_mut().remove(name);
+        if matches!(state, State::Dead | State::Left) {
+            return;
+        }
+        if name == self.name && !self.leaving.get() {
+            self.refute(inc);
+            return;
+        }
+        let st = if from == name {
+            State::Left
+        } else {
+            State::Dead
+        };
+        self.set_state(name, st, inc);
+        self.broadcast(Broadcast::Dead {
+            name: name.into(),
+            inc,
+            from: from.into(),
+        });
+    }
+
+    fn apply(&self, b: Broadcast) {
+        match b {
+            Broadcast::Alive { name, addr, inc } => self.alive_node(&name, addr, inc),
+            Broadcast::Suspect { name, inc, from } => self.suspect_node(&name, inc, &from),
+            Broadcast::Dead { name, inc, from } => self.dead_node(&name, inc, &from),
+        }
+    }
+
+    fn local_state(&self) -> Vec<NodeState> {
+        self.members
+            .borrow()
+            .values()
+            .map(|m| m.st.clone())
+            .collect()
+    }
+
+    fn merge_state(&self, remote: Vec<NodeState>) {
+        let me = self.name.clone();
+        for r in remote {
+            match r.state {
+                State::Alive => self.alive_node(&r.name, r.addr, r.incarnation),
+                State::Left => self.dead_node(&r.name, r.incarnation, &r.name),
+                // A remote "dead" is only a suspicion here.
+                State::Dead | State::Suspect => self.suspect_node(&r.name, r.incarnation, &me),
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ messages
+
+    fn send(&self, to: NodeIx, p: Packet) {
+        if let Some(inbox) = self.peers.udp.get(&to) {
+            inbox.send(&self.proc, p);
+        }
+    }
+
+    fn handle_packet(&self, from: NodeIx, p: Packet) {
+        match p {
+            Packet::Ping { seq, target } => {
+                if target == self.name {
+                    self.send(from, Packet::Ack { seq });
+                }
+            }
+            Packet::IndirectPing { seq, target, name } => {
+                let mine = self.next_seq();
+                let now = self.now();
+                let mut acks = self.acks.borrow_mut();
+                // Forgotten forwards (their probe ended long ago) are dropped.
+                acks.retain(|_, w| match w {
+                    AckWaiter::Forward { since_us, .. } => now - *since_us < 5_000_000,
+                    AckWaiter::Local(tx) => !tx.is_canceled(),
+                });
+                acks.insert(
+                    mine,
+                    AckWaiter::Forward {
+                        to: from,
+                        seq,
+                        since_us: now,
+                    },
+                );
+                drop(acks);
+                self.send(
+                    target,
+                    Packet::Ping {
+                        seq: mine,
+                        target: name,
+                    },
+                );
+            }
+            Packet::Ack { seq } => match self.acks.borrow_mut().remove(&seq) {
+                Some(AckWaiter::Local(tx)) => {
+                    let _ = tx.send(());
+                }
+                Some(AckWaiter::Forward { to, seq, .. }) => self.send(to, Packet::Ack { seq }),
+                None => {}
+            },
+            Packet::Gossip(bs) => {
+                for b in bs {
+                    self.apply(b);
+                }
+            }
+        }
+    }
+
+    fn next_seq(&self) -> u32 {
+        let s = self.seq.get().wrapping_add(1);
+        self.seq.set(s);
+        s
+    }
+
+    /// Up to `k` random members passing `keep`, never this node.
+    fn random_members(&self, k: usize, keep: impl Fn(&Member) -> bool) -> Vec<NodeState> {
+        let mut v: Vec<NodeState> = self
+            .members
+            .borrow()
+            .values()
+            .filter(|m| m.st.name != self.name && keep(m))
+            .map(|m| m.st.clone())
+            .collect();
+        v.shuffle(&mut *self.rng.borrow_mut());
+        v.truncate(k);
+        v
+    }
+
+    async fn stagger(&self, interval: Duration) {
+        let us = self
+            .rng
+            .borrow_mut()
+            .random_range(0..interval.as_micros() as u64);
+        self.proc.sleep(Duration::from_micros(us)).await;
+    }
+
+    // ------------------------------------------------------------------ loops
+
+    async fn probe_loop(&self) {
+        self.stagger(PROBE_INTERVAL).await;
+        loop {
+            let start = self.now();
+            if let Some(target) = self.next_probe_target() {
+                self.probe(target).await;
+            }
+            let spent = Duration::from_micros(self.now() - start);
+            self.proc.sleep(PROBE_INTERVAL.saturating_sub(spent)).await;
+        }
+    }
+
+    fn next_probe_target(&self) -> Option<NodeState> {
+        let rounds = self.order.borrow().len() + 1;
+        for _ in 0..rounds {
+            if self.probe_ix.get() >= self.order.borrow().len() {
+                self.reset_nodes();
+                self.probe_ix.set(0);
+                if self.order.borrow().is_empty() {
+                    return None;
+                }
+            }
+            let name = self.order.borrow()[self.probe_ix.get()].clone();
+            self.probe_ix.set(self.probe_ix.get() + 1);
+            if name == self.name {
+                continue;
+            }
+            let m = self.members.borrow().get(&name).map(|m| m.st.clone());
+            match m {
+                Some(st) if st.state.is_member() => return Some(st),
+                _ => continue,
+            }
+        }
+        None
+    }
+
+    /// memberlist's `resetNodes`: forget members dead for [`GOSSIP_TO_THE_DEAD`], reshuffle.
+    fn reset_nodes(&self) {
+        let now = self.now();
+        let retention = GOSSIP_TO_THE_DEAD.as_micros() as u64;
+        let gone: Vec<(String, u32)> = self
+            .members
+            .borrow()
+            .values()
+            .filter(|m| {
+                matches!(m.st.state, State::Dead | State::Left) && now - m.change_us >= retention
+            })
+            .map(|m| (m.st.name.clone(), m.st.incarnation))
+            .collect();
+        for (name, inc) in &gone {
+            self.members.borrow_mut().remove(name);
+            self.emit(name, "forgotten", *inc);
+        }
+        let mut order: Vec<String> = self.members.borrow().keys().cloned().collect();
+        order.shuffle(&mut *self.rng.borrow_mut());
+        *self.order.borrow_mut() = order;
+    }
+
+    async fn probe(&self, target: NodeState) {
+        let start = self.now();
+        let seq = self.next_seq();
+        let (tx, mut rx) = oneshot::channel();
+        self.acks.borrow_mut().insert(seq, AckWaiter::Local(tx));
+        self.send(
+            target.addr,
+            Packet::Ping {
+                seq,
+                target: target.name.clone(),
+            },
+        );
+        let acked = madsim::time::timeout(PROBE_TIMEOUT, &mut rx).await.is_ok();
+        if !acked {
+            let helpers = self.random_members(INDIRECT_CHECKS, |m| {
+                m.st.state == State::Alive && m.st.name != target.name
+            });
+            for h in &helpers {
+                self.send(
+                    h.addr,
+                    Packet::IndirectPing {
+                        seq,
+                        target: target.addr,
+                        name: target.name.clone(),
+                    },
+                );
+            }
+            let left = (start + PROBE_INTERVAL.as_micros() as u64).saturating_sub(self.now());
+            let acked = madsim::time::timeout(Duration::from_micros(left), rx)
+                .await
+                .is_ok();
+            self.acks.borrow_mut().remove(&seq);
+            if !acked {
+                let me = self.name.clone();
+                self.suspect_node(&target.name, target.incarnation, &me);
+            }
+        }
+    }
+
+    async fn gossip_loop(&self) {
+        self.stagger(GOSSIP_INTERVAL).await;
+        loop {
+            if self.queue.borrow().is_empty() {
+                let g = self.queued.generation();
+                self.queued.changed_since(g).await;
+            }
+            self.proc.sleep(GOSSIP_INTERVAL).await;
+            self.gossip();
+        }
+    }
+
+    fn gossip(&self) {
+        let now = self.now();
+        let dead_window = GOSSIP_TO_THE_DEAD.as_micros() as u64;
+        let targets = self.random_members(GOSSIP_NODES, |m| {
+            m.st.state.is_member() || now - m.change_us < dead_window
+        });
+        let limit = retransmit_limit(RETRANSMIT_MULT, self.members.borrow().len());
+        for t in targets {
+            let msgs: Vec<Broadcast> = {
+                let mut q = self.queue.borrow_mut();
+                let msgs = q.iter().map(|(b, _)| b.clone()).collect();
+                for (_, n) in q.iter_mut() {
+                    *n += 1;
+                }
+                q.retain(|(_, n)| *n < limit);
+                msgs
+            };
+            if msgs.is_empty() {
+                return;
+            }
+            self.send(t.addr, Packet::Gossip(msgs));
+        }
+    }
+
+    async fn push_pull_loop(&self) {
+        self.stagger(PUSH_PULL_INTERVAL).await;
+        loop {
+            if let Some(t) = self.random_members(1, |m| m.st.state == State::Alive).pop() {
+                self.push_pull(t.addr).await;
+            }
+            self.proc.sleep(PUSH_PULL_INTERVAL).await;
+        }
+    }
+
+    /// One push/pull exchange (the join handshake too); whether the peer answered.
+    async fn push_pull(&self, to: NodeIx) -> bool {
+        let Some(ep) = self.peers.tcp.get(&to) else {
+            return false;
+        };
+        match self.proc.call(ep, self.local_state(), TCP_TIMEOUT).await {
+            Ok(remote) => {
+                self.merge_state(remote);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    async fn suspicion_loop(&self) {
+        loop {
+            let g = self.suspicions_changed.generation();
+            let next = self
+                .suspicions
+                .borrow()
+                .iter()
+                .map(|(n, s)| (s.deadline_us(), n.clone()))
+                .min();
+            match next {
+                None => self.suspicions_changed.changed_since(g).await,
+                Some((at, name)) if at <= self.now() => {
+                    let inc = self.members.borrow().get(&name).map(|m| m.st.incarnation);
+                    self.suspicions.borrow_mut().remove(&name);
+                    if let Some(inc) = inc {
+                        let me = self.name.clone();
+                        self.dead_node(&name, inc, &me);
+                    }
+                }
+                Some((at, _)) => {
+                    let wait = Duration::from_micros(at - self.now());
+                    futures::future::select(
+                        Box::pin(self.proc.sleep(wait)),
+                        self.suspicions_changed.changed_since(g),
+                    )
+                    .await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! MetalLB layer 2 (shared/spec/metallb.md, seed document 004: PR 662 "make nodes re-join
+//! memberlist cluster", fixing issue 589).
+//!
+//! * [`memberlist`]: hashicorp/memberlist's SWIM protocol with its LAN defaults (probe, indirect
+//!   probes, suspicion with confirmations, dead-member retention and forgetting, gossip, push/pull,
+//!   `join`, graceful leave) over datagrams (probes, gossip) and calls (push/pull, join);
+//! * [`speakerlist`]: the IP cache from the API server and its 5-minute refresh, the 1-minute join
+//!   loop that joins only non-members, the rejoin trigger when the speaker's own Node changes, a
+//!   one-slot request channel;
+//! * [`announcer`]: the layer-2 controller: candidates, the sha256 ordering, the gratuitous ARP
+//!   burst, ARP answers and withdrawal.
+//!
+//! One `speaker` process per node, supervised by the node's `kubelet` (which also renews the node's
+//! Lease). Kubernetes objects: `Node` (spec `{"exclude": bool, "network_unavailable": bool}`, status
+//! `{"ready": bool}`), `Lease`, `Pod` `speaker-<node>` (status `{"ip", "node"}`), `Service`
+//! (spec `{"ip", "local": bool}`), `Endpoints` (spec `{"nodes"}`, status `{"ready"}`).
+//!
+//! Bug switches: `metallb-join-once` (before PR 662: join only at start) and
+//! `metallb-rejoin-via-apiserver` (PR 662's first draft: each rejoin lists peer IPs from the API
+//! server instead of using the cache).
+
+pub mod announcer;
+pub mod memberlist;
+pub mod speakerlist;
+
+use sha2::{Digest, Sha256};
+use sim::kube::Kube;
+use sim::l2::Segment;
+use sim::world::Host;
+use sim::{NodeIx, World};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// memberlist `ProbeInterval` (DefaultLANConfig).
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// memberlist `ProbeTimeout`.
+pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+/// memberlist `IndirectChecks`.
+pub const INDIRECT_CHECKS: usize = 3;
+/// memberlist `SuspicionMult`.
+pub const SUSPICION_MULT: u32 = 4;
+/// memberlist `SuspicionMaxTimeoutMult`.
+pub const SUSPICION_MAX_TIMEOUT_MULT: u32 = 6;
+/// memberlist `GossipToTheDeadTime`: dead members are gossiped to this long, then forgotten.
+pub const GOSSIP_TO_THE_DEAD: Duration = Duration::from_secs(30);
+/// memberlist `GossipInterval`.
+pub const GOSSIP_INTERVAL: Duration = Duration::from_millis(200);
+/// memberlist `GossipNodes`.
+pub const GOSSIP_NODES: usize = 3;
+/// memberlist `PushPullInterval`.
+pub const PUSH_PULL_INTERVAL: Duration = Duration::from_secs(30);
+/// memberlist `RetransmitMult`.
+pub const RETRANSMIT_MULT: u32 = 4;
+/// memberlist `TCPTimeout` (push/pull and join exchanges).
+pub const TCP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Graceful leave: how long the speaker waits for its leave message to go out.
+pub const LEAVE_TIMEOUT: Duration = Duration::from_secs(1);
+/// speakerlist: the join loop's period.
+pub const JOIN_PERIOD: Duration = Duration::from_secs(60);
+/// speakerlist: the IP cache's refresh period.
+pub const IP_REFRESH: Duration = Duration::from_secs(300);
+/// Announcer: gratuitous ARPs every 1.1 s ...
+pub const GARP_EVERY: Duration = Duration::from_millis(1100);
+/// ... for 5 s after becoming the announcer.
+pub const GARP_FOR: Duration = Duration::from_secs(5);
+/// kubelet's node status / Lease renewal period.
+pub const NODE_HEARTBEAT: Duration = Duration::from_secs(10);
+/// `node-monitor-grace-period`: NotReady after this long without a renewal.
+pub const NODE_GRACE: Duration = Duration::from_secs(40);
+/// The speaker's informers re-list after this long without an event.
+pub const INFORMER_IDLE: Duration = Duration::from_secs(30);
+/// kubelet's restart back-off for a crashed speaker.
+pub const RESTART_BACKOFF: Duration = Duration::from_secs(10);
+
+/// memberlist's `suspicionTimeout(SuspicionMult, n, ProbeInterval)`: the minimum suspicion timeout,
+/// `mult x max(1, log10(max(1, n))) x interval`, floored to the millisecond (4 s for n <= 10).
+pub fn suspicion_timeout(mult: u32, n: usize, interval: Duration) -> Duration {
+    let scale = (n.max(1) as f64).log10().max(1.0);
+    Duration::from_millis((mult as f64 * scale * interval.as_millis() as f64).floor() as u64)
+}
+
+/// memberlist's suspicion timer after `confirmations` independent confirmations when `k` are
+/// expected: it starts at `max` and shrinks logarithmically toward `min`
+/// (`max - log(c+1)/log(k+1) x (max - min)`, floored to the millisecond, never below `min`).
+pub fn suspicion_remaining(min: Duration, max: Duration, k: u32, confirmations: u32) -> Duration {
+    if k == 0 {
+        return min;
+    }
+    let frac = ((confirmations as f64) + 1.0).ln() / ((k as f64) + 1.0).ln();
+    let raw = max.as_secs_f64() - frac * (max.as_secs_f64() - min.as_secs_f64());
+    Duration::from_millis((raw * 1000.0).floor().max(0.0) as u64).max(min)
+}
+
+/// memberlist's retransmit limit for a broadcast: `mult x ceil(log10(n + 1))`.
+pub fn retransmit_limit(mult: u32, n: usize) -> u32 {
+    mult * ((n as f64 + 1.0).log10().ceil() as u32)
+}
+
+/// The announcer ordering (pure): candidates sorted by `sha256(node + "#" + ip)` ascending; the
+/// first one announces `ip`.
+pub fn announce_order(candidates: &[String], ip: &str) -> Vec<String> {
+    let mut keyed: Vec<([u8; 32], &String)> = candidates
+        .iter()
+        .map(|c| {
+            let mut h = Sha256::new();
+            h.update(c.as_bytes());
+            h.update(b"#");
+            h.update(ip.as_bytes());
+            (h.finalize().into(), c)
+        })
+        .collect();
+    keyed.sort();
+    keyed.into_iter().map(|(_, c)| c.clone()).collect()
+}
+
+/// Bug switches of the MetalLB model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// Bug `metallb-join-once`.
+    pub join_once: bool,
+    /// Bug `metallb-rejoin-via-apiserver`.
+    pub rejoin_via_apiserver: bool,
+}
+
+/// The speakers' network: each speaker's IP and node, its memberlist datagram inbox and its
+/// push/pull endpoint (what resolving an IP and opening a socket give real code).
+pub struct Peers {
+    pub by_ip: Vec<(String, NodeIx)>,
+    pub udp: std::collections::BTreeMap<NodeIx, sim::net::Datagrams<memberlist::Packet>>,
+    pub tcp: std::collections::BTreeMap<NodeIx, memberlist::Tcp>,
+}
+
+impl Peers {
+    /// The network for speakers at these (ip, node) pairs.
+    pub fn new(by_ip: Vec<(String, NodeIx)>) -> Rc<Peers> {
+        Rc::new(Peers {
+            udp: by_ip
+                .iter()
+                .map(|(_, n)| (*n, sim::net::Datagrams::new(*n)))
+                .collect(),
+            tcp: by_ip
+                .iter()
+                .map(|(_, n)| (*n, sim::net::Endpoint::new(*n)))
+                .collect(),
+            by_ip,
+        })
+    }
+
+    /// The node an IP belongs to.
+    pub fn node_of(&self, ip: &str) -> Option<NodeIx> {
+        self.by_ip.iter().find(|(i, _)| i == ip).map(|(_, n)| *n)
+    }
+
+    /// The IP of a node.
+    pub fn ip_of(&self, node: NodeIx) -> Option<&str> {
+        self.by_ip
+            .iter()
+            .find(|(_, n)| *n == node)
+            .map(|(i, _)| i.as_str())
+    }
+}
+
+/// What a speaker needs to start.
+#[derive(Clone)]
+pub struct SpeakerConfig {
+    pub kube: Kube,
+    pub segment: Segment,
+    pub peers: Rc<Peers>,
+    pub switches: Switches,
+}
+
+/// Installs the node's kubelet (Lease renewals, speaker supervision) and the MetalLB speaker as the
+/// services of `node`. A crashed speaker is restarted after [`RESTART_BACKOFF`]; a terminated
+/// kubelet terminates the speaker (which leaves the cluster gracefully) and exits.
+pub fn install(world: &World, node: NodeIx, cfg: SpeakerConfig) {
+    world.set_services(
+        node,
+        Rc::new(move |host: &Host| {
+            let kubelet = host.spawn_process("kubelet");
+            let name = host.name();
+            let (p, n, k) = (kubelet.clone(), name.clone(), cfg.kube.clone());
+            kubelet.spawn("heartbeat", async move {
+                k.client(&p).run_node_heartbeat(&n, NODE_HEARTBEAT).await
+            });
+            let (p, c) = (kubelet.clone(), cfg.clone());
+            kubelet.spawn("supervisor", async move {
+                loop {
+                    let speaker = p.spawn_child("speaker");
+                    speakerlist::start(&speaker, &c);
+                    let terminated = {
+                        let exited = Box::pin(speaker.wait_exit());
+                        let term = Box::pin(p.terminated());
+                        matches!(
+                            futures::future::select(exited, term).await,
+                            futures::future::Either::Right(_)
+                        )
+                    };
+                    if terminated {
+                        p.terminate(speaker.pid());
+                        speaker.wait_exit().await;
+                        p.exit(0);
+                        return;
+                    }
+                    p.sleep(RESTART_BACKOFF).await;
+                }
+            });
+        }),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suspicion_timeout_follows_memberlist() {
+        let s = Duration::from_secs(1);
+        // max(1, log10(n)): 4 s up to 10 members, then growing with log10.
+        for n in [0, 1, 3, 5, 7, 10] {
+            assert_eq!(suspicion_timeout(4, n, s), Duration::from_secs(4), "n={n}");
+        }
+        assert_eq!(suspicion_timeout(4, 100, s), Duration::from_secs(8));
+        assert_eq!(suspicion_timeout(4, 20, s), Duration::from_millis(5204));
+        // Starts at 6x the minimum and shrinks with confirmations toward the minimum.
+        let (min, max) = (Duration::from_secs(4), Duration::from_secs(24));
+        assert_eq!(suspicion_remaining(min, max, 2, 0), max);
+        assert_eq!(
+            suspicion_remaining(min, max, 2, 1),
+            Duration::from_millis(11381)
+        );
+        assert_eq!(suspicion_remaining(min, max, 2, 2), min);
+        assert_eq!(suspicion_remaining(min, max, 2, 5), min);
+        // No confirmations expected (fewer than k + 2 members): the minimum at once.
+        assert_eq!(suspicion_remaining(min, max, 0, 0), min);
+    }
+
+    #[test]
+    fn retransmit_limit_follows_memberlist() {
+        assert_eq!(retransmit_limit(4, 3), 4);
+        assert_eq!(retransmit_limit(4, 9), 4);
+        assert_eq!(retransmit_limit(4, 10), 8);
+    }
+
+    #[test]
+    fn announcer_ordering_is_sha256_of_node_hash_ip() {
+        let nodes: Vec<String> = ["n1", "n2", "n3", "n4", "n5"].map(String::from).to_vec();
+        let ip = "192.168.10.1";
+        let order = announce_order(&nodes, ip);
+        // Independent check: the hex digests sorted.
+        let mut hex: Vec<(String, &str)> = nodes
+            .iter()
+            .map(|n| {
+                let d = Sha256::digest(format!("{n}#{ip}").as_bytes());
+                (d.iter().map(|b| format!("{b:02x}")).collect(), n.as_str())
+            })
+            .collect();
+        hex.sort();
+        assert_eq!(
+            order,
+            hex.iter().map(|(_, n)| n.to_string()).collect::<Vec<_>>()
+        );
+        // Pure: the input order does not matter, and removing a non-first candidate keeps the first.
+        let mut rev = nodes.clone();
+        rev.reverse();
+        assert_eq!(announce_order(&rev, ip), order);
+        let without_last: Vec<String> = order[..4].to_vec();
+        assert_eq!(announce_order(&without_last, ip)[0], order[0]);
+        // Different IPs spread over nodes.
+        let firsts: std::collections::BTreeSet<String> = (1..=40)
+            .map(|i| announce_order(&nodes, &format!("192.168.10.{i}"))[0].clone())
+            .collect();
+        assert!(firsts.len() >= 3, "{firsts:?}");
+    }
+}
