@@ -4,6 +4,7 @@
 pub mod calico;
 pub mod cilium;
 pub mod explore;
+pub mod metallb;
 pub mod scenario;
 pub mod shrink;
 pub mod strategies;

@@ -12,6 +12,8 @@ pub enum Options {
     Calico(CalicoOptions),
     /// A Cilium scenario's options.
     Cilium(crate::cilium::CiliumOptions),
+    /// A MetalLB scenario's options.
+    Metallb(crate::metallb::MetallbOptions),
 }
 
 /// Everything that determines a run.
@@ -189,6 +191,24 @@ macro_rules! cilium_scenario {
     };
 }
 
+macro_rules! metallb_scenario {
+    ($name:literal, $family:expr, $about:literal, $coverage:expr, $findings:expr) => {
+        Scenario {
+            name: $name,
+            system: "metallb",
+            about: $about,
+            ci_seeds: 300,
+            coverage: $coverage,
+            findings: $findings,
+            draw: |seed| {
+                let (o, s) = crate::metallb::draw($family, seed);
+                (Options::Metallb(o), s)
+            },
+            run: |spec| crate::metallb::run(spec, $coverage),
+        }
+    };
+}
+
 /// Every scenario.
 pub static SCENARIOS: &[Scenario] = &[
     calico_scenario!(
@@ -278,6 +298,34 @@ pub static SCENARIOS: &[Scenario] = &[
         &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"],
         &[Finding { seed: 499, ..HANDOVER_ERASES_RELEASE }, UNKNOWN_UNASSIGN_ABORTED]
     ),
+    metallb_scenario!(
+        "metallb-silent-task-death",
+        crate::metallb::Family::SilentTaskDeath,
+        "MetalLB speakers when the join loop or the IP cache refresh dies silently or stalls, with speaker crashes and partitions",
+        &["join-loop-died", "partition-outlived-retention", "duplicate-announcer-resolved"],
+        &[]
+    ),
+    metallb_scenario!(
+        "metallb-clock-skew",
+        crate::metallb::Family::ClockSkew,
+        "MetalLB speakers with skewed, drifting and stepped wall clocks, paused nodes and latency spikes",
+        &["node-not-ready"],
+        &[]
+    ),
+    metallb_scenario!(
+        "metallb-split-brain",
+        crate::metallb::Family::SplitBrain,
+        "MetalLB speakers under complete, partial and simplex partitions of 3 to 7 speakers, with and without an API server outage",
+        &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved"],
+        &[]
+    ),
+    metallb_scenario!(
+        "metallb-swarm",
+        crate::metallb::Family::Swarm,
+        "Every MetalLB fault together: task deaths, clocks, pauses, partitions, API server outages, crashes and graceful restarts",
+        &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved", "node-not-ready"],
+        &[]
+    ),
 ];
 
 /// Looks a scenario up by name.
@@ -361,6 +409,20 @@ pub static SWITCHES: &[Switch] = &[
         system: "cilium",
         scenario: "cilium-swarm",
         about: "the operator releases excess IPs directly after the delay, judging use from a status that lags the agent by up to 15 s",
+    },
+    Switch {
+        name: "metallb-join-once",
+        kind: SwitchKind::Bug,
+        system: "metallb",
+        scenario: "metallb-split-brain",
+        about: "before PR 662: speakers join the memberlist only at start; after a partition longer than suspicion plus dead-member retention the halves never merge and both announce the IP",
+    },
+    Switch {
+        name: "metallb-rejoin-via-apiserver",
+        kind: SwitchKind::Bug,
+        system: "metallb",
+        scenario: "metallb-split-brain",
+        about: "PR 662's first draft: each rejoin lists the peer IPs from the API server instead of the cache, so no rejoin happens while the API server is down",
     },
     Switch {
         name: "cilium-merge-release-ips",
