@@ -9,7 +9,8 @@
 //! Dense marks are aggregated into counted buckets. A second rendering places each node's row on its
 //! own wall clock (the "local time" toggle). `--seeds N` reports the distribution of each family's
 //! headline number: the overlap of two hosts doing master-only work (against the longest pause and
-//! the largest clock skew) for Calico, the time from excess to release for Cilium.
+//! the largest clock skew) for Calico, the time from excess to release for Cilium, the longest
+//! duplicate-announcer window (two or more speakers answering ARP for one IP) for MetalLB.
 
 mod render;
 
@@ -17,7 +18,7 @@ pub use render::{distribution_html, distribution_markdown, html, markdown};
 use serde::Serialize;
 use sim::event::{Event, TraceLine};
 use sim::{Fault, FaultKind, Outcome, Violation};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What a report needs to know about a run besides its trace.
 #[derive(Clone, Debug)]
@@ -267,6 +268,10 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
     let mut acting: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     let mut overlap = 0.0f64;
     let mut releases: Vec<f64> = Vec::new();
+    // MetalLB: IP -> announcers, and the start of the current duplicate-announcer window.
+    let mut announcers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut dup_from: BTreeMap<String, f64> = BTreeMap::new();
+    let mut longest_dup = 0.0f64;
     let end = s(outcome.sim_time_ms * 1000);
     for l in &lines {
         let t = s(l.t_us);
@@ -334,7 +339,13 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
                 format!("{task} of pid {pid} died silently"),
             ),
             Event::ProcessExit { name, pid, status } => {
-                row.mark("exit", t, format!("{name} ({pid}) exited: {status:?}"))
+                row.mark("exit", t, format!("{name} ({pid}) exited: {status:?}"));
+                if name == "speaker" {
+                    row.end_prefix("announce ", t);
+                    for a in announcers.values_mut() {
+                        a.remove(&l.node);
+                    }
+                }
             }
             Event::ClockStep { delta_ms } => {
                 row.mark("step", t, format!("clock step {delta_ms:+} ms"))
@@ -420,8 +431,82 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
             Event::CiliumRelease { excess_for_ms, .. } => {
                 releases.push(*excess_for_ms as f64 / 1000.0)
             }
+            Event::L2Announce { ip, .. } => {
+                row.start(
+                    &format!("announce {ip}"),
+                    "announcer",
+                    t,
+                    &format!("announces {ip}"),
+                );
+                announcers
+                    .entry(ip.clone())
+                    .or_default()
+                    .insert(l.node.clone());
+            }
+            Event::L2Withdraw { ip, .. } => {
+                row.end(&format!("announce {ip}"), t);
+                announcers.entry(ip.clone()).or_default().remove(&l.node);
+            }
+            Event::ArpEntry { ip, node, via } => {
+                let key = format!("arp {ip}");
+                row.end(&key, t);
+                row.start(&key, "arp", t, &format!("{ip} -> {node} (heard {via})"));
+            }
+            Event::MlMember { member, state, .. } if state == "forgotten" => {
+                row.mark("forget", t, format!("forgot {member}"))
+            }
+            Event::MlJoin {
+                addresses,
+                joined,
+                cause,
+            } => row.mark(
+                "join",
+                t,
+                format!("join ({cause}) {addresses:?}: {joined} answered"),
+            ),
             _ => {}
         }
+        if matches!(
+            l.ev,
+            Event::L2Announce { .. }
+                | Event::L2Withdraw { .. }
+                | Event::NodeCrash
+                | Event::ProcessExit { .. }
+        ) {
+            if matches!(l.ev, Event::NodeCrash) {
+                for a in announcers.values_mut() {
+                    a.remove(&l.node);
+                }
+            }
+            for (ip, a) in &announcers {
+                if a.len() >= 2 {
+                    if !dup_from.contains_key(ip) {
+                        dup_from.insert(ip.clone(), t);
+                        if let Some(r) = rows.get_mut("router") {
+                            r.start(
+                                &format!("duplicate {ip}"),
+                                "duplicate",
+                                t,
+                                &format!("{ip} announced by {a:?}"),
+                            );
+                        }
+                        for n in a {
+                            if let Some(r) = rows.get_mut(n) {
+                                r.mark("duplicate", t, format!("{ip} announced by {a:?}"));
+                            }
+                        }
+                    }
+                } else if let Some(t0) = dup_from.remove(ip) {
+                    longest_dup = longest_dup.max(t - t0);
+                    if let Some(r) = rows.get_mut("router") {
+                        r.end(&format!("duplicate {ip}"), t);
+                    }
+                }
+            }
+        }
+    }
+    for t0 in dup_from.values() {
+        longest_dup = longest_dup.max(end - t0);
     }
     let violation = outcome
         .violation
@@ -474,17 +559,17 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
         .iter()
         .map(|n| n.max_abs_offset_s)
         .fold(step_max, f64::max);
-    let cilium = info.scenario.starts_with("cilium");
+    let system = info.scenario.split('-').next().unwrap_or("");
     let headline = Headline {
-        name: if cilium {
-            "median time from excess to release".into()
-        } else {
-            "longest overlap of two hosts doing master-only work".into()
+        name: match system {
+            "cilium" => "median time from excess to release".into(),
+            "metallb" => "longest duplicate-announcer window".into(),
+            _ => "longest overlap of two hosts doing master-only work".into(),
         },
-        value_s: if cilium {
-            median(&mut releases)
-        } else {
-            Some(overlap)
+        value_s: match system {
+            "cilium" => median(&mut releases),
+            "metallb" => Some(longest_dup),
+            _ => Some(overlap),
         },
         longest_pause_s,
         largest_skew_s,

@@ -31,7 +31,7 @@ fn offset_at(n: &NodeRow, t: f64) -> f64 {
 fn lane(kind: &str) -> (f64, f64) {
     match kind {
         "holder" => (12.0, 5.0),
-        "master" | "handshake" => (18.0, 6.0),
+        "master" | "handshake" | "announcer" | "arp" => (18.0, 6.0),
         _ => (2.0, 8.0),
     }
 }
@@ -158,6 +158,8 @@ table{border-collapse:collapse;margin:6px 0} td,th{border:1px solid #ddd;padding
 .band.cut{fill:#e57373} .band.paused{fill:#9e9e9e} .band.down{fill:#212121} .band.stalled{fill:#ba68c8}
 .band.active{fill:#7e57c2} .band.slow{fill:#ffd54f} .band.degraded{fill:#ff8a65}
 .band.master{fill:#43a047} .band.holder{fill:#1e88e5;opacity:.75} .band.handshake{fill:#fb8c00}
+.band.announcer{fill:#00897b;opacity:.8} .band.arp{fill:#5c6bc0;opacity:.8}
+.mark.duplicate{fill:#d81b60} .band.duplicate{fill:#d81b60} .mark.forget{fill:#8d6e63} .mark.join{fill:#00695c}
 .mark{fill:#555} .mark.task-death{fill:#c62828} .mark.crash{fill:#000} .mark.step{fill:#1565c0}
 .mark.release{fill:#ef6c00} .mark.warning{fill:#b8860b} .mark.exit{fill:#6d4c41}
 .legend span{display:inline-block;margin-right:12px;font-size:12px} .legend i{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:-1px}
@@ -173,8 +175,10 @@ const LEGEND: &str = r#"<div class="legend">
 <span><i style="background:#7e57c2"></i>standby believes it leads</span>
 <span><i style="background:#43a047"></i>believes it is master</span><span><i style="background:#1e88e5"></i>holds the election key</span>
 <span><i style="background:#fb8c00"></i>IPs in the release handshake</span>
+<span><i style="background:#00897b"></i>announces a service IP</span><span><i style="background:#d81b60"></i>router: two or more speakers announce one IP</span><span><i style="background:#5c6bc0"></i>router's ARP entry (label: IP -> node)</span>
 <span>marks: <b style="color:#c62828">&#9650;</b> task death <b>&#9650;</b> crash <b style="color:#6d4c41">&#9650;</b> process exit
 <b style="color:#1565c0">&#9650;</b> clock step <b style="color:#ef6c00">&#9650;</b> IP released <b style="color:#b8860b">&#9650;</b> stale warning
+<b style="color:#d81b60">&#9650;</b> duplicate announcer <b style="color:#8d6e63">&#9650;</b> member forgotten <b style="color:#00695c">&#9650;</b> join
 <b style="color:#d00">|</b> violation; dashed: faults stop</span></div>"#;
 
 const PAGE: &str = r#"<!doctype html>

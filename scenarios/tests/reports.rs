@@ -193,3 +193,67 @@ fn bad_input_gets_one_line_and_status_2() {
         "cannot create output directory",
     );
 }
+
+/// The "done when": exploring metallb-split-brain under `metallb-join-once` finds two
+/// speakers announcing one IP long after the partition healed, and the report of that run shows the
+/// duplicate-announcer window (headline, and a band on the router's row).
+#[test]
+fn join_once_report_shows_the_duplicate_announcer_window() {
+    let failures = out_dir("join-once-failures");
+    let _ = std::fs::remove_dir_all(&failures);
+    let f = failures.to_str().unwrap().to_string();
+    let o = faultline(&[
+        "explore",
+        "metallb-split-brain",
+        "--bug",
+        "metallb-join-once",
+        "--seeds",
+        "2000",
+        "--no-shrink",
+        "--jobs",
+        "2",
+        "--out",
+        &f,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "a violation is found");
+    let replay = std::fs::read_dir(&failures)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a replay file");
+    let dir = report(&["--replay", replay.to_str().unwrap()], "join-once");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let v = &json["violation"];
+    assert_eq!(v["invariant"], "single-announcer", "{v}");
+    let explanation = v["explanation"].as_str().unwrap();
+    assert!(
+        explanation.contains("is announced by")
+            && explanation.contains("more than one has answered"),
+        "{explanation}"
+    );
+    // The check fires only once the network has been whole for the convergence bound (157 s or
+    // more), so the duplicate outlived the partition by at least that long.
+    let window = json["headline"]["value_s"].as_f64().unwrap();
+    assert!(window >= 157.0, "duplicate window {window} s");
+    assert!(json["headline"]["name"]
+        .as_str()
+        .unwrap()
+        .contains("duplicate-announcer"));
+    let router = json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "router")
+        .expect("a router row");
+    assert!(
+        router["bands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["kind"] == "duplicate"),
+        "{router}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("Longest duplicate-announcer window"), "{md}");
+}
