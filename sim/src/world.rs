@@ -120,6 +120,8 @@ struct Bus {
 pub(crate) struct Inner {
     pub(crate) seed: u64,
     start: Instant,
+    /// The runtime's clock, held so that reading true time skips the `clock_gettime` hook.
+    time: madsim::time::TimeHandle,
     handle: madsim::runtime::Handle,
     pub(crate) nodes: RefCell<Vec<NodeState>>,
     pub(crate) net: RefCell<Net>,
@@ -175,6 +177,7 @@ impl World {
         World(Rc::new(Inner {
             seed,
             start: Instant::now(),
+            time: madsim::time::TimeHandle::current(),
             handle,
             nodes: RefCell::new(states),
             net: RefCell::new(Net {
@@ -206,7 +209,7 @@ impl World {
 
     /// True time since the start of the run (µs).
     pub fn now_us(&self) -> u64 {
-        (Instant::now() - self.0.start).as_micros() as u64
+        (self.0.time.now_instant() - self.0.start).as_micros() as u64
     }
 
     pub fn instant_at(&self, t_us: u64) -> Instant {
