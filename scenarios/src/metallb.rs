@@ -629,13 +629,16 @@ impl MetallbMonitor {
             return None;
         }
         let crash = self.settle_reason.contains("crash") || self.settle_reason.contains("left");
-        let since = format!(
-            "settled since {} ({} after {} at {})",
-            secs(self.settle_at),
-            secs(self.settle_at.saturating_sub(self.settle_from)),
-            self.settle_reason,
-            secs(self.settle_from)
-        );
+        // Built only when a check fails.
+        let since = || {
+            format!(
+                "settled since {} ({} after {} at {})",
+                secs(self.settle_at),
+                secs(self.settle_at.saturating_sub(self.settle_from)),
+                self.settle_reason,
+                secs(self.settle_from)
+            )
+        };
         let invariant = if crash {
             "takeover-after-crash"
         } else {
@@ -650,7 +653,8 @@ impl MetallbMonitor {
                 .get(&svc.ip)
                 .map(|m| m.keys().collect())
                 .unwrap_or_default();
-            let dup = match self.dup_since.get(&svc.ip) {
+            let dup = || {
+                match self.dup_since.get(&svc.ip) {
                 Some(t) => match self.healed_at {
                     Some(h) if h <= *t => format!(
                         "; more than one has answered since {} ({} after the network healed at {})",
@@ -667,6 +671,7 @@ impl MetallbMonitor {
                     None => format!("; more than one has answered since {}", secs(*t)),
                 },
                 None => String::new(),
+            }
             };
             let views = || {
                 actual
@@ -695,8 +700,8 @@ impl MetallbMonitor {
                         kind: Kind::Safety,
                         node: None,
                         explanation: format!(
-                            "{} has no candidate (no live eligible speaker with a serving endpoint) but {:?} announce it; {since}",
-                            svc.ip, actual
+                            "{} has no candidate (no live eligible speaker with a serving endpoint) but {:?} announce it; {}",
+                            svc.ip, actual, since()
                         ),
                     })
                 }
@@ -708,8 +713,8 @@ impl MetallbMonitor {
                             kind: Kind::Safety,
                             node: None,
                             explanation: format!(
-                                "{} is announced by {:?}, expected exactly {e} (first of {:?} by sha256(node#ip)){dup}; {}; the router's entry changed {flaps} times; {since}",
-                                svc.ip, actual, announce_order(&cands, &svc.ip), views()
+                                "{} is announced by {:?}, expected exactly {e} (first of {:?} by sha256(node#ip)){}; {}; the router's entry changed {flaps} times; {}",
+                                svc.ip, actual, announce_order(&cands, &svc.ip), dup(), views(), since()
                             ),
                         });
                     }
@@ -719,9 +724,10 @@ impl MetallbMonitor {
                             kind: Kind::Safety,
                             node: None,
                             explanation: format!(
-                                "the router sends {}'s traffic to {:?} although {e} alone announces it; {since}",
+                                "the router sends {}'s traffic to {:?} although {e} alone announces it; {}",
                                 svc.ip,
-                                self.arp.get(&svc.ip)
+                                self.arp.get(&svc.ip),
+                                since()
                             ),
                         });
                     }
@@ -755,8 +761,8 @@ impl MetallbMonitor {
                     kind: Kind::Liveness,
                     node: self.names.iter().position(|n| n == sp).map(|i| i as NodeIx),
                     explanation: format!(
-                        "{sp}'s memberlist lists {:?} but the live speakers are {:?}; the segment has been whole and {since}{api}",
-                        view, want
+                        "{sp}'s memberlist lists {:?} but the live speakers are {:?}; the segment has been whole and {}{api}",
+                        view, want, since()
                     ),
                 });
             }
