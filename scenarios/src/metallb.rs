@@ -21,6 +21,9 @@
 //! slower than its clients' timeouts, the speakers' views of nodes and endpoints legitimately
 //! differ; membership is still checked then: the cache exists for that).
 //!
+//! Coverage point `announcer-taken-over`: a speaker that announced an IP crashed or left and the
+//! router then heard a gratuitous ARP for it from another speaker.
+//!
 //! Duplicate-announcer periods (two or more speakers answering for one IP) are allowed while the
 //! network is split; each one's length is recorded in the trace (`l2-announce`/`l2-withdraw`) and
 //! reported.
@@ -542,6 +545,8 @@ pub struct MetallbMonitor {
     settle_from: u64,
     /// When the network last became whole again.
     healed_at: Option<u64>,
+    /// IP -> the speaker that announced it when it crashed or left (until another one takes over).
+    lost_announcer: BTreeMap<String, String>,
     /// IP -> start of its current duplicate-announcer period.
     dup_since: BTreeMap<String, u64>,
     reached: BTreeSet<&'static str>,
@@ -573,6 +578,7 @@ impl MetallbMonitor {
             settle_from: 0,
             healed_at: None,
             dup_since: BTreeMap::new(),
+            lost_announcer: BTreeMap::new(),
             reached: BTreeSet::new(),
             catalog,
             names,
@@ -603,6 +609,17 @@ impl MetallbMonitor {
             .filter(|n| !svc.local || serving.contains(n))
             .cloned()
             .collect()
+    }
+
+    /// `node` stops announcing everything (its speaker or node went away).
+    fn drop_announcer(&mut self, t: u64, node: &str) {
+        let ips: Vec<String> = self.announcing.keys().cloned().collect();
+        for ip in ips {
+            if self.announcing.get_mut(&ip).unwrap().remove(node).is_some() {
+                self.lost_announcer.insert(ip.clone(), node.to_string());
+            }
+            self.duplicates(t, &ip);
+        }
     }
 
     fn duplicates(&mut self, t: u64, ip: &str) {
@@ -817,11 +834,7 @@ impl Monitor for MetallbMonitor {
             Event::NodeCrash => {
                 self.live.remove(&node);
                 self.views.remove(&node);
-                let ips: Vec<String> = self.announcing.keys().cloned().collect();
-                for ip in ips {
-                    self.announcing.get_mut(&ip).unwrap().remove(&node);
-                    self.duplicates(t, &ip);
-                }
+                self.drop_announcer(t, &node);
                 self.unsettle(t, takeover, format!("{node}'s crash"));
             }
             Event::ProcessStart { name, .. } if name == "speaker" => {
@@ -833,11 +846,7 @@ impl Monitor for MetallbMonitor {
             Event::ProcessExit { name, status, .. } if name == "speaker" => {
                 self.live.remove(&node);
                 self.views.remove(&node);
-                let ips: Vec<String> = self.announcing.keys().cloned().collect();
-                for ip in ips {
-                    self.announcing.get_mut(&ip).unwrap().remove(&node);
-                    self.duplicates(t, &ip);
-                }
+                self.drop_announcer(t, &node);
                 let how = if matches!(status, sim::event::ExitStatus::Killed) {
                     "crash"
                 } else {
@@ -879,7 +888,11 @@ impl Monitor for MetallbMonitor {
             Event::MlJoin { joined, .. } if *joined > 0 && !self.api_down.is_empty() => {
                 self.reached.insert("rejoin-while-apiserver-down");
             }
-            Event::ArpEntry { ip, node: to, .. } => {
+            Event::ArpEntry { ip, node: to, via } => {
+                if via == "garp" && self.lost_announcer.get(ip).is_some_and(|l| l != to) {
+                    self.lost_announcer.remove(ip);
+                    self.reached.insert("announcer-taken-over");
+                }
                 self.arp.insert(ip.clone(), to.clone());
                 *self.arp_flaps.entry(ip.clone()).or_default() += 1;
             }

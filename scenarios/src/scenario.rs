@@ -302,7 +302,7 @@ pub static SCENARIOS: &[Scenario] = &[
         "metallb-silent-task-death",
         crate::metallb::Family::SilentTaskDeath,
         "MetalLB speakers when the join loop or the IP cache refresh dies silently or stalls, with speaker crashes and partitions",
-        &["join-loop-died", "partition-outlived-retention", "duplicate-announcer-resolved"],
+        &["join-loop-died", "partition-outlived-retention", "duplicate-announcer-resolved", "announcer-taken-over"],
         &[]
     ),
     metallb_scenario!(
@@ -323,7 +323,7 @@ pub static SCENARIOS: &[Scenario] = &[
         "metallb-swarm",
         crate::metallb::Family::Swarm,
         "Every MetalLB fault together: task deaths, clocks, pauses, partitions, API server outages, crashes and graceful restarts",
-        &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved", "node-not-ready"],
+        &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved", "node-not-ready", "announcer-taken-over"],
         &[]
     ),
 ];
