@@ -428,12 +428,7 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
                 "network_unavailable": o2.network_unavailable.contains(name),
             });
             kube.seed_object("Node", name, flags, serde_json::json!({ "ready": true }));
-            kube.seed_object(
-                "Lease",
-                name,
-                serde_json::json!({ "renew_us": 0 }),
-                serde_json::json!({}),
-            );
+            kube.seed_object("Lease", name, serde_json::json!({}), serde_json::json!({}));
             kube.seed_object(
                 "Pod",
                 &format!("speaker-{name}"),

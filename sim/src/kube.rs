@@ -229,7 +229,11 @@ impl Kube {
                 .borrow()
                 .values()
                 .filter(|o| o.kind == "Lease")
-                .map(|o| (o.name.clone(), o.spec["renew_us"].as_i64().unwrap_or(0)))
+                // A Lease never renewed has no renewTime: any renewal is newer.
+                .map(|o| {
+                    let renew = o.spec["renew_us"].as_i64().unwrap_or(i64::MIN);
+                    (o.name.clone(), renew)
+                })
                 .collect();
             for (node, renew) in leases {
                 let e = seen.entry(node.clone()).or_insert((renew, now));

@@ -11,8 +11,8 @@
 //!   with fewer than `k + 2` members); on expiry the member is declared dead. A member that hears it
 //!   is suspected or dead refutes with a higher incarnation.
 //! * Gossip: every [`GOSSIP_INTERVAL`] the queued broadcasts (alive, suspect, dead; a newer one about
-//!   a member replaces an older) go to [`GOSSIP_NODES`] random members (alive, suspect, or dead for
-//!   less than [`GOSSIP_TO_THE_DEAD`]), each broadcast at most `retransmit_limit` times. While nothing
+//!   a member replaces an older) go to [`GOSSIP_NODES`] random members (alive, suspect, or dead, not
+//!   left, for less than [`GOSSIP_TO_THE_DEAD`]), each broadcast at most `retransmit_limit` times. While nothing
 //!   is queued the ticker's empty rounds are skipped (they send nothing upstream either).
 //! * Push/pull: every [`PUSH_PULL_INTERVAL`] a full state exchange with one random alive member;
 //!   `join(addresses)` is the same exchange with each address. Merging a remote state: alive is
@@ -686,8 +686,9 @@ impl Memberlist {
     fn gossip(&self) {
         let now = self.now();
         let dead_window = GOSSIP_TO_THE_DEAD.as_micros() as u64;
+        // Alive and suspect members, and members dead (not left) for less than the retention.
         let targets = self.random_members(GOSSIP_NODES, |m| {
-            m.st.state.is_member() || now - m.change_us < dead_window
+            m.st.state.is_member() || (m.st.state == State::Dead && now - m.change_us < dead_window)
         });
         let limit = retransmit_limit(RETRANSMIT_MULT, self.members.borrow().len());
         for t in targets {
