@@ -272,6 +272,12 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
     let mut announcers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut dup_from: BTreeMap<String, f64> = BTreeMap::new();
     let mut longest_dup = 0.0f64;
+    // Network faults in force (cuts, latency, pauses) and when the network last became whole: the
+    // headline is the part of a duplicate window after the network healed (while it is split, two
+    // announcers are expected).
+    let mut net_faults: BTreeSet<u32> = BTreeSet::new();
+    let mut whole_since: Option<f64> = Some(0.0);
+    let after_heal = |t0: f64, t: f64, whole: Option<f64>| whole.map_or(0.0, |h| t - t0.max(h));
     let end = s(outcome.sim_time_ms * 1000);
     for l in &lines {
         let t = s(l.t_us);
@@ -466,6 +472,29 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
             ),
             _ => {}
         }
+        match &l.ev {
+            Event::FaultStart { id, fault, .. }
+                if matches!(
+                    fault,
+                    FaultKind::Partition { .. }
+                        | FaultKind::Simplex { .. }
+                        | FaultKind::Isolate { .. }
+                        | FaultKind::Latency { .. }
+                        | FaultKind::Pause { .. }
+                ) =>
+            {
+                net_faults.insert(*id);
+                // Windows still open count up to here.
+                for t0 in dup_from.values() {
+                    longest_dup = longest_dup.max(after_heal(*t0, t, whole_since));
+                }
+                whole_since = None;
+            }
+            Event::FaultEnd { id } if net_faults.remove(id) && net_faults.is_empty() => {
+                whole_since = Some(t);
+            }
+            _ => {}
+        }
         if matches!(
             l.ev,
             Event::L2Announce { .. }
@@ -497,7 +526,7 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
                         }
                     }
                 } else if let Some(t0) = dup_from.remove(ip) {
-                    longest_dup = longest_dup.max(t - t0);
+                    longest_dup = longest_dup.max(after_heal(t0, t, whole_since));
                     if let Some(r) = rows.get_mut("router") {
                         r.end(&format!("duplicate {ip}"), t);
                     }
@@ -506,7 +535,7 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
         }
     }
     for t0 in dup_from.values() {
-        longest_dup = longest_dup.max(end - t0);
+        longest_dup = longest_dup.max(after_heal(*t0, end, whole_since));
     }
     let violation = outcome
         .violation
@@ -563,7 +592,7 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
     let headline = Headline {
         name: match system {
             "cilium" => "median time from excess to release".into(),
-            "metallb" => "longest duplicate-announcer window".into(),
+            "metallb" => "longest duplicate-announcer window after the network healed".into(),
             _ => "longest overlap of two hosts doing master-only work".into(),
         },
         value_s: match system {
