@@ -473,16 +473,16 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
             _ => {}
         }
         match &l.ev {
-            Event::FaultStart { id, fault, .. }
-                if matches!(
-                    fault,
+            Event::FaultStart {
+                id,
+                fault:
                     FaultKind::Partition { .. }
-                        | FaultKind::Simplex { .. }
-                        | FaultKind::Isolate { .. }
-                        | FaultKind::Latency { .. }
-                        | FaultKind::Pause { .. }
-                ) =>
-            {
+                    | FaultKind::Simplex { .. }
+                    | FaultKind::Isolate { .. }
+                    | FaultKind::Latency { .. }
+                    | FaultKind::Pause { .. },
+                ..
+            } => {
                 net_faults.insert(*id);
                 // Windows still open count up to here.
                 for t0 in dup_from.values() {
