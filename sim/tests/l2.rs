@@ -1,0 +1,255 @@
+//! Datagrams, the layer-2 segment and Kubernetes' node lifecycle controller, driven through the
+//! simulated network: arrival order, loss on a cut link, the router's entry following the last
+//! answer it heard, and NotReady after the grace period without Lease renewals.
+
+use sim::event::{Event, Record};
+use sim::kube::Kube;
+use sim::l2::Segment;
+use sim::net::Datagrams;
+use sim::runtime::{on_fresh_thread, simulate, SimConfig};
+use sim::world::Host;
+use sim::{Failure, Fault, FaultKind, Monitor, NetSpec, NodeSpec, Schedule};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Collects (true time s, node, event) of the events a test cares about.
+struct Collect(Arc<Mutex<Vec<(f64, u16, Event)>>>);
+
+impl Monitor for Collect {
+    fn on_event(&mut self, rec: &Record) -> Option<Failure> {
+        if matches!(
+            rec.event,
+            Event::ArpEntry { .. } | Event::KubeNodeReady { .. }
+        ) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((rec.t_us as f64 / 1e6, rec.node, rec.event.clone()));
+        }
+        None
+    }
+
+    fn on_tick(&mut self, _now_us: u64) -> Option<Failure> {
+        None
+    }
+
+    fn coverage(&self) -> Vec<(&'static str, bool)> {
+        Vec::new()
+    }
+}
+
+fn config(names: &[&str], schedule: Schedule, latency_us: (u64, u64)) -> SimConfig {
+    SimConfig {
+        seed: 11,
+        nodes: names
+            .iter()
+            .map(|n| NodeSpec {
+                name: n.to_string(),
+                offset_us: 0,
+                drift_ppm: 0,
+            })
+            .collect(),
+        net: NetSpec {
+            latency_min_us: latency_us.0,
+            latency_max_us: latency_us.1,
+        },
+        schedule,
+        fault_window_ms: 120_000,
+        liveness_ms: 10_000,
+        keep_trace: false,
+    }
+}
+
+#[test]
+fn datagrams_arrive_in_arrival_order_and_are_lost_on_a_cut_link() {
+    // "a" sends a datagram every 100 ms for 10 s; "b" is cut off from 3 s to 5 s.
+    let got = on_fresh_thread(|| {
+        let log: Rc<RefCell<Vec<(u64, u32)>>> = Rc::default();
+        let l = log.clone();
+        let cut = vec![Fault {
+            at_ms: 3_000,
+            dur_ms: 2_000,
+            kind: FaultKind::Isolate { node: "b".into() },
+        }];
+        simulate(
+            config(&["a", "b"], cut, (1_000, 30_000)),
+            Box::new(sim::monitor::NullMonitor),
+            move |world| {
+                let inbox: Datagrams<u32> = Datagrams::new(1);
+                let rx = inbox.clone();
+                let l = l.clone();
+                world.set_services(
+                    1,
+                    Rc::new(move |host: &Host| {
+                        let p = host.spawn_process("receiver");
+                        rx.open();
+                        let (rx, l, p2) = (rx.clone(), l.clone(), p.clone());
+                        p.spawn("recv", async move {
+                            loop {
+                                let (_, n) = rx.recv(&p2).await;
+                                l.borrow_mut().push((p2.mono_us(), n));
+                            }
+                        });
+                    }),
+                );
+                world.set_services(
+                    0,
+                    Rc::new(move |host: &Host| {
+                        let p = host.spawn_process("sender");
+                        let (tx, p2) = (inbox.clone(), p.clone());
+                        p.spawn("send", async move {
+                            for n in 0..100u32 {
+                                tx.send(&p2, n);
+                                p2.sleep(Duration::from_millis(100)).await;
+                            }
+                        });
+                    }),
+                );
+            },
+        );
+        let out = log.borrow().clone();
+        out
+    })
+    .unwrap();
+    // Delivered in arrival order (times never go back) even though latencies differ per datagram.
+    assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{got:?}");
+    // With latencies from 1 to 30 ms and sends 100 ms apart, sending order is kept here.
+    assert!(got.windows(2).all(|w| w[0].1 < w[1].1), "{got:?}");
+    // Nothing arrives while the receiver is cut off; before and after, everything does.
+    assert!(got.iter().all(|(t, _)| *t < 3_000_000 || *t >= 5_000_000));
+    let lost: Vec<u32> = (0..100)
+        .filter(|n| !got.iter().any(|g| g.1 == *n))
+        .collect();
+    assert!((19..=21).contains(&lost.len()), "lost {lost:?}");
+    assert!(lost.iter().all(|n| (29..=50).contains(n)), "lost {lost:?}");
+}
+
+#[test]
+fn the_router_follows_the_last_answer_it_heard() {
+    // Two hosts claim one IP: h1 sends a gratuitous ARP at 1 s, h2 at 2 s; only h1 answers
+    // requests. The entry goes h1, h2, then back to h1 at the router's next request.
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let ev = events.clone();
+    on_fresh_thread(move || {
+        simulate(
+            config(&["h1", "h2", "router"], vec![], (500, 500)),
+            Box::new(Collect(ev)),
+            |world| {
+                let seg = Segment::install(world, 2, &[0, 1], vec!["192.168.10.1".into()]);
+                for (node, at_s, answers) in [(0u16, 1u64, true), (1, 2, false)] {
+                    let seg = seg.clone();
+                    world.set_services(
+                        node,
+                        Rc::new(move |host: &Host| {
+                            let p = host.spawn_process("speaker");
+                            let port = Rc::new(seg.port(&p));
+                            let (q, p2) = (port.clone(), p.clone());
+                            p.spawn("garp", async move {
+                                p2.sleep(Duration::from_secs(at_s)).await;
+                                q.garp("192.168.10.1");
+                            });
+                            if answers {
+                                p.spawn("arp", async move {
+                                    loop {
+                                        let ip = port.request().await;
+                                        port.reply(&ip);
+                                    }
+                                });
+                            }
+                        }),
+                    );
+                }
+            },
+        );
+    })
+    .unwrap();
+    let entries: Vec<(f64, String, String)> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(t, _, e)| match e {
+            Event::ArpEntry { node, via, .. } => Some((*t, node.clone(), via.clone())),
+            _ => None,
+        })
+        .collect();
+    // The router asks at once (no entry) and h1 answers; h2's GARP at 2 s takes the entry; the
+    // router's next request (3 s: it was scheduled while the entry was still unresolved) brings it
+    // back to h1, the only one answering; after that it asks every 30 s and nothing changes.
+    let who: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|(_, n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        who[..3],
+        [("h1", "reply"), ("h2", "garp"), ("h1", "reply")],
+        "{entries:?}"
+    );
+    assert!(entries[1].0 > 2.0 && entries[1].0 < 2.01, "{entries:?}");
+    assert!(entries[2].0 > 3.0 && entries[2].0 < 3.01, "{entries:?}");
+    assert_eq!(entries.len(), 3, "{entries:?}");
+}
+
+#[test]
+fn a_node_without_lease_renewals_goes_not_ready_after_the_grace_and_comes_back() {
+    // n1's kubelet renews every 10 s; n1 is cut from the API server from 20 s to 100 s.
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let ev = events.clone();
+    on_fresh_thread(move || {
+        let cut = vec![Fault {
+            at_ms: 20_000,
+            dur_ms: 80_000,
+            kind: FaultKind::Partition {
+                a: vec!["n1".into()],
+                b: vec!["apiserver".into()],
+            },
+        }];
+        simulate(
+            config(&["n1", "apiserver"], cut, (500, 500)),
+            Box::new(Collect(ev)),
+            |world| {
+                let kube = Kube::install(world, 1);
+                kube.enable_node_lifecycle(Duration::from_secs(40));
+                kube.seed_object(
+                    "Node",
+                    "n1",
+                    serde_json::json!({}),
+                    serde_json::json!({ "ready": true }),
+                );
+                kube.seed_object("Lease", "n1", serde_json::json!({}), serde_json::json!({}));
+                world.set_services(
+                    0,
+                    Rc::new(move |host: &Host| {
+                        let p = host.spawn_process("kubelet");
+                        let c = kube.client(&p);
+                        p.spawn("heartbeat", async move {
+                            c.run_node_heartbeat("n1", Duration::from_secs(10)).await
+                        });
+                    }),
+                );
+            },
+        );
+    })
+    .unwrap();
+    let ready: Vec<(f64, bool)> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(t, _, e)| match e {
+            Event::KubeNodeReady { ready, .. } => Some((*t, *ready)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ready.len(), 2, "{ready:?}");
+    // Last renewal seen around 10 s; NotReady at the first 5 s check more than 40 s later.
+    assert!(
+        !ready[0].1 && ready[0].0 > 50.0 && ready[0].0 <= 60.0,
+        "{ready:?}"
+    );
+    // Ready again at the first check after a renewal once the cut heals at 100 s.
+    assert!(
+        ready[1].1 && ready[1].0 > 100.0 && ready[1].0 <= 115.0,
+        "{ready:?}"
+    );
+}
