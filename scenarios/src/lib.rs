@@ -1,6 +1,7 @@
 //! faultline's scenarios: the catalog, their invariants and coverage points, exploration, replay
 //! files, and (in `src/bin/faultline.rs`) the command line.
 
+pub mod bench;
 pub mod calico;
 pub mod cilium;
 pub mod explore;

@@ -4,6 +4,12 @@
 //! standard output is one JSON object (shared/design.md, "Command line").
 
 use clap::{Parser, Subcommand};
+use scenarios::bench::cores;
+
+/// mimalloc: runs allocate and free many small objects (events, messages, futures).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use scenarios::explore::{
     check_switches, find_scenario, hashes, write_atomic, BadInput, ExploreConfig, ReplayFile,
 };
@@ -215,12 +221,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 fn count(s: &str, what: &str) -> Result<u64, BadInput> {
@@ -675,18 +675,6 @@ fn report_run(
     println!("{j}");
 }
 
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
     let list: Vec<&'static Scenario> = if names.is_empty() {
         SCENARIOS.iter().collect()
@@ -700,70 +688,12 @@ fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
     let mut rows = Vec::new();
     let mut scaling = Vec::new();
     for sc in list {
-        let measure = |jobs: usize| {
-            let cfg = ExploreConfig {
-                scenario: sc,
-                from: 1_000_000,
-                seeds,
-                bugs: vec![],
-                fixes: vec![],
-                jobs,
-                keep_going: true,
-                out_dir: None,
-                shard: None,
-            };
-            let t0 = Instant::now();
-            let s = explore(&cfg, |_| {}).expect("bench config is valid");
-            (t0.elapsed().as_secs_f64(), s)
-        };
-        let (w1, s1) = measure(1);
-        let (wn, _) = measure(jobs);
-        // The raw-madsim baseline: the same nodes, timers and messages, on fresh threads, one core.
-        let n = s1.seeds_run.max(1);
-        let (nodes, sim_ms, timers, messages) = (
-            (s1.nodes / n) as usize,
-            s1.sim_time_ms / n,
-            s1.timers / n,
-            s1.messages / n,
-        );
-        let t0 = Instant::now();
-        sim::runtime::pool(
-            seeds as usize,
-            1,
-            std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            move |i| sim::runtime::baseline(i as u64, nodes, sim_ms, timers, messages),
-            |_, _| {},
-        );
-        let wb = t0.elapsed().as_secs_f64();
-        let row = json!({
-            "scenario": sc.name,
-            "seeds_per_sec": seeds as f64 / w1,
-            "sim_speedup": s1.sim_time_ms as f64 / 1000.0 / w1,
-            "events_per_sec": s1.events as f64 / w1,
-            "peak_rss_mb": peak_rss_mb(),
-            "baseline_ratio": w1 / wb,
-            "ms_per_seed": w1 * 1000.0 / seeds as f64,
-            "timers_per_seed": timers,
-            "messages_per_seed": messages,
-            "jobs": jobs,
-            "jobs_speedup": w1 / wn,
-        });
+        let row = scenarios::bench::bench_scenario(sc, seeds, jobs);
         if !json {
-            println!(
-                "{:<28} {:>6.0} seeds/s/core {:>8.0}x real time {:>8.0} events/s {:>6.2} ms/seed  baseline x{:.2} ({} timers, {} messages)  --jobs {jobs}: {:.2}x",
-                sc.name,
-                seeds as f64 / w1,
-                s1.sim_time_ms as f64 / 1000.0 / w1,
-                s1.events as f64 / w1,
-                w1 * 1000.0 / seeds as f64,
-                w1 / wb,
-                timers,
-                messages,
-                w1 / wn
-            );
+            println!("{}", row.line());
         }
-        scaling.push(w1 / wn);
-        rows.push(row);
+        scaling.push(row.jobs_speedup);
+        rows.push(row.json());
     }
     let mean_scaling = scaling.iter().sum::<f64>() / scaling.len().max(1) as f64;
     println!(

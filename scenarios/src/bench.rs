@@ -1,0 +1,133 @@
+//! The benchmark behind `faultline bench` and `cargo bench`: for one scenario, seeds per second
+//! on one core, the simulated-time speedup, events per second, peak memory, the `--jobs N` speedup,
+//! and the ratio to a raw madsim program with the same nodes, timers and messages (no world,
+//! monitor, trace or model logic), measured in the same process.
+
+use crate::explore::{explore, ExploreConfig};
+use crate::Scenario;
+use serde_json::json;
+use std::time::Instant;
+
+/// One scenario's figures.
+#[derive(Clone, Debug)]
+pub struct BenchRow {
+    pub scenario: &'static str,
+    pub seeds_per_sec: f64,
+    pub sim_speedup: f64,
+    pub events_per_sec: f64,
+    pub peak_rss_mb: f64,
+    pub baseline_ratio: f64,
+    pub ms_per_seed: f64,
+    pub timers_per_seed: u64,
+    pub messages_per_seed: u64,
+    pub jobs: usize,
+    pub jobs_speedup: f64,
+}
+
+/// The machine's cores.
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Peak resident memory of this process so far (MB).
+pub fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Measures `seeds` seeds of `sc` (from seed 1,000,000) on one thread and on `jobs` threads, and
+/// the raw-madsim baseline with the same average load on one thread.
+pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize) -> BenchRow {
+    let measure = |jobs: usize| {
+        let cfg = ExploreConfig {
+            scenario: sc,
+            from: 1_000_000,
+            seeds,
+            bugs: vec![],
+            fixes: vec![],
+            jobs,
+            keep_going: true,
+            out_dir: None,
+            shard: None,
+        };
+        let t0 = Instant::now();
+        let s = explore(&cfg, |_| {}).expect("bench config is valid");
+        (t0.elapsed().as_secs_f64(), s)
+    };
+    let (w1, s1) = measure(1);
+    let (wn, _) = measure(jobs);
+    let n = s1.seeds_run.max(1);
+    let (nodes, sim_ms, timers, messages) = (
+        (s1.nodes / n) as usize,
+        s1.sim_time_ms / n,
+        s1.timers / n,
+        s1.messages / n,
+    );
+    let t0 = Instant::now();
+    sim::runtime::pool(
+        seeds as usize,
+        1,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        move |i| sim::runtime::baseline(i as u64, nodes, sim_ms, timers, messages),
+        |_, _| {},
+    );
+    let wb = t0.elapsed().as_secs_f64();
+    BenchRow {
+        scenario: sc.name,
+        seeds_per_sec: seeds as f64 / w1,
+        sim_speedup: s1.sim_time_ms as f64 / 1000.0 / w1,
+        events_per_sec: s1.events as f64 / w1,
+        peak_rss_mb: peak_rss_mb(),
+        baseline_ratio: w1 / wb,
+        ms_per_seed: w1 * 1000.0 / seeds as f64,
+        timers_per_seed: timers,
+        messages_per_seed: messages,
+        jobs,
+        jobs_speedup: w1 / wn,
+    }
+}
+
+impl BenchRow {
+    /// The row of `--json` output.
+    pub fn json(&self) -> serde_json::Value {
+        json!({
+            "scenario": self.scenario,
+            "seeds_per_sec": self.seeds_per_sec,
+            "sim_speedup": self.sim_speedup,
+            "events_per_sec": self.events_per_sec,
+            "peak_rss_mb": self.peak_rss_mb,
+            "baseline_ratio": self.baseline_ratio,
+            "ms_per_seed": self.ms_per_seed,
+            "timers_per_seed": self.timers_per_seed,
+            "messages_per_seed": self.messages_per_seed,
+            "jobs": self.jobs,
+            "jobs_speedup": self.jobs_speedup,
+        })
+    }
+
+    /// One human-readable line.
+    pub fn line(&self) -> String {
+        format!(
+            "{:<28} {:>6.0} seeds/s/core {:>8.0}x real time {:>8.0} events/s {:>6.2} ms/seed  baseline x{:.2} ({} timers, {} messages)  --jobs {}: {:.2}x",
+            self.scenario,
+            self.seeds_per_sec,
+            self.sim_speedup,
+            self.events_per_sec,
+            self.ms_per_seed,
+            self.baseline_ratio,
+            self.timers_per_seed,
+            self.messages_per_seed,
+            self.jobs,
+            self.jobs_speedup
+        )
+    }
+}
