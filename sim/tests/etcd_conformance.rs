@@ -178,13 +178,24 @@ impl Server {
         if prefix {
             req["range_end"] = json!(b64(&prefix_end(key)));
         }
-        let agent = ureq::AgentBuilder::new()
-            .timeout_read(Duration::from_millis(if expect == 0 { 150 } else { 1500 }))
-            .build();
-        let resp = agent
-            .post(&format!("{}/v3/watch", self.url))
-            .send_json(json!({"create_request": req}))
-            .map_err(|e| e.to_string())?;
+        // The read timeout bounds the wait for further events; it also bounds the wait for the
+        // response's status line, which a busy machine (CI on 2 cores) can delay: then ask again
+        // with a longer timeout.
+        let base_ms: u64 = if expect == 0 { 150 } else { 1500 };
+        let mut attempt = 0;
+        let resp = loop {
+            let agent = ureq::AgentBuilder::new()
+                .timeout_read(Duration::from_millis(base_ms << (2 * attempt)))
+                .build();
+            match agent
+                .post(&format!("{}/v3/watch", self.url))
+                .send_json(json!({"create_request": req.clone()}))
+            {
+                Ok(r) => break r,
+                Err(e) if attempt < 3 && e.to_string().contains("timed out") => attempt += 1,
+                Err(e) => return Err(e.to_string()),
+            }
+        };
         let mut events = Vec::new();
         let mut de = serde_json::Deserializer::from_reader(resp.into_reader()).into_iter::<Value>();
         while let Some(Ok(msg)) = de.next() {
