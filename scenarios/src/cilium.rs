@@ -95,24 +95,8 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
         })
         .collect();
     let skew = matches!(family, Family::ClockSkew | Family::Swarm);
-    let clock_offset_ms = (0..=nodes)
-        .map(|_| {
-            if skew {
-                rng.random_range(-60_000..=60_000)
-            } else {
-                rng.random_range(-500..=500)
-            }
-        })
-        .collect();
-    let drift_ppm = (0..=nodes)
-        .map(|_| {
-            if skew {
-                rng.random_range(-500..=500)
-            } else {
-                0
-            }
-        })
-        .collect();
+    let (clock_offset_ms, drift_ppm) =
+        crate::scenario::draw_clocks(&mut rng, nodes as usize + 1, skew, 60_000);
     let kinds: &[&str] = match family {
         Family::SilentTaskDeath => &[
             "death-status-writer",
@@ -154,14 +138,7 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
             "api-slow",
         ],
     };
-    let mut fault_kinds: Vec<String> = kinds
-        .iter()
-        .filter(|_| rng.random_bool(0.5))
-        .map(|s| s.to_string())
-        .collect();
-    if fault_kinds.is_empty() {
-        fault_kinds.push(kinds.choose(&mut rng).unwrap().to_string());
-    }
+    let fault_kinds = crate::scenario::draw_fault_kinds(&mut rng, kinds);
     let fault_count = rng.random_range(1..=if family == Family::Swarm { 14 } else { 8 });
     let o = CiliumOptions {
         nodes,

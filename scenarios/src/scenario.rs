@@ -16,6 +16,52 @@ pub enum Options {
     Metallb(crate::metallb::MetallbOptions),
 }
 
+/// Swarm testing: each fault kind is on with probability 1/2, and at least one is (drawn from `rng`
+/// in a fixed order, so the options are a function of the seed).
+pub(crate) fn draw_fault_kinds(rng: &mut rand_chacha::ChaCha8Rng, kinds: &[&str]) -> Vec<String> {
+    use rand::seq::IndexedRandom;
+    use rand::Rng;
+    let mut on: Vec<String> = kinds
+        .iter()
+        .filter(|_| rng.random_bool(0.5))
+        .map(|s| s.to_string())
+        .collect();
+    if on.is_empty() {
+        on.push(kinds.choose(rng).unwrap().to_string());
+    }
+    on
+}
+
+/// Wall clock offsets (ms) and drifts (ppm) of `n` nodes: with `skew`, offsets up to
+/// `max_offset_ms` either way and drifts up to 500 ppm; without, offsets within 0.5 s and no drift.
+pub(crate) fn draw_clocks(
+    rng: &mut rand_chacha::ChaCha8Rng,
+    n: usize,
+    skew: bool,
+    max_offset_ms: i64,
+) -> (Vec<i64>, Vec<i64>) {
+    use rand::Rng;
+    let offsets = (0..n)
+        .map(|_| {
+            if skew {
+                rng.random_range(-max_offset_ms..=max_offset_ms)
+            } else {
+                rng.random_range(-500..=500)
+            }
+        })
+        .collect();
+    let drifts = (0..n)
+        .map(|_| {
+            if skew {
+                rng.random_range(-500..=500)
+            } else {
+                0
+            }
+        })
+        .collect();
+    (offsets, drifts)
+}
+
 /// Everything that determines a run.
 #[derive(Clone, Debug)]
 pub struct RunSpec {

@@ -369,18 +369,18 @@ impl Memberlist {
         self.emit(name, "alive", inc);
     }
 
+    /// The state of a known member, unless `inc` is older than what we know (then the message is
+    /// stale and ignored).
+    fn current(&self, name: &str, inc: u32) -> Option<State> {
+        let members = self.members.borrow();
+        let m = members.get(name)?;
+        (inc >= m.st.incarnation).then_some(m.st.state)
+    }
+
     fn suspect_node(&self, name: &str, inc: u32, from: &str) {
-        let Some((state, known)) = self
-            .members
-            .borrow()
-            .get(name)
-            .map(|m| (m.st.state, m.st.incarnation))
-        else {
+        let Some(state) = self.current(name, inc) else {
             return;
         };
-        if inc < known {
-            return;
-        }
         let confirmed = self
             .suspicions
             .borrow_mut()
@@ -428,17 +428,9 @@ impl Memberlist {
     }
 
     fn dead_node(&self, name: &str, inc: u32, from: &str) {
-        let Some((state, known)) = self
-            .members
-            .borrow()
-            .get(name)
-            .map(|m| (m.st.state, m.st.incarnation))
-        else {
+        let Some(state) = self.current(name, inc) else {
             return;
         };
-        if inc < known {
-            return;
-        }
         self.suspicions.borrow_mut().remove(name);
         if matches!(state, State::Dead | State::Left) {
             return;
