@@ -134,24 +134,8 @@ pub fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
     let excluded = pick(&mut rng, 0.25);
     let network_unavailable = pick(&mut rng, 0.15);
     let skew = matches!(family, Family::ClockSkew | Family::Swarm);
-    let clock_offset_ms = (0..speakers)
-        .map(|_| {
-            if skew {
-                rng.random_range(-120_000..=120_000)
-            } else {
-                rng.random_range(-500..=500)
-            }
-        })
-        .collect();
-    let drift_ppm = (0..speakers)
-        .map(|_| {
-            if skew {
-                rng.random_range(-500..=500)
-            } else {
-                0
-            }
-        })
-        .collect();
+    let (clock_offset_ms, drift_ppm) =
+        crate::scenario::draw_clocks(&mut rng, speakers as usize, skew, 120_000);
     let kinds: &[&str] = match family {
         Family::SilentTaskDeath => &[
             "death-join-loop",
@@ -191,14 +175,7 @@ pub fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
             "speaker-restart",
         ],
     };
-    let mut fault_kinds: Vec<String> = kinds
-        .iter()
-        .filter(|_| rng.random_bool(0.5))
-        .map(|s| s.to_string())
-        .collect();
-    if fault_kinds.is_empty() {
-        fault_kinds.push(kinds.choose(&mut rng).unwrap().to_string());
-    }
+    let fault_kinds = crate::scenario::draw_fault_kinds(&mut rng, kinds);
     let fault_count = rng.random_range(1..=if family == Family::Swarm { 10 } else { 6 });
     let o = MetallbOptions {
         speakers,
@@ -939,7 +916,8 @@ impl Monitor for MetallbMonitor {
                 }
                 self.duplicates(t, ip);
             }
-            _ => {}
+            // Nothing this monitor tracks changed: the last check still holds until the next tick.
+            _ => return None,
         }
         self.converged(t)
     }

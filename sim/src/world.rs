@@ -157,6 +157,7 @@ impl World {
         trace: bool,
     ) -> World {
         let handle = madsim::runtime::Handle::current();
+        let time = madsim::time::TimeHandle::current();
         let states = nodes
             .iter()
             .map(|n| NodeState {
@@ -176,8 +177,8 @@ impl World {
         let n = states.len();
         World(Rc::new(Inner {
             seed,
-            start: Instant::now(),
-            time: madsim::time::TimeHandle::current(),
+            start: time.now_instant(),
+            time,
             handle,
             nodes: RefCell::new(states),
             net: RefCell::new(Net {
