@@ -523,6 +523,9 @@ pub struct MetallbMonitor {
     dup_since: BTreeMap<String, u64>,
     reached: BTreeSet<&'static str>,
     catalog: &'static [&'static str],
+    /// The last convergence check passed with its time gates open (`settle_at`, `views_at`): what
+    /// it reads changes only with events, so ticks skip it until the next tracked event.
+    quiet: bool,
 }
 
 impl MetallbMonitor {
@@ -554,6 +557,7 @@ impl MetallbMonitor {
             reached: BTreeSet::new(),
             catalog,
             names,
+            quiet: false,
         }
     }
 
@@ -603,7 +607,15 @@ impl MetallbMonitor {
         }
     }
 
-    fn converged(&self, now: u64) -> Option<Failure> {
+    fn converged(&mut self, now: u64) -> Option<Failure> {
+        let r = self.check(now);
+        self.quiet = r.is_none()
+            && now >= self.settle_at
+            && (now >= self.views_at || !self.api_down.is_empty());
+        r
+    }
+
+    fn check(&self, now: u64) -> Option<Failure> {
         if now < self.settle_at || !self.unsettled.is_empty() {
             return None;
         }
@@ -923,6 +935,9 @@ impl Monitor for MetallbMonitor {
     }
 
     fn on_tick(&mut self, now_us: u64) -> Option<Failure> {
+        if self.quiet {
+            return None;
+        }
         self.converged(now_us)
     }
 

@@ -584,7 +584,7 @@ impl KubeClient {
                 self.proc.sleep(Duration::from_secs(5)).await;
                 continue;
             };
-            while let Ok(ev) = madsim::time::timeout(idle, inf.next()).await {
+            while let Ok(ev) = crate::time::timeout(idle, inf.next()).await {
                 on_event(ev);
             }
         }

@@ -23,6 +23,7 @@ pub mod net;
 pub mod rng;
 pub mod runtime;
 pub mod sync;
+pub mod time;
 pub mod world;
 
 pub use event::{Event, NodeIx, Record};

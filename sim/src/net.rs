@@ -168,7 +168,7 @@ impl<Req, Resp> Endpoint<Req, Resp> {
     ) -> Result<Resp, RpcError> {
         let to = self.node;
         let exchange = async {
-            madsim::time::sleep(world.latency(from, to)).await;
+            crate::time::sleep(world.latency(from, to)).await;
             let sender = self.inbox.borrow().clone();
             let delivered = world.reachable(from, to) && world.node_up(to);
             let (tx, rx) = oneshot::channel();
@@ -190,13 +190,13 @@ impl<Req, Resp> Endpoint<Req, Resp> {
                 Ok(Some(resp)) => resp,
                 _ => return futures::future::pending().await,
             };
-            madsim::time::sleep(world.latency(to, from)).await;
+            crate::time::sleep(world.latency(to, from)).await;
             if !world.reachable(to, from) {
                 return futures::future::pending().await;
             }
             resp
         };
-        madsim::time::timeout(timeout, exchange)
+        crate::time::timeout(timeout, exchange)
             .await
             .map_err(|_| RpcError::Timeout)
     }
@@ -270,7 +270,7 @@ impl<T> StreamRx<T> {
                 self.broken = true;
                 continue;
             };
-            madsim::time::sleep_until(self.world.instant_at(at)).await;
+            crate::time::sleep_until(self.world.instant_at(at)).await;
             if !self.world.reachable(self.from, self.to) {
                 self.broken = true;
                 continue;
@@ -340,6 +340,8 @@ impl<T> Datagrams<T> {
     /// The next datagram that gets through: (sender, payload).
     pub async fn recv(&self, proc: &crate::world::Proc) -> (NodeIx, T) {
         let world = proc.world();
+        // The timer for the first datagram in flight, kept while that stays first.
+        let mut timer: Option<(u64, crate::time::Sleep)> = None;
         loop {
             let seen = self.0.arrived.generation();
             let first = self.0.queue.borrow().keys().next().copied();
@@ -351,9 +353,11 @@ impl<T> Datagrams<T> {
                     }
                 }
                 Some((at, _)) => {
-                    let sleep = madsim::time::sleep_until(world.instant_at(at));
-                    futures::future::select(Box::pin(sleep), self.0.arrived.changed_since(seen))
-                        .await;
+                    if timer.as_ref().is_none_or(|(t, _)| *t != at) {
+                        timer = Some((at, crate::time::sleep_until(world.instant_at(at))));
+                    }
+                    let sleep = &mut timer.as_mut().unwrap().1;
+                    futures::future::select(sleep, self.0.arrived.changed_since(seen)).await;
                 }
                 None => self.0.arrived.changed_since(seen).await,
             }

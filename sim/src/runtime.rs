@@ -131,7 +131,7 @@ async fn drive(world: &World, cfg: &SimConfig) -> u64 {
             .expect("the agenda always holds Finish");
         let seen = world.0.stopped.generation();
         if at_us > world.now_us() {
-            let sleep = madsim::time::sleep_until(world.instant_at(at_us));
+            let sleep = crate::time::sleep_until(world.instant_at(at_us));
             futures::future::select(Box::pin(sleep), world.0.stopped.changed_since(seen)).await;
         }
         if world.violated() {
@@ -233,7 +233,7 @@ pub fn lan() -> NetSpec {
 /// Sleep helper that is a no-op for zero durations (madsim's minimum sleep is 1 ms).
 pub async fn sleep(d: Duration) {
     if !d.is_zero() {
-        madsim::time::sleep(d).await;
+        crate::time::sleep(d).await;
     }
 }
 

@@ -936,7 +936,7 @@ struct Stallable {
     world: World,
     until_us: Rc<Cell<u64>>,
     waker: Rc<RefCell<Option<std::task::Waker>>>,
-    sleep: Option<Pin<Box<madsim::time::Sleep>>>,
+    sleep: Option<crate::time::Sleep>,
     inner: Pin<Box<dyn Future<Output = ()>>>,
 }
 
@@ -948,11 +948,9 @@ impl Future for Stallable {
             let at = self.world.instant_at(until);
             let sleep = self
                 .sleep
-                .get_or_insert_with(|| Box::pin(madsim::time::sleep_until(at)));
-            if sleep.deadline() != at {
-                sleep.as_mut().reset(at);
-            }
-            if sleep.as_mut().poll(cx).is_pending() {
+                .get_or_insert_with(|| crate::time::sleep_until(at));
+            sleep.reset(at);
+            if Pin::new(sleep).poll(cx).is_pending() {
                 *self.waker.borrow_mut() = Some(cx.waker().clone());
                 return Poll::Pending;
             }
@@ -1109,7 +1107,7 @@ impl Proc {
     /// Sleeps for `d` of this node's monotonic time.
     pub async fn sleep(&self, d: Duration) {
         self.world.count_timers(1);
-        madsim::time::sleep(d.max(Duration::from_millis(1))).await;
+        crate::time::sleep(d.max(Duration::from_millis(1))).await;
     }
 
     /// A random generator private to this process and purpose, derived from the run's seed.

@@ -159,7 +159,7 @@ impl Elector {
                 }
             }
         };
-        madsim::time::timeout(WATCH_TIMEOUT, wait)
+        sim::time::timeout(WATCH_TIMEOUT, wait)
             .await
             .unwrap_or(Err(EtcdError::Timeout))
     }

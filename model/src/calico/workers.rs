@@ -128,11 +128,9 @@ impl Server {
                         // Elector.stop(): kill the elector where it waits; its cleanup steps down.
                         let seen = done.generation();
                         stop.notify();
-                        let _ = madsim::time::timeout(
-                            Duration::from_secs(10),
-                            done.changed_since(seen),
-                        )
-                        .await;
+                        let _ =
+                            sim::time::timeout(Duration::from_secs(10), done.changed_since(seen))
+                                .await;
                     }
                     p.exit(0);
                 });

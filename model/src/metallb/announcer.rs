@@ -20,7 +20,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A Node as the speaker sees it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct NodeView {
     exclude: bool,
     network_unavailable: bool,
@@ -38,9 +38,10 @@ pub struct Views {
 }
 
 impl Views {
-    /// Applies an informer event of any kind.
+    /// Applies an informer event of any kind. Waiters are woken only when a view changed: a
+    /// re-list, or an update of fields the speaker does not read, changes nothing it decides on.
     pub fn apply(&self, ev: WatchEvent) {
-        match ev {
+        let changed = match ev {
             WatchEvent::Upsert(o) => match o.kind.as_str() {
                 "Node" => {
                     let v = NodeView {
@@ -49,12 +50,12 @@ impl Views {
                             .as_bool()
                             .unwrap_or(false),
                     };
-                    self.nodes.borrow_mut().insert(o.name, v);
+                    put(&self.nodes, o.name, v)
                 }
                 "Service" => {
                     let ip = o.spec["ip"].as_str().unwrap_or_default().to_string();
                     let local = o.spec["local"].as_bool().unwrap_or(false);
-                    self.services.borrow_mut().insert(o.name, (ip, local));
+                    put(&self.services, o.name, (ip, local))
                 }
                 "Endpoints" => {
                     let ready = o.status["ready"]
@@ -65,25 +66,31 @@ impl Views {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    self.endpoints.borrow_mut().insert(o.name, ready);
+                    put(&self.endpoints, o.name, ready)
                 }
-                _ => return,
+                _ => false,
             },
             WatchEvent::Deleted { kind, name } => match kind.as_str() {
-                "Node" => {
-                    self.nodes.borrow_mut().remove(&name);
-                }
-                "Service" => {
-                    self.services.borrow_mut().remove(&name);
-                }
-                "Endpoints" => {
-                    self.endpoints.borrow_mut().remove(&name);
-                }
-                _ => return,
+                "Node" => self.nodes.borrow_mut().remove(&name).is_some(),
+                "Service" => self.services.borrow_mut().remove(&name).is_some(),
+                "Endpoints" => self.endpoints.borrow_mut().remove(&name).is_some(),
+                _ => false,
             },
+        };
+        if changed {
+            self.changed.notify();
         }
-        self.changed.notify();
     }
+}
+
+/// Stores `v` under `name`; whether the map changed.
+fn put<V: PartialEq>(map: &RefCell<BTreeMap<String, V>>, name: String, v: V) -> bool {
+    let mut m = map.borrow_mut();
+    if m.get(&name) == Some(&v) {
+        return false;
+    }
+    m.insert(name, v);
+    true
 }
 
 /// A service this speaker announces.
@@ -200,12 +207,18 @@ impl Announcer {
     }
 
     async fn run(&self) {
+        let mut evaluated = None;
         loop {
             let (gm, gv) = (
                 self.ml.changed.generation(),
                 self.views.changed.generation(),
             );
-            self.evaluate();
+            // Evaluation is idempotent while the member list and the views stay the same: a wake-up
+            // for a gratuitous ARP alone does not repeat it.
+            if evaluated != Some((gm, gv)) {
+                self.evaluate();
+                evaluated = Some((gm, gv));
+            }
             // Gratuitous ARPs that are due, then wait for the next one or a change.
             let now = self.proc.mono_us();
             let mut next: Option<u64> = None;

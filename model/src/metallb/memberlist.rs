@@ -636,7 +636,7 @@ impl Memberlist {
                 target: target.name.clone(),
             },
         );
-        let acked = madsim::time::timeout(PROBE_TIMEOUT, &mut rx).await.is_ok();
+        let acked = sim::time::timeout(PROBE_TIMEOUT, &mut rx).await.is_ok();
         if !acked {
             let helpers = self.random_members(INDIRECT_CHECKS, |m| {
                 m.st.state == State::Alive && m.st.name != target.name
@@ -652,7 +652,7 @@ impl Memberlist {
                 );
             }
             let left = (start + PROBE_INTERVAL.as_micros() as u64).saturating_sub(self.now());
-            let acked = madsim::time::timeout(Duration::from_micros(left), rx)
+            let acked = sim::time::timeout(Duration::from_micros(left), rx)
                 .await
                 .is_ok();
             self.acks.borrow_mut().remove(&seq);

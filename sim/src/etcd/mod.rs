@@ -281,7 +281,7 @@ impl Server {
                 continue;
             }
             if faults.slow_us > 0 {
-                madsim::time::sleep(Duration::from_micros(faults.slow_us)).await;
+                crate::time::sleep(Duration::from_micros(faults.slow_us)).await;
             }
             self.expire_due();
             if self.chance(faults.ambiguous_percent) {
@@ -521,7 +521,7 @@ impl Server {
             match next {
                 Some(ms) => {
                     let at = self.world.true_time_for_wall(node, ms * 1000);
-                    let sleep = madsim::time::sleep_until(self.world.instant_at(at));
+                    let sleep = crate::time::sleep_until(self.world.instant_at(at));
                     futures::future::select(Box::pin(sleep), wake).await;
                 }
                 None => {
