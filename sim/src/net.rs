@@ -31,8 +31,6 @@ impl World {
     /// One-way latency for a message from `from` to `to` sent now.
     pub fn latency(&self, from: NodeIx, to: NodeIx) -> Duration {
         self.0.messages.set(self.0.messages.get() + 1);
-        // Every message waits out its latency on a timer.
-        self.count_timers(1);
         let mut net = self.0.net.borrow_mut();
         let (lo, hi) = (
             net.spec.latency_min_us,

@@ -74,6 +74,7 @@ pub fn simulate(
     deploy: impl FnOnce(&World) + 'static,
 ) -> Outcome {
     let rt = madsim::runtime::Runtime::with_seed_and_config(cfg.seed, madsim::Config::default());
+    let armed_before = crate::time::armed();
     rt.block_on(async move {
         let world = World::new(
             cfg.seed,
@@ -90,7 +91,7 @@ pub fn simulate(
         world.shutdown();
         let (violation, events, trace_hash, trace, coverage) = world.finish();
         let sim_time_ms = violation.as_ref().map_or(end_ms, |v| v.sim_time_ms);
-        let (timers, messages) = world.load();
+        let (timers, messages) = (crate::time::armed() - armed_before, world.messages());
         Outcome {
             violation,
             events,

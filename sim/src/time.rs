@@ -22,6 +22,17 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+thread_local! {
+    /// Timers registered with madsim on this thread (measurement only: a run reads the difference
+    /// over its own span for the benchmark's baseline; nothing in a simulation depends on it).
+    static ARMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Timers registered with madsim on this thread so far.
+pub(crate) fn armed() -> u64 {
+    ARMED.with(|a| a.get())
+}
+
 /// Where a registered madsim timer delivers its wake-up.
 struct Relay {
     waker: AtomicWaker,
@@ -125,6 +136,7 @@ impl Future for Sleep {
                 });
                 relay.waker.register(cx.waker());
                 let waker = futures::task::waker(relay.clone());
+                ARMED.with(|a| a.set(a.get() + 1));
                 // Registers the one timer; it cannot be elapsed (checked above).
                 let _ = self.inner.as_mut().poll(&mut Context::from_waker(&waker));
                 self.relay = Some(relay);

@@ -129,8 +129,7 @@ pub(crate) struct Inner {
     active: RefCell<BTreeMap<u32, FaultKind>>,
     bus: RefCell<Bus>,
     pub(crate) stopped: Notify,
-    /// Load counters for the raw-madsim baseline: timers created and messages carried.
-    pub(crate) timers: Cell<u64>,
+    /// Messages carried (for the raw-madsim baseline; the timers are counted by `crate::time`).
     pub(crate) messages: Cell<u64>,
 }
 
@@ -198,7 +197,6 @@ impl World {
                 violation: None,
             }),
             stopped: Notify::new(),
-            timers: Cell::new(0),
             messages: Cell::new(0),
         }))
     }
@@ -217,13 +215,10 @@ impl World {
         self.0.start + Duration::from_micros(t_us)
     }
 
-    pub(crate) fn count_timers(&self, n: u64) {
-        self.0.timers.set(self.0.timers.get() + n);
-    }
-
-    /// Timers created and messages carried so far (the load a raw-madsim baseline reproduces).
-    pub fn load(&self) -> (u64, u64) {
-        (self.0.timers.get(), self.0.messages.get())
+    /// Messages carried so far (with the timers the run registered: the load a raw-madsim
+    /// baseline reproduces).
+    pub fn messages(&self) -> u64 {
+        self.0.messages.get()
     }
 
     /// Index of the node with this name.
@@ -1106,7 +1101,6 @@ impl Proc {
 
     /// Sleeps for `d` of this node's monotonic time.
     pub async fn sleep(&self, d: Duration) {
-        self.world.count_timers(1);
         crate::time::sleep(d.max(Duration::from_millis(1))).await;
     }
 
