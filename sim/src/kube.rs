@@ -72,8 +72,9 @@ pub enum Request {
 /// What an informer receives.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WatchEvent {
-    /// The object exists in this version (replayed at the start, or changed).
-    Upsert(Object),
+    /// The object exists in this version (replayed at the start, or changed). Shared: every
+    /// informer of the kind gets the same copy.
+    Upsert(Rc<Object>),
     /// The object was deleted.
     Deleted { kind: String, name: String },
 }
@@ -103,7 +104,8 @@ pub enum Response {
 
 struct Shared {
     node: NodeIx,
-    objects: RefCell<BTreeMap<(String, String), Object>>,
+    /// The store: objects are immutable once written (a write stores a new version).
+    objects: RefCell<BTreeMap<(String, String), Rc<Object>>>,
     next_rv: RefCell<u64>,
     endpoint: Endpoint<Request, Reply>,
     /// Open informers of the current server life.
@@ -145,13 +147,13 @@ impl Kube {
         let rv = self.bump();
         self.0.objects.borrow_mut().insert(
             (kind.into(), name.into()),
-            Object {
+            Rc::new(Object {
                 kind: kind.into(),
                 name: name.into(),
                 rv,
                 spec,
                 status,
-            },
+            }),
         );
     }
 
@@ -161,7 +163,7 @@ impl Kube {
             .objects
             .borrow()
             .get(&(kind.to_string(), name.to_string()))
-            .cloned()
+            .map(|o| Object::clone(o))
     }
 
     /// A client for a process.
@@ -198,11 +200,12 @@ impl Kube {
     /// informers, as a write through the server would.
     fn write_status(&self, p: &Proc, kind: &str, name: &str, status: Value) {
         let key = (kind.to_string(), name.to_string());
-        let Some(mut obj) = self.0.objects.borrow().get(&key).cloned() else {
+        let Some(mut obj) = self.0.objects.borrow().get(&key).map(|o| Object::clone(o)) else {
             return;
         };
         obj.status = status;
         obj.rv = self.bump();
+        let obj = Rc::new(obj);
         self.0.objects.borrow_mut().insert(key, obj.clone());
         p.emit(Event::KubeWrite {
             kind: kind.into(),
@@ -266,7 +269,7 @@ impl Kube {
             self.peek("Node", n)
                 .is_some_and(|o| o.status["ready"].as_bool().unwrap_or(true))
         };
-        let endpoints: Vec<Object> = self
+        let endpoints: Vec<Rc<Object>> = self
             .0
             .objects
             .borrow()
@@ -332,8 +335,7 @@ impl Kube {
                 .objects
                 .borrow()
                 .get(&key(&kind, &name))
-                .cloned()
-                .map(Response::Object)
+                .map(|o| Response::Object(Object::clone(o)))
                 .ok_or(KubeError::NotFound),
             Request::List { kind } => Ok(Response::Objects(
                 self.0
@@ -341,7 +343,7 @@ impl Kube {
                     .borrow()
                     .values()
                     .filter(|o| o.kind == kind)
-                    .cloned()
+                    .map(|o| Object::clone(o))
                     .collect(),
             )),
             Request::Create {
@@ -353,13 +355,13 @@ impl Kube {
                 if self.0.objects.borrow().contains_key(&key(&kind, &name)) {
                     return Err(KubeError::AlreadyExists);
                 }
-                let obj = Object {
+                let obj = Rc::new(Object {
                     kind: kind.clone(),
                     name: name.clone(),
                     rv: self.bump(),
                     spec,
                     status,
-                };
+                });
                 self.0
                     .objects
                     .borrow_mut()
@@ -372,7 +374,7 @@ impl Kube {
                     client: caller.into(),
                 });
                 self.publish(WatchEvent::Upsert(obj.clone()));
-                Ok(Response::Object(obj))
+                Ok(Response::Object(Object::clone(&obj)))
             }
             Request::Update {
                 kind,
@@ -386,7 +388,7 @@ impl Kube {
                     .objects
                     .borrow()
                     .get(&key(&kind, &name))
-                    .cloned()
+                    .map(|o| Object::clone(o))
                     .ok_or(KubeError::NotFound)?;
                 if current.rv != rv {
                     p.emit(Event::KubeConflict {
@@ -404,6 +406,7 @@ impl Kube {
                     Part::Status => obj.status = value,
                 }
                 obj.rv = self.bump();
+                let obj = Rc::new(obj);
                 self.0
                     .objects
                     .borrow_mut()
@@ -417,7 +420,7 @@ impl Kube {
                     client: caller.into(),
                 });
                 self.publish(WatchEvent::Upsert(obj.clone()));
-                Ok(Response::Object(obj))
+                Ok(Response::Object(Object::clone(&obj)))
             }
             Request::Delete { kind, name } => {
                 self.0

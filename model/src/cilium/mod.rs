@@ -84,8 +84,8 @@ pub struct Status {
 /// Parses a CiliumNode's spec and status (missing parts are empty).
 pub fn parse(obj: &sim::kube::Object) -> (Spec, Status) {
     (
-        serde_json::from_value(obj.spec.clone()).unwrap_or_default(),
-        serde_json::from_value(obj.status.clone()).unwrap_or_default(),
+        Spec::deserialize(&obj.spec).unwrap_or_default(),
+        Status::deserialize(&obj.status).unwrap_or_default(),
     )
 }
 

@@ -50,9 +50,27 @@ pub struct OperatorConfig {
 struct State {
     /// (node, ip) of unassigns whose outcome is unknown.
     uncertain: BTreeSet<(String, String)>,
-    observed: BTreeMap<String, sim::kube::Object>,
+    observed: BTreeMap<String, Rc<Observed>>,
     release: BTreeMap<String, BTreeMap<String, String>>,
     first_seen: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// A CiliumNode as the operator last saw it, parsed once per version.
+struct Observed {
+    rv: u64,
+    spec: Spec,
+    status: Status,
+}
+
+impl Observed {
+    fn of(obj: &sim::kube::Object) -> Rc<Observed> {
+        let (spec, status) = parse(obj);
+        Rc::new(Observed {
+            rv: obj.rv,
+            spec,
+            status,
+        })
+    }
 }
 
 struct Operator {
@@ -104,13 +122,13 @@ impl Operator {
         self.kube
             .run_informer(KIND, INFORMER_IDLE, |ev| match ev {
                 WatchEvent::Upsert(obj) => {
-                    let (spec, status) = parse(&obj);
-                    let short =
-                        spec.pool.len().saturating_sub(status.used.len()) < self.cfg.pre_allocate;
+                    let o = Observed::of(&obj);
+                    let short = o.spec.pool.len().saturating_sub(o.status.used.len())
+                        < self.cfg.pre_allocate;
                     self.state
                         .borrow_mut()
                         .observed
-                        .insert(obj.name.clone(), obj);
+                        .insert(obj.name.clone(), o);
                     if short {
                         self.trigger.notify();
                     }
@@ -140,7 +158,7 @@ impl Operator {
         let Some(obj) = self.state.borrow().observed.get(node).cloned() else {
             return;
         };
-        let (spec, status) = parse(&obj);
+        let (spec, status) = (&obj.spec, &obj.status);
         let used: BTreeSet<String> = status.used.keys().cloned().collect();
         let now = self.now_us();
         // Fold the agent's answers (and its removal of released entries) into the local state.
@@ -390,7 +408,7 @@ impl Operator {
                 .await
             {
                 Ok(obj) => {
-                    self.state.borrow_mut().observed.insert(node.into(), obj);
+                    self.state.borrow_mut().observed.insert(node.into(), Observed::of(&obj));
                     return true;
                 }
                 Err(KubeError::Conflict) | Err(_) => continue,
@@ -424,7 +442,7 @@ impl Operator {
                 )
                 .await
             {
-                self.state.borrow_mut().observed.insert(node.into(), obj);
+                self.state.borrow_mut().observed.insert(node.into(), Observed::of(&obj));
                 return;
             }
         }

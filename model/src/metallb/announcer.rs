@@ -50,12 +50,12 @@ impl Views {
                             .as_bool()
                             .unwrap_or(false),
                     };
-                    put(&self.nodes, o.name, v)
+                    put(&self.nodes, &o.name, v)
                 }
                 "Service" => {
                     let ip = o.spec["ip"].as_str().unwrap_or_default().to_string();
                     let local = o.spec["local"].as_bool().unwrap_or(false);
-                    put(&self.services, o.name, (ip, local))
+                    put(&self.services, &o.name, (ip, local))
                 }
                 "Endpoints" => {
                     let ready = o.status["ready"]
@@ -66,7 +66,7 @@ impl Views {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    put(&self.endpoints, o.name, ready)
+                    put(&self.endpoints, &o.name, ready)
                 }
                 _ => false,
             },
@@ -84,12 +84,12 @@ impl Views {
 }
 
 /// Stores `v` under `name`; whether the map changed.
-fn put<V: PartialEq>(map: &RefCell<BTreeMap<String, V>>, name: String, v: V) -> bool {
+fn put<V: PartialEq>(map: &RefCell<BTreeMap<String, V>>, name: &str, v: V) -> bool {
     let mut m = map.borrow_mut();
-    if m.get(&name) == Some(&v) {
+    if m.get(name) == Some(&v) {
         return false;
     }
-    m.insert(name, v);
+    m.insert(name.to_string(), v);
     true
 }
 
