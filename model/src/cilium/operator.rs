@@ -55,21 +55,29 @@ struct State {
     first_seen: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
-/// A CiliumNode as the operator last saw it, parsed once per version.
+/// A CiliumNode as the operator last saw it, parsed when first needed (at most once per version:
+/// most versions are superseded before a maintenance pass looks at them).
 struct Observed {
-    rv: u64,
-    spec: Spec,
-    status: Status,
+    obj: Rc<sim::kube::Object>,
+    parsed: std::cell::OnceCell<(Spec, Status)>,
 }
 
 impl Observed {
-    fn of(obj: &sim::kube::Object) -> Rc<Observed> {
-        let (spec, status) = parse(obj);
+    fn of(obj: Rc<sim::kube::Object>) -> Rc<Observed> {
         Rc::new(Observed {
-            rv: obj.rv,
-            spec,
-            status,
+            obj,
+            parsed: Default::default(),
         })
+    }
+
+    fn parsed(&self) -> &(Spec, Status) {
+        self.parsed.get_or_init(|| parse(&self.obj))
+    }
+
+    /// Fewer free IPs than `pre_allocate` (counted without parsing).
+    fn short(&self, pre_allocate: usize) -> bool {
+        let len = |v: &serde_json::Value| v.as_object().map_or(0, |m| m.len());
+        len(&self.obj.spec["pool"]).saturating_sub(len(&self.obj.status["used"])) < pre_allocate
     }
 }
 
@@ -122,9 +130,8 @@ impl Operator {
         self.kube
             .run_informer(KIND, INFORMER_IDLE, |ev| match ev {
                 WatchEvent::Upsert(obj) => {
-                    let o = Observed::of(&obj);
-                    let short = o.spec.pool.len().saturating_sub(o.status.used.len())
-                        < self.cfg.pre_allocate;
+                    let o = Observed::of(obj.clone());
+                    let short = o.short(self.cfg.pre_allocate);
                     self.state
                         .borrow_mut()
                         .observed
@@ -158,7 +165,7 @@ impl Operator {
         let Some(obj) = self.state.borrow().observed.get(node).cloned() else {
             return;
         };
-        let (spec, status) = (&obj.spec, &obj.status);
+        let (spec, status) = obj.parsed();
         let used: BTreeSet<String> = status.used.keys().cloned().collect();
         let now = self.now_us();
         // Fold the agent's answers (and its removal of released entries) into the local state.
@@ -299,7 +306,7 @@ impl Operator {
                                 node: node.into(),
                                 ip: ip.clone(),
                                 observed_used: used.contains(ip),
-                                observed_rv: obj.rv,
+                                observed_rv: obj.obj.rv,
                             });
                         }
                         Some(READY) => to_release.push((ip.clone(), READY.into(), now - since)),
@@ -318,7 +325,7 @@ impl Operator {
                     ip: ip.clone(),
                     state_seen: seen_state,
                     excess_for_ms: excess_for / 1000,
-                    observed_rv: obj.rv,
+                    observed_rv: obj.obj.rv,
                     handshake: !self.cfg.switches.no_handshake,
                 });
                 let done = match self.cloud.unassign(node, &eni, vec![ip.clone()]).await {
@@ -408,7 +415,7 @@ impl Operator {
                 .await
             {
                 Ok(obj) => {
-                    self.state.borrow_mut().observed.insert(node.into(), Observed::of(&obj));
+                    self.state.borrow_mut().observed.insert(node.into(), Observed::of(Rc::new(obj)));
                     return true;
                 }
                 Err(KubeError::Conflict) | Err(_) => continue,
@@ -442,7 +449,7 @@ impl Operator {
                 )
                 .await
             {
-                self.state.borrow_mut().observed.insert(node.into(), Observed::of(&obj));
+                self.state.borrow_mut().observed.insert(node.into(), Observed::of(Rc::new(obj)));
                 return;
             }
         }
