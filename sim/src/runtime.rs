@@ -242,6 +242,7 @@ pub async fn sleep(d: Duration) {
 /// model logic): `nodes` nodes, each running one task that wakes on `timers / nodes` timers spread
 /// over `sim_ms` and sends its share of `messages` to the next node's task over a channel.
 /// Returns the simulated time it covered (ms). Used to express the harness's cost as a ratio.
+#[allow(clippy::disallowed_methods)] // raw madsim on purpose: no harness
 pub fn baseline(seed: u64, nodes: usize, sim_ms: u64, timers: u64, messages: u64) -> u64 {
     use futures::StreamExt;
     let rt = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());

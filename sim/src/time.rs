@@ -55,11 +55,13 @@ pub struct Sleep {
 }
 
 /// Sleeps for `d` of simulated time (at least 1 ms).
+#[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
 pub fn sleep(d: Duration) -> Sleep {
     Sleep::new(madsim::time::sleep(d))
 }
 
 /// Sleeps until `deadline` (at least 1 ms from now).
+#[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep::new(madsim::time::sleep_until(deadline))
 }
@@ -172,6 +174,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // the inner future is a plain madsim task waking itself
     fn a_timeout_that_was_beaten_wakes_nobody_later() {
         let polls = polls_of(async {
             let start = madsim::time::Instant::now();

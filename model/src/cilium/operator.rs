@@ -132,10 +132,7 @@ impl Operator {
                 WatchEvent::Upsert(obj) => {
                     let o = Observed::of(obj.clone());
                     let short = o.short(self.cfg.pre_allocate);
-                    self.state
-                        .borrow_mut()
-                        .observed
-                        .insert(obj.name.clone(), o);
+                    self.state.borrow_mut().observed.insert(obj.name.clone(), o);
                     if short {
                         self.trigger.notify();
                     }
@@ -415,7 +412,10 @@ impl Operator {
                 .await
             {
                 Ok(obj) => {
-                    self.state.borrow_mut().observed.insert(node.into(), Observed::of(Rc::new(obj)));
+                    self.state
+                        .borrow_mut()
+                        .observed
+                        .insert(node.into(), Observed::of(Rc::new(obj)));
                     return true;
                 }
                 Err(KubeError::Conflict) | Err(_) => continue,
@@ -449,7 +449,10 @@ impl Operator {
                 )
                 .await
             {
-                self.state.borrow_mut().observed.insert(node.into(), Observed::of(Rc::new(obj)));
+                self.state
+                    .borrow_mut()
+                    .observed
+                    .insert(node.into(), Observed::of(Rc::new(obj)));
                 return;
             }
         }
