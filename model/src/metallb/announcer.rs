@@ -247,3 +247,43 @@ impl Announcer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim::kube::Object;
+
+    fn node(name: &str, exclude: bool, rv: u64) -> WatchEvent {
+        WatchEvent::Upsert(Rc::new(Object {
+            kind: "Node".into(),
+            name: name.into(),
+            rv,
+            spec: serde_json::json!({ "exclude": exclude }),
+            status: serde_json::json!({ "ready": true }),
+        }))
+    }
+
+    #[test]
+    fn views_wake_the_announcer_only_when_they_change() {
+        let v = Views::default();
+        let g = v.changed.generation();
+        v.apply(node("n1", false, 1));
+        assert_eq!(v.changed.generation(), g + 1, "a new node is a change");
+        // A re-list, or a new version that changes nothing the speaker reads.
+        v.apply(node("n1", false, 1));
+        v.apply(node("n1", false, 2));
+        assert_eq!(v.changed.generation(), g + 1);
+        v.apply(node("n1", true, 3));
+        assert_eq!(v.changed.generation(), g + 2, "the exclusion label changed");
+        v.apply(WatchEvent::Deleted {
+            kind: "Node".into(),
+            name: "n2".into(),
+        });
+        assert_eq!(v.changed.generation(), g + 2, "deleting an unknown node");
+        v.apply(WatchEvent::Deleted {
+            kind: "Node".into(),
+            name: "n1".into(),
+        });
+        assert_eq!(v.changed.generation(), g + 3);
+    }
+}
