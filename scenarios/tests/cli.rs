@@ -372,3 +372,36 @@ fn shards_cover_the_range_disjointly_and_merge() {
     );
     assert_bad_input(&["merge", "/nonexistent"], "cannot read");
 }
+
+#[test]
+fn bench_json_has_every_figure() {
+    let o = faultline(&[
+        "bench",
+        "cilium-swarm",
+        "--seeds",
+        "4",
+        "--repeat",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let j = last_json(&o);
+    let rows = j["scenarios"].as_array().expect("scenarios");
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(r["scenario"], "cilium-swarm");
+    for k in [
+        "seeds_per_sec",
+        "sim_speedup",
+        "events_per_sec",
+        "peak_rss_mb",
+        "baseline_ratio",
+    ] {
+        let v = r[k].as_f64().unwrap_or_else(|| panic!("{k} missing: {r}"));
+        assert!(v.is_finite() && v > 0.0, "{k} = {v}");
+    }
+    assert!(r["timers_per_seed"].as_u64().unwrap() > r["messages_per_seed"].as_u64().unwrap());
+    assert!(j["jobs_scaling"].as_f64().unwrap() > 0.0);
+    assert_bad_input(&["bench", "--repeat", "0"], "repeat count");
+    assert_bad_input(&["bench", "no-such-scenario"], "no-such-scenario");
+}

@@ -170,6 +170,9 @@ enum Cmd {
         /// Seeds per measurement.
         #[arg(long, default_value = "200")]
         seeds: String,
+        /// Take each measurement this many times (interleaved) and keep the fastest.
+        #[arg(long, default_value = "1")]
+        repeat: String,
         /// Instead: how cost grows with nodes (3, 5, 9 hosts) and time (10, 60 simulated minutes)
         /// on calico-split-brain.
         #[arg(long)]
@@ -546,13 +549,20 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             seeds,
             growth: true,
             json,
+            ..
         } => growth(count(&seeds, "seed count")?, json),
         Cmd::Bench {
             scenarios,
             seeds,
+            repeat,
             json,
             ..
-        } => bench(&scenarios, count(&seeds, "seed count")?, json),
+        } => bench(
+            &scenarios,
+            count(&seeds, "seed count")?,
+            count(&repeat, "repeat count")? as u32,
+            json,
+        ),
     }
 }
 
@@ -675,7 +685,7 @@ fn report_run(
     println!("{j}");
 }
 
-fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
+fn bench(names: &[String], seeds: u64, repeat: u32, json: bool) -> Result<u8, BadInput> {
     let list: Vec<&'static Scenario> = if names.is_empty() {
         SCENARIOS.iter().collect()
     } else {
@@ -688,7 +698,7 @@ fn bench(names: &[String], seeds: u64, json: bool) -> Result<u8, BadInput> {
     let mut rows = Vec::new();
     let mut scaling = Vec::new();
     for sc in list {
-        let row = scenarios::bench::bench_scenario(sc, seeds, jobs);
+        let row = scenarios::bench::bench_scenario(sc, seeds, jobs, repeat);
         if !json {
             println!("{}", row.line());
         }
