@@ -939,7 +939,8 @@ impl Future for Stallable {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let until = self.until_us.get();
-        if until > self.world.now_us() {
+        // Zero: not stalled (the common case, decided without reading the clock).
+        if until != 0 && until > self.world.now_us() {
             let at = self.world.instant_at(until);
             let sleep = self
                 .sleep
@@ -950,7 +951,11 @@ impl Future for Stallable {
                 return Poll::Pending;
             }
         }
-        self.sleep = None;
+        if until != 0 {
+            // The stall is over (or was cut short).
+            self.until_us.set(0);
+            self.sleep = None;
+        }
         self.inner.as_mut().poll(cx)
     }
 }
