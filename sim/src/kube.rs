@@ -196,16 +196,29 @@ impl Kube {
         self.0.node_grace.set(Some(grace));
     }
 
+    /// The next version of `current` with `part` replaced by `value` (the other part copied).
+    fn new_version(&self, current: &Object, part: Part, value: Value) -> Rc<Object> {
+        let (spec, status) = match part {
+            Part::Spec => (value, current.status.clone()),
+            Part::Status => (current.spec.clone(), value),
+        };
+        Rc::new(Object {
+            kind: current.kind.clone(),
+            name: current.name.clone(),
+            rv: self.bump(),
+            spec,
+            status,
+        })
+    }
+
     /// Replaces an object's status from inside the control plane (no network hop) and tells the
     /// informers, as a write through the server would.
     fn write_status(&self, p: &Proc, kind: &str, name: &str, status: Value) {
         let key = (kind.to_string(), name.to_string());
-        let Some(mut obj) = self.0.objects.borrow().get(&key).map(|o| Object::clone(o)) else {
+        let Some(current) = self.0.objects.borrow().get(&key).cloned() else {
             return;
         };
-        obj.status = status;
-        obj.rv = self.bump();
-        let obj = Rc::new(obj);
+        let obj = self.new_version(&current, Part::Status, status);
         self.0.objects.borrow_mut().insert(key, obj.clone());
         p.emit(Event::KubeWrite {
             kind: kind.into(),
@@ -244,14 +257,20 @@ impl Kube {
                     *e = (renew, now);
                 }
                 let ready = now.saturating_sub(e.1) <= grace.as_micros() as u64;
-                let was = self
-                    .peek("Node", &node)
-                    .is_some_and(|o| o.status["ready"].as_bool().unwrap_or(true));
-                if ready != was {
+                if ready != self.node_ready(&node) {
                     self.set_node_ready(p, &node, ready);
                 }
             }
         }
+    }
+
+    /// Whether a Node object exists and is Ready (read in place, not copied).
+    fn node_ready(&self, node: &str) -> bool {
+        self.0
+            .objects
+            .borrow()
+            .get(&("Node".to_string(), node.to_string()))
+            .is_some_and(|o| o.status["ready"].as_bool().unwrap_or(true))
     }
 
     fn set_node_ready(&self, p: &Proc, node: &str, ready: bool) {
@@ -265,10 +284,6 @@ impl Kube {
             node: node.into(),
             ready,
         });
-        let node_ready = |n: &str| {
-            self.peek("Node", n)
-                .is_some_and(|o| o.status["ready"].as_bool().unwrap_or(true))
-        };
         let endpoints: Vec<Rc<Object>> = self
             .0
             .objects
@@ -285,7 +300,7 @@ impl Kube {
             if !nodes.contains(&node) {
                 continue;
             }
-            let ready: Vec<&str> = nodes.into_iter().filter(|n| node_ready(n)).collect();
+            let ready: Vec<&str> = nodes.into_iter().filter(|n| self.node_ready(n)).collect();
             self.write_status(
                 p,
                 "Endpoints",
@@ -388,7 +403,7 @@ impl Kube {
                     .objects
                     .borrow()
                     .get(&key(&kind, &name))
-                    .map(|o| Object::clone(o))
+                    .cloned()
                     .ok_or(KubeError::NotFound)?;
                 if current.rv != rv {
                     p.emit(Event::KubeConflict {
@@ -400,13 +415,7 @@ impl Kube {
                     });
                     return Err(KubeError::Conflict);
                 }
-                let mut obj = current;
-                match part {
-                    Part::Spec => obj.spec = value,
-                    Part::Status => obj.status = value,
-                }
-                obj.rv = self.bump();
-                let obj = Rc::new(obj);
+                let obj = self.new_version(&current, part, value);
                 self.0
                     .objects
                     .borrow_mut()

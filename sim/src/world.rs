@@ -1106,7 +1106,7 @@ impl Proc {
 
     /// Sleeps for `d` of this node's monotonic time.
     pub async fn sleep(&self, d: Duration) {
-        crate::time::sleep(d.max(Duration::from_millis(1))).await;
+        crate::time::sleep(d).await;
     }
 
     /// A random generator private to this process and purpose, derived from the run's seed.
