@@ -12,7 +12,10 @@ use futures::channel::{mpsc, oneshot};
 use futures::StreamExt;
 use rand::Rng;
 use std::cell::{Cell, RefCell};
+use futures::task::{ArcWake, AtomicWaker};
 use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 impl World {
@@ -282,6 +285,9 @@ impl<T> StreamRx<T> {
 /// overtake it); it is lost if the link is cut or the node is down when it would arrive, or if
 /// nobody listens (the receiving service has not opened the inbox since the node booted). Nothing
 /// is retransmitted and the sender learns nothing: the protocol above must time out on its own.
+///
+/// One task reads an inbox. The sender arms the timer for the datagram's arrival, so the reader
+/// is woken once per datagram, when it arrives (and not also when it is queued).
 pub struct Datagrams<T>(Rc<DatagramsInner<T>>);
 
 struct DatagramsInner<T> {
@@ -290,7 +296,18 @@ struct DatagramsInner<T> {
     queue: RefCell<std::collections::BTreeMap<(u64, u64), (NodeIx, T)>>,
     seq: Cell<u64>,
     listening: Cell<bool>,
-    arrived: crate::sync::Notify,
+    /// Wakes whichever task last waited on the inbox (arrival timers hold a clone).
+    reader: std::task::Waker,
+    reader_slot: Arc<ReaderSlot>,
+}
+
+/// Where arrival timers find the reader.
+struct ReaderSlot(AtomicWaker);
+
+impl ArcWake for ReaderSlot {
+    fn wake_by_ref(arc: &Arc<Self>) {
+        arc.0.wake();
+    }
 }
 
 impl<T> Clone for Datagrams<T> {
@@ -302,12 +319,14 @@ impl<T> Clone for Datagrams<T> {
 impl<T> Datagrams<T> {
     /// The inbox of `node` (closed until its service opens it).
     pub fn new(node: NodeIx) -> Self {
+        let reader_slot = Arc::new(ReaderSlot(AtomicWaker::new()));
         Datagrams(Rc::new(DatagramsInner {
             node,
             queue: RefCell::default(),
             seq: Cell::new(0),
             listening: Cell::new(false),
-            arrived: crate::sync::Notify::new(),
+            reader: futures::task::waker(reader_slot.clone()),
+            reader_slot,
         }))
     }
 
@@ -332,33 +351,29 @@ impl<T> Datagrams<T> {
         let seq = self.0.seq.get();
         self.0.seq.set(seq + 1);
         self.0.queue.borrow_mut().insert((at, seq), (from, item));
-        self.0.arrived.notify();
+        // At its arrival (at least 1 ms from now, as any sleep) the reader looks again.
+        crate::time::wake_at(world.instant_at(at), &self.0.reader);
     }
 
     /// The next datagram that gets through: (sender, payload).
     pub async fn recv(&self, proc: &crate::world::Proc) -> (NodeIx, T) {
         let world = proc.world();
-        // The timer for the first datagram in flight, kept while that stays first.
-        let mut timer: Option<(u64, crate::time::Sleep)> = None;
-        loop {
-            let seen = self.0.arrived.generation();
+        std::future::poll_fn(|cx| loop {
             let first = self.0.queue.borrow().keys().next().copied();
             match first {
                 Some((at, _)) if at <= world.now_us() => {
                     let (from, item) = self.0.queue.borrow_mut().pop_first().unwrap().1;
                     if world.reachable(from, self.0.node) && world.node_up(self.0.node) {
-                        return (from, item);
+                        return Poll::Ready((from, item));
                     }
                 }
-                Some((at, _)) => {
-                    if timer.as_ref().is_none_or(|(t, _)| *t != at) {
-                        timer = Some((at, crate::time::sleep_until(world.instant_at(at))));
-                    }
-                    let sleep = &mut timer.as_mut().unwrap().1;
-                    futures::future::select(sleep, self.0.arrived.changed_since(seen)).await;
+                // Nothing has arrived: the timer of the next arrival wakes this task.
+                _ => {
+                    self.0.reader_slot.0.register(cx.waker());
+                    return Poll::Pending;
                 }
-                None => self.0.arrived.changed_since(seen).await,
             }
-        }
+        })
+        .await
     }
 }

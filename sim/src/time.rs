@@ -19,7 +19,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 thread_local! {
@@ -50,7 +50,8 @@ impl ArcWake for Relay {
 
 /// A sleep until a simulated instant that adds one timer, however often it is polled.
 pub struct Sleep {
-    inner: Pin<Box<madsim::time::Sleep>>,
+    /// madsim's sleep holds only a time handle and a deadline, so it is `Unpin` and lives inline.
+    inner: madsim::time::Sleep,
     relay: Option<Arc<Relay>>,
 }
 
@@ -64,6 +65,17 @@ pub fn sleep(d: Duration) -> Sleep {
 #[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep::new(madsim::time::sleep_until(deadline))
+}
+
+/// Arms one timer that wakes `waker` at `deadline` (at least 1 ms from now, as a sleep). Nothing
+/// cancels it: for a sender that knows when its receiver must look again (a datagram's arrival),
+/// so the receiver is woken once, at that time, and not also when the item is queued.
+#[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
+pub fn wake_at(deadline: Instant, waker: &Waker) {
+    let mut s = madsim::time::sleep_until(deadline);
+    ARMED.with(|a| a.set(a.get() + 1));
+    // A sleep is at least 1 ms long, so this registers the timer and is never ready.
+    let _ = Pin::new(&mut s).poll(&mut Context::from_waker(waker));
 }
 
 /// `future`'s output, or `Err(())` if `d` of simulated time passes first. Like madsim's `timeout`,
@@ -95,7 +107,7 @@ impl std::error::Error for Elapsed {}
 impl Sleep {
     fn new(inner: madsim::time::Sleep) -> Self {
         Sleep {
-            inner: Box::pin(inner),
+            inner,
             relay: None,
         }
     }
@@ -109,7 +121,7 @@ impl Sleep {
     pub fn reset(&mut self, deadline: Instant) {
         if deadline != self.inner.deadline() {
             self.disarm();
-            self.inner.as_mut().reset(deadline);
+            Pin::new(&mut self.inner).reset(deadline);
         }
     }
 
@@ -140,7 +152,7 @@ impl Future for Sleep {
                 let waker = futures::task::waker(relay.clone());
                 ARMED.with(|a| a.set(a.get() + 1));
                 // Registers the one timer; it cannot be elapsed (checked above).
-                let _ = self.inner.as_mut().poll(&mut Context::from_waker(&waker));
+                let _ = Pin::new(&mut self.inner).poll(&mut Context::from_waker(&waker));
                 self.relay = Some(relay);
             }
         }
