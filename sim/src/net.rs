@@ -8,7 +8,7 @@
 
 use crate::event::NodeIx;
 use crate::world::World;
-use futures::channel::{mpsc, oneshot};
+use futures::channel::mpsc;
 use futures::StreamExt;
 use rand::Rng;
 use std::cell::{Cell, RefCell};
@@ -62,19 +62,46 @@ pub struct Call<Req, Resp> {
     pub reply: Responder<Resp>,
 }
 
-/// The way back to a caller.
-pub struct Responder<Resp>(oneshot::Sender<Option<Resp>>);
+/// The way back to a caller. The response travels back over the network: its latency is drawn
+/// when the server answers, and the server arms the timer for its arrival, so the caller's task is
+/// woken once, when the answer arrives (and not also when the server sends it).
+pub struct Responder<Resp> {
+    slot: Rc<ReplySlot<Resp>>,
+    world: World,
+    /// The server's node and the caller's.
+    server: NodeIx,
+    caller: NodeIx,
+}
+
+/// Where a response waits for its caller: (arrival µs, response).
+struct ReplySlot<Resp> {
+    answer: RefCell<Option<(u64, Resp)>>,
+    reader: std::task::Waker,
+    reader_slot: Arc<ReaderSlot>,
+}
+
+impl<Resp> ReplySlot<Resp> {
+    fn new() -> Self {
+        let reader_slot = Arc::new(ReaderSlot(AtomicWaker::new()));
+        ReplySlot {
+            answer: RefCell::new(None),
+            reader: futures::task::waker(reader_slot.clone()),
+            reader_slot,
+        }
+    }
+}
 
 impl<Resp> Responder<Resp> {
     /// Sends the response back (it travels over the network and may be lost).
     pub fn send(self, resp: Resp) {
-        let _ = self.0.send(Some(resp));
+        let at = self.world.now_us()
+            + self.world.latency(self.server, self.caller).as_micros() as u64;
+        *self.slot.answer.borrow_mut() = Some((at, resp));
+        crate::time::wake_at(self.world.instant_at(at), &self.slot.reader);
     }
 
     /// Drops the response on the floor: the caller times out (used for ambiguous failures).
-    pub fn lose(self) {
-        let _ = self.0.send(None);
-    }
+    pub fn lose(self) {}
 }
 
 /// The fault shell in front of a simulated service (the split madsim and TigerBeetle use: an async
@@ -172,14 +199,19 @@ impl<Req, Resp> Endpoint<Req, Resp> {
             crate::time::sleep(world.latency(from, to)).await;
             let sender = self.inbox.borrow().clone();
             let delivered = world.reachable(from, to) && world.node_up(to);
-            let (tx, rx) = oneshot::channel();
+            let slot = Rc::new(ReplySlot::new());
             let queued = match (delivered, sender) {
                 (true, Some(s)) => s
                     .unbounded_send(Call {
                         caller,
                         from,
                         req,
-                        reply: Responder(tx),
+                        reply: Responder {
+                            slot: slot.clone(),
+                            world: world.clone(),
+                            server: to,
+                            caller: from,
+                        },
                     })
                     .is_ok(),
                 _ => false,
@@ -187,15 +219,19 @@ impl<Req, Resp> Endpoint<Req, Resp> {
             if !queued {
                 return futures::future::pending().await;
             }
-            let resp = match rx.await {
-                Ok(Some(resp)) => resp,
-                _ => return futures::future::pending().await,
-            };
-            crate::time::sleep(world.latency(to, from)).await;
-            if !world.reachable(to, from) {
-                return futures::future::pending().await;
-            }
-            resp
+            // The answer, once it has arrived; never if it is lost or the server never answers.
+            std::future::poll_fn(|cx| {
+                let arrived = matches!(&*slot.answer.borrow(), Some((at, _)) if *at <= world.now_us());
+                if arrived && world.reachable(to, from) {
+                    let (_, resp) = slot.answer.borrow_mut().take().expect("arrived");
+                    return Poll::Ready(resp);
+                }
+                if !arrived {
+                    slot.reader_slot.0.register(cx.waker());
+                }
+                Poll::Pending
+            })
+            .await
         };
         crate::time::timeout(timeout, exchange)
             .await
