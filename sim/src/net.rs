@@ -9,10 +9,9 @@
 use crate::event::NodeIx;
 use crate::world::World;
 use futures::channel::mpsc;
-use futures::StreamExt;
+use futures::task::{ArcWake, AtomicWaker};
 use rand::Rng;
 use std::cell::{Cell, RefCell};
-use futures::task::{ArcWake, AtomicWaker};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Poll;
@@ -94,8 +93,8 @@ impl<Resp> ReplySlot<Resp> {
 impl<Resp> Responder<Resp> {
     /// Sends the response back (it travels over the network and may be lost).
     pub fn send(self, resp: Resp) {
-        let at = self.world.now_us()
-            + self.world.latency(self.server, self.caller).as_micros() as u64;
+        let at =
+            self.world.now_us() + self.world.latency(self.server, self.caller).as_micros() as u64;
         *self.slot.answer.borrow_mut() = Some((at, resp));
         crate::time::wake_at(self.world.instant_at(at), &self.slot.reader);
     }
@@ -221,7 +220,8 @@ impl<Req, Resp> Endpoint<Req, Resp> {
             }
             // The answer, once it has arrived; never if it is lost or the server never answers.
             std::future::poll_fn(|cx| {
-                let arrived = matches!(&*slot.answer.borrow(), Some((at, _)) if *at <= world.now_us());
+                let arrived =
+                    matches!(&*slot.answer.borrow(), Some((at, _)) if *at <= world.now_us());
                 if arrived && world.reachable(to, from) {
                     let (_, resp) = slot.answer.borrow_mut().take().expect("arrived");
                     return Poll::Ready(resp);
@@ -241,10 +241,12 @@ impl<Req, Resp> Endpoint<Req, Resp> {
 
 /// The sending half of a server-push stream (for example a watch). Items arrive in order, each
 /// after a network delay; if the link is cut when an item would arrive, the stream breaks silently
-/// and delivers nothing more (the receiver only notices through its own timeout).
+/// and delivers nothing more (the receiver only notices through its own timeout). The sender arms
+/// each item's arrival timer, so the receiving task is woken when an item arrives, not when it is
+/// sent.
 pub struct StreamTx<T> {
     world: World,
-    tx: mpsc::UnboundedSender<(u64, T)>,
+    shared: Rc<StreamShared<T>>,
     from: NodeIx,
     to: NodeIx,
     last_us: Cell<u64>,
@@ -253,26 +255,42 @@ pub struct StreamTx<T> {
 /// The receiving half of a server-push stream.
 pub struct StreamRx<T> {
     world: World,
-    rx: mpsc::UnboundedReceiver<(u64, T)>,
+    shared: Rc<StreamShared<T>>,
     from: NodeIx,
     to: NodeIx,
     broken: bool,
 }
 
+/// Items in flight or arrived and not yet read: (arrival µs, item), in order.
+struct StreamShared<T> {
+    queue: RefCell<std::collections::VecDeque<(u64, T)>>,
+    sender_alive: Cell<bool>,
+    receiver_alive: Cell<bool>,
+    reader: std::task::Waker,
+    reader_slot: Arc<ReaderSlot>,
+}
+
 /// A stream from `from` (the server) to `to` (the client).
 pub fn stream<T>(world: &World, from: NodeIx, to: NodeIx) -> (StreamTx<T>, StreamRx<T>) {
-    let (tx, rx) = mpsc::unbounded();
+    let reader_slot = Arc::new(ReaderSlot(AtomicWaker::new()));
+    let shared = Rc::new(StreamShared {
+        queue: RefCell::default(),
+        sender_alive: Cell::new(true),
+        receiver_alive: Cell::new(true),
+        reader: futures::task::waker(reader_slot.clone()),
+        reader_slot,
+    });
     (
         StreamTx {
             world: world.clone(),
-            tx,
+            shared: shared.clone(),
             from,
             to,
             last_us: Cell::new(0),
         },
         StreamRx {
             world: world.clone(),
-            rx,
+            shared,
             from,
             to,
             broken: false,
@@ -283,15 +301,27 @@ pub fn stream<T>(world: &World, from: NodeIx, to: NodeIx) -> (StreamTx<T>, Strea
 impl<T> StreamTx<T> {
     /// Sends an item; false if the receiver is gone (the client dropped the stream).
     pub fn send(&self, item: T) -> bool {
+        if !self.shared.receiver_alive.get() {
+            return false;
+        }
         let at = (self.world.now_us() + self.world.latency(self.from, self.to).as_micros() as u64)
             .max(self.last_us.get());
         self.last_us.set(at);
-        self.tx.unbounded_send((at, item)).is_ok()
+        self.shared.queue.borrow_mut().push_back((at, item));
+        crate::time::wake_at(self.world.instant_at(at), &self.shared.reader);
+        true
     }
 
     /// Whether the receiver has gone away.
     pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        !self.shared.receiver_alive.get()
+    }
+}
+
+impl<T> Drop for StreamTx<T> {
+    fn drop(&mut self) {
+        // Items already on the wire still arrive; then the stream is broken.
+        self.shared.sender_alive.set(false);
     }
 }
 
@@ -299,21 +329,41 @@ impl<T> StreamRx<T> {
     /// The next item. Never returns once the stream is broken or its sender is gone: callers
     /// bound it with a timeout, as real clients do.
     pub async fn next(&mut self) -> T {
-        loop {
+        std::future::poll_fn(|cx| {
             if self.broken {
-                return futures::future::pending().await;
+                return Poll::Pending;
             }
-            let Some((at, item)) = self.rx.next().await else {
-                self.broken = true;
-                continue;
+            let now = self.world.now_us();
+            let arrived = match self.shared.queue.borrow().front() {
+                Some((at, _)) => *at <= now,
+                None => {
+                    // A sender gone with nothing left in flight: nothing will ever come.
+                    self.broken = !self.shared.sender_alive.get();
+                    false
+                }
             };
-            crate::time::sleep_until(self.world.instant_at(at)).await;
+            if !arrived {
+                if !self.broken {
+                    self.shared.reader_slot.0.register(cx.waker());
+                }
+                return Poll::Pending;
+            }
+            let (_, item) = self.shared.queue.borrow_mut().pop_front().expect("arrived");
             if !self.world.reachable(self.from, self.to) {
                 self.broken = true;
-                continue;
+                self.shared.queue.borrow_mut().clear();
+                return Poll::Pending;
             }
-            return item;
-        }
+            Poll::Ready(item)
+        })
+        .await
+    }
+}
+
+impl<T> Drop for StreamRx<T> {
+    fn drop(&mut self) {
+        self.shared.receiver_alive.set(false);
+        self.shared.queue.borrow_mut().clear();
     }
 }
 

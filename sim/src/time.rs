@@ -106,10 +106,7 @@ impl std::error::Error for Elapsed {}
 
 impl Sleep {
     fn new(inner: madsim::time::Sleep) -> Self {
-        Sleep {
-            inner,
-            relay: None,
-        }
+        Sleep { inner, relay: None }
     }
 
     /// When it fires.

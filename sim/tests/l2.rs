@@ -127,66 +127,6 @@ fn datagrams_arrive_in_arrival_order_and_are_lost_on_a_cut_link() {
 }
 
 #[test]
-fn a_datagram_wakes_its_reader_once_when_it_arrives() {
-    // Ten datagrams 100 ms apart, 5 ms on the wire: the reader is polled once at the start and
-    // once per arrival, not also when each is queued.
-    let (polls, got) = on_fresh_thread(|| {
-        let polls = Rc::new(std::cell::Cell::new(0u32));
-        let log: Rc<RefCell<Vec<u64>>> = Rc::default();
-        let (n, l) = (polls.clone(), log.clone());
-        simulate(
-            config(&["a", "b"], vec![], (5_000, 5_000)),
-            Box::new(sim::monitor::NullMonitor),
-            move |world| {
-                let inbox: Datagrams<u32> = Datagrams::new(1);
-                let rx = inbox.clone();
-                world.set_services(
-                    1,
-                    Rc::new(move |host: &Host| {
-                        let p = host.spawn_process("receiver");
-                        rx.open();
-                        let (rx, l, n, p2) = (rx.clone(), l.clone(), n.clone(), p.clone());
-                        let mut reading = Box::pin(async move {
-                            loop {
-                                rx.recv(&p2).await;
-                                l.borrow_mut().push(p2.mono_us());
-                            }
-                        });
-                        p.spawn(
-                            "recv",
-                            std::future::poll_fn(move |cx| {
-                                n.set(n.get() + 1);
-                                std::future::Future::poll(reading.as_mut(), cx)
-                            }),
-                        );
-                    }),
-                );
-                world.set_services(
-                    0,
-                    Rc::new(move |host: &Host| {
-                        let p = host.spawn_process("sender");
-                        let (tx, p2) = (inbox.clone(), p.clone());
-                        p.spawn("send", async move {
-                            p2.sleep(Duration::from_millis(100)).await;
-                            for n in 0..10u32 {
-                                tx.send(&p2, n);
-                                p2.sleep(Duration::from_millis(100)).await;
-                            }
-                        });
-                    }),
-                );
-            },
-        );
-        let out = (polls.get(), log.borrow().clone());
-        out
-    })
-    .unwrap();
-    let want: Vec<u64> = (1..=10).map(|k| k * 100_000 + 5_000).collect();
-    assert_eq!(got, want);
-    assert_eq!(polls, 11);
-}
-
-#[test]
 fn the_router_follows_the_last_answer_it_heard() {
     // Two hosts claim one IP: h1 sends a gratuitous ARP at 1 s, h2 at 2 s; only h1 answers
     // requests. The entry goes h1, h2, then back to h1 at the router's next request.
