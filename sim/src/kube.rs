@@ -596,8 +596,19 @@ impl KubeClient {
                 self.proc.sleep(Duration::from_secs(5)).await;
                 continue;
             };
-            while let Ok(ev) = crate::time::timeout(idle, inf.next()).await {
-                on_event(ev);
+            // One idle timer per watch, pushed on by every event (no new timer per event).
+            let world = self.proc.world();
+            let idle_us = idle.as_micros() as u64;
+            let mut silent = crate::time::sleep(idle);
+            loop {
+                let next = std::pin::pin!(inf.next());
+                match futures::future::select(next, &mut silent).await {
+                    futures::future::Either::Left((ev, _)) => {
+                        on_event(ev);
+                        silent.reset(world.instant_at(world.now_us() + idle_us));
+                    }
+                    futures::future::Either::Right(_) => break,
+                }
             }
         }
     }

@@ -38,10 +38,13 @@ struct Relay {
     waker: AtomicWaker,
     /// The sleep is gone (dropped or re-armed): the wake-up goes nowhere.
     gone: AtomicBool,
+    /// The timer has gone off.
+    fired: AtomicBool,
 }
 
 impl ArcWake for Relay {
     fn wake_by_ref(arc: &Arc<Self>) {
+        arc.fired.store(true, Ordering::Relaxed);
         if !arc.gone.load(Ordering::Relaxed) {
             arc.waker.wake();
         }
@@ -49,10 +52,16 @@ impl ArcWake for Relay {
 }
 
 /// A sleep until a simulated instant that adds one timer, however often it is polled.
+///
+/// [`Sleep::reset`] to a later deadline keeps the timer already registered: it goes off early,
+/// and the poll it causes registers one for the new deadline. A deadline pushed forward on every
+/// event (an idle timeout) thus costs one timer per period, not one per event.
 pub struct Sleep {
-    /// madsim's sleep holds only a time handle and a deadline, so it is `Unpin` and lives inline.
+    /// madsim's sleep holds only a time handle and the deadline, so it is `Unpin` and lives
+    /// inline; it registers the timers.
     inner: madsim::time::Sleep,
-    relay: Option<Arc<Relay>>,
+    /// The registered timer: its instant (at most the deadline) and where it delivers.
+    armed: Option<(Instant, Arc<Relay>)>,
 }
 
 /// Sleeps for `d` of simulated time (at least 1 ms).
@@ -106,7 +115,7 @@ impl std::error::Error for Elapsed {}
 
 impl Sleep {
     fn new(inner: madsim::time::Sleep) -> Self {
-        Sleep { inner, relay: None }
+        Sleep { inner, armed: None }
     }
 
     /// When it fires.
@@ -114,16 +123,20 @@ impl Sleep {
         self.inner.deadline()
     }
 
-    /// Moves the deadline (the next poll arms a new timer if it changed).
+    /// Moves the deadline. A later one keeps the registered timer (see the type's doc); an
+    /// earlier one drops it, and the next poll registers one for the new deadline.
     pub fn reset(&mut self, deadline: Instant) {
-        if deadline != self.inner.deadline() {
+        if deadline == self.inner.deadline() {
+            return;
+        }
+        Pin::new(&mut self.inner).reset(deadline);
+        if self.armed.as_ref().is_some_and(|(at, _)| *at > deadline) {
             self.disarm();
-            Pin::new(&mut self.inner).reset(deadline);
         }
     }
 
     fn disarm(&mut self) {
-        if let Some(r) = self.relay.take() {
+        if let Some((_, r)) = self.armed.take() {
             r.gone.store(true, Ordering::Relaxed);
             r.waker.take();
         }
@@ -138,19 +151,23 @@ impl Future for Sleep {
             self.disarm();
             return Poll::Ready(());
         }
-        match &self.relay {
-            Some(r) => r.waker.register(cx.waker()),
-            None => {
+        match &self.armed {
+            // The timer is still to go off, at or before the deadline.
+            Some((_, r)) if !r.fired.load(Ordering::Relaxed) => r.waker.register(cx.waker()),
+            _ => {
+                // None yet, or it went off early (the deadline moved later since).
+                self.disarm();
                 let relay = Arc::new(Relay {
                     waker: AtomicWaker::new(),
                     gone: AtomicBool::new(false),
+                    fired: AtomicBool::new(false),
                 });
                 relay.waker.register(cx.waker());
                 let waker = futures::task::waker(relay.clone());
                 ARMED.with(|a| a.set(a.get() + 1));
                 // Registers the one timer; it cannot be elapsed (checked above).
                 let _ = Pin::new(&mut self.inner).poll(&mut Context::from_waker(&waker));
-                self.relay = Some(relay);
+                self.armed = Some((self.inner.deadline(), relay));
             }
         }
         Poll::Pending
@@ -201,6 +218,33 @@ mod tests {
         });
         // The first poll, three wake-ups in the timeout, one at the end of the long sleep.
         assert_eq!(polls, 5);
+    }
+
+    #[test]
+    fn a_deadline_pushed_later_keeps_its_timer_until_it_goes_off() {
+        polls_of(async {
+            let start = madsim::time::Instant::now();
+            let before = armed();
+            let mut s = sleep(Duration::from_secs(1));
+            assert!(futures::poll!(&mut s).is_pending());
+            // An idle timeout pushed forward five times: still the one timer, at 1 s.
+            for k in 2..=6 {
+                s.reset(start + Duration::from_secs(k));
+            }
+            assert!(futures::poll!(&mut s).is_pending());
+            assert_eq!(armed() - before, 1);
+            // It goes off at 1 s; that poll arms the second, at 6 s, where the sleep ends.
+            s.await;
+            assert_eq!(start.elapsed().as_secs(), 6);
+            assert_eq!(armed() - before, 2);
+            // Moved earlier, it needs a new timer, and ends then.
+            let mut s = sleep(Duration::from_secs(10));
+            assert!(futures::poll!(&mut s).is_pending());
+            s.reset(madsim::time::Instant::now() + Duration::from_secs(2));
+            s.await;
+            assert_eq!(start.elapsed().as_secs(), 8);
+            assert_eq!(armed() - before, 4);
+        });
     }
 
     #[test]

@@ -1104,6 +1104,21 @@ impl Proc {
         self.world.mono_us(self.node)
     }
 
+    /// A sleep until this node's monotonic clock reads `mono_us` (at least 1 ms from now); a loop
+    /// that keeps it moves it with [`Proc::mono_instant`] and `reset`.
+    pub fn sleep_until_mono(&self, mono_us: u64) -> crate::time::Sleep {
+        crate::time::sleep_until(self.mono_instant(mono_us))
+    }
+
+    /// The instant at which this node's monotonic clock reads `mono_us` (it counts true time
+    /// since the node's boot).
+    pub fn mono_instant(&self, mono_us: u64) -> Instant {
+        let boot = self.world.0.nodes.borrow()[self.node as usize]
+            .clock
+            .boot_us();
+        self.world.instant_at(boot + mono_us)
+    }
+
     /// Sleeps for `d` of this node's monotonic time.
     pub async fn sleep(&self, d: Duration) {
         crate::time::sleep(d).await;

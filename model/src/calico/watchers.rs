@@ -220,11 +220,12 @@ impl Watcher {
         let rt_every = ROUND_TRIP_CHECK.as_micros() as u64;
         let mut next_rt = self.proc.mono_us() + rt_every;
         let mut idle_at = self.proc.mono_us() + IDLE_TIMEOUT.as_micros() as u64;
+        // One timer kept across messages: the idle deadline moves on with every message, and
+        // pushing a deadline later does not register a new timer (see `sim::time::Sleep`).
+        let mut timer = self.proc.sleep_until_mono(next_rt.min(idle_at));
         loop {
-            let now = self.proc.mono_us();
-            let wake = next_rt.min(idle_at).saturating_sub(now);
-            let timer = Box::pin(self.proc.sleep(Duration::from_micros(wake)));
-            match select(Box::pin(watch.next()), timer).await {
+            timer.reset(self.proc.mono_instant(next_rt.min(idle_at)));
+            match select(Box::pin(watch.next()), &mut timer).await {
                 Either::Left((WatchMsg::Events(events), _)) => {
                     idle_at = self.proc.mono_us() + IDLE_TIMEOUT.as_micros() as u64;
                     for e in events {
