@@ -209,6 +209,10 @@ pub struct Store {
     compact_revision: i64,
     keys: BTreeMap<String, Vec<Version>>,
     leases: BTreeMap<i64, Lease>,
+    /// At most the earliest lease deadline (`i64::MAX` without leases), lowered by every grant or
+    /// keep-alive and made exact by every scan: `expire`, asked on every request, scans only once
+    /// it is reached.
+    earliest_expiry_ms: i64,
     next_lease: i64,
     min_ttl_s: i64,
 }
@@ -239,6 +243,7 @@ impl Store {
             compact_revision: 0,
             keys: BTreeMap::new(),
             leases: BTreeMap::new(),
+            earliest_expiry_ms: i64::MAX,
             next_lease: 0x3a5f_0000_0000_0001,
             min_ttl_s,
         }
@@ -474,11 +479,13 @@ impl Store {
         let ttl_s = ttl_s.max(self.min_ttl_s);
         let id = self.next_lease;
         self.next_lease += 1;
+        let expiry_ms = now_ms + ttl_s * 1000;
+        self.earliest_expiry_ms = self.earliest_expiry_ms.min(expiry_ms);
         self.leases.insert(
             id,
             Lease {
                 ttl_s,
-                expiry_ms: now_ms + ttl_s * 1000,
+                expiry_ms,
                 keys: BTreeSet::new(),
             },
         );
@@ -490,7 +497,9 @@ impl Store {
     pub fn keep_alive(&mut self, id: i64, now_ms: i64) -> i64 {
         match self.leases.get_mut(&id) {
             Some(l) if l.expiry_ms > now_ms => {
+                // Usually later than before, but not after the etcd node's clock stepped back.
                 l.expiry_ms = now_ms + l.ttl_s * 1000;
+                self.earliest_expiry_ms = self.earliest_expiry_ms.min(l.expiry_ms);
                 l.ttl_s
             }
             _ => 0,
@@ -539,15 +548,21 @@ impl Store {
     /// Expires every lease whose deadline is at or before `now_ms`. Returns each expired lease with
     /// the deletions it caused (one revision per lease).
     pub fn expire(&mut self, now_ms: i64) -> Vec<(i64, Vec<WatchEvent>)> {
+        if now_ms < self.earliest_expiry_ms {
+            return Vec::new();
+        }
         let due: Vec<i64> = self
             .leases
             .iter()
             .filter(|(_, l)| l.expiry_ms <= now_ms)
             .map(|(id, _)| *id)
             .collect();
-        due.into_iter()
+        let expired = due
+            .into_iter()
             .map(|id| (id, self.drop_lease(id)))
-            .collect()
+            .collect();
+        self.earliest_expiry_ms = self.next_expiry_ms().unwrap_or(i64::MAX);
+        expired
     }
 
     /// The earliest lease deadline (etcd clock, ms), if any lease exists.
@@ -560,6 +575,7 @@ impl Store {
         for l in self.leases.values_mut() {
             l.expiry_ms = now_ms + l.ttl_s * 1000;
         }
+        self.earliest_expiry_ms = self.next_expiry_ms().unwrap_or(i64::MAX);
     }
 
     /// Compacts history up to `rev`: older versions become unreadable.

@@ -242,6 +242,27 @@ mod props {
         ]
     }
 
+    #[derive(Clone, Debug)]
+    enum LeaseStep {
+        Grant(i64),
+        KeepAlive(usize),
+        Expire,
+        Restart,
+    }
+
+    /// A lease step at an etcd clock reading that may go back (a stepped clock).
+    fn lease_step() -> impl Strategy<Value = (LeaseStep, i64)> {
+        (
+            prop_oneof![
+                (1i64..8).prop_map(LeaseStep::Grant),
+                (0usize..6).prop_map(LeaseStep::KeepAlive),
+                Just(LeaseStep::Expire),
+                Just(LeaseStep::Restart),
+            ],
+            -3_000i64..3_000,
+        )
+    }
+
     proptest! {
         // A fixed RNG seed: the same cases in every run (determinism is the product).
         #![proptest_config(ProptestConfig { rng_seed: proptest::test_runner::RngSeed::Fixed(0xe7cd), ..ProptestConfig::default() })]
@@ -268,6 +289,45 @@ mod props {
                 for (k, v) in versions.iter().enumerate() {
                     let got = s.range(&format!("/{k}"), false, 0).unwrap().0.first().map_or(0, |kv| kv.version);
                     prop_assert_eq!(got, *v);
+                }
+            }
+        }
+
+        /// `expire` expires exactly the leases whose deadline has passed, whatever the order of
+        /// grants, keep-alives and restarts and however the etcd clock moves (it skips its scan
+        /// while no deadline can have passed).
+        #[test]
+        fn expire_takes_exactly_the_due_leases(steps in proptest::collection::vec(lease_step(), 0..60)) {
+            let mut s = Store::new(2);
+            let mut deadlines: std::collections::BTreeMap<i64, (i64, i64)> = Default::default();
+            let mut granted = Vec::new();
+            let mut now = 10_000i64;
+            for (st, dt) in steps {
+                now += dt;
+                match st {
+                    LeaseStep::Grant(ttl) => {
+                        let (id, ttl) = s.grant(ttl, now);
+                        deadlines.insert(id, (ttl, now + ttl * 1000));
+                        granted.push(id);
+                    }
+                    LeaseStep::KeepAlive(i) => {
+                        let Some(&id) = granted.get(i) else { continue };
+                        let got = s.keep_alive(id, now);
+                        match deadlines.get_mut(&id) {
+                            Some((ttl, at)) if *at > now => { *at = now + *ttl * 1000; prop_assert_eq!(got, *ttl); }
+                            _ => prop_assert_eq!(got, 0),
+                        }
+                    }
+                    LeaseStep::Expire => {
+                        let got: Vec<i64> = s.expire(now).into_iter().map(|(id, _)| id).collect();
+                        let due: Vec<i64> = deadlines.iter().filter(|(_, (_, at))| *at <= now).map(|(id, _)| *id).collect();
+                        for id in &due { deadlines.remove(id); }
+                        prop_assert_eq!(got, due);
+                    }
+                    LeaseStep::Restart => {
+                        s.reset_lease_ttls(now);
+                        for (ttl, at) in deadlines.values_mut() { *at = now + *ttl * 1000; }
+                    }
                 }
             }
         }
