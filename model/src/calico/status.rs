@@ -114,6 +114,59 @@ fn num(s: &str) -> Option<i64> {
 
 /// Parses like Python 3.11's `datetime.fromisoformat` for the shapes Felix produces.
 pub fn parse_time(s: &str) -> Parsed {
+    felix_shape(s).unwrap_or_else(|| parse_general(s))
+}
+
+/// The exact shape [`format_time`] writes (`YYYY-MM-DDTHH:MM:SS.ffffff`, then `Z`, `±HH:MM` or
+/// nothing), read by position; `None` for anything else, which the general parser reads (the
+/// two agree wherever this one answers: tested).
+fn felix_shape(s: &str) -> Option<Parsed> {
+    let b = s.as_bytes();
+    if b.len() < 26 {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + (c - b'0') as i64)
+        })
+    };
+    let seps = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+    ];
+    if seps.iter().any(|&(i, c)| b[i] != c) {
+        return None;
+    }
+    let (y, mo, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (h, mi, se, micros) = (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 26)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 59 {
+        return None;
+    }
+    let days = days_from_civil(y, mo as u32, d as u32);
+    let local = ((days * 86_400 + h * 3600 + mi * 60 + se) * 1_000_000) + micros;
+    match &b[26..] {
+        [] => Some(Parsed::Naive(local)),
+        [b'Z'] => Some(Parsed::Aware(local)),
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (oh, om) = (num(27, 29)?, num(30, 32)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let sign = if *sign == b'-' { -1 } else { 1 };
+            Some(Parsed::Aware(
+                local - sign * (oh * 3600 + om * 60) * 1_000_000,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `fromisoformat` for every shape the model accepts.
+fn parse_general(s: &str) -> Parsed {
     let parse = || -> Option<Parsed> {
         let (date, rest) = s.split_once('T')?;
         let mut d = date.split('-');
@@ -247,7 +300,10 @@ mod tests {
             TimeFormat::Offset { minutes } => {
                 let sign = if minutes < 0 { '-' } else { '+' };
                 let m = minutes.unsigned_abs();
-                (minutes as i64 * 60_000_000, format!("{sign}{:02}:{:02}", m / 60, m % 60))
+                (
+                    minutes as i64 * 60_000_000,
+                    format!("{sign}{:02}:{:02}", m / 60, m % 60),
+                )
             }
         };
         let unix = EPOCH_UNIX_US + wall_us + shift_us;
@@ -280,6 +336,58 @@ mod tests {
             wall += step;
             step = step * 3 / 2 + 7;
         }
+    }
+
+    #[test]
+    fn the_felix_shape_reads_as_the_general_parser_does() {
+        let mut checked = 0;
+        // Walls from 1970 to about 2110, at uneven steps (every field takes many values).
+        for k in 0..2_000i64 {
+            let wall = -EPOCH_UNIX_US + k * (EPOCH_UNIX_US / 640) + k * k * 7_919;
+            for fmt in [
+                TimeFormat::Zulu,
+                TimeFormat::Naive,
+                TimeFormat::Offset { minutes: -765 },
+                TimeFormat::Offset { minutes: 330 },
+                TimeFormat::Offset { minutes: 6_000 },
+            ] {
+                let t = format_time(wall, fmt);
+                // The string, and variants with one byte changed or cut short.
+                let mut variants = vec![t.clone(), t[..t.len() - 1].to_string(), format!("{t}0")];
+                // Invalid ones (month 2x, day 4x, hour 3x, ...), then valid ones (other digits).
+                for (i, c) in [
+                    (5, '2'),
+                    (8, '4'),
+                    (11, '3'),
+                    (14, '7'),
+                    (17, '9'),
+                    (21, 'x'),
+                    (26, '*'),
+                    (3, '7'),
+                    (9, '1'),
+                    (12, '1'),
+                    (15, '3'),
+                    (18, '5'),
+                    (25, '9'),
+                    (28, '1'),
+                ] {
+                    if i < t.len() {
+                        let mut v = t.clone().into_bytes();
+                        v[i] = c as u8;
+                        variants.push(String::from_utf8(v).unwrap());
+                    }
+                }
+                for v in variants {
+                    if let Some(p) = felix_shape(&v) {
+                        assert_eq!(p, parse_general(&v), "{v}");
+                        checked += 1;
+                    } else {
+                        assert_eq!(parse_time(&v), parse_general(&v), "{v}");
+                    }
+                }
+            }
+        }
+        assert!(checked > 60_000, "{checked}");
     }
 
     #[test]
