@@ -471,10 +471,12 @@ impl World {
                 name: name.to_string(),
             },
         );
+        let ident = format!("{}:{pid}", self.0.nodes.borrow()[node as usize].name).into();
         Proc {
             world: self.clone(),
             node,
             pid,
+            ident,
         }
     }
 
@@ -996,6 +998,8 @@ pub struct Proc {
     world: World,
     node: NodeIx,
     pid: u32,
+    /// `host:pid`, made once (every request a process sends carries it).
+    ident: Rc<str>,
 }
 
 impl Proc {
@@ -1016,7 +1020,7 @@ impl Proc {
 
     /// `host:pid`, the identity used in traces.
     pub fn ident(&self) -> String {
-        format!("{}:{}", self.host_name(), self.pid)
+        self.ident.to_string()
     }
 
     pub(crate) fn world(&self) -> &World {
