@@ -48,16 +48,24 @@ pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, regi
                     let mut rng = p.rng("felix");
                     let mut first_update = true;
                     let mut lease = 0i64;
-                    let ports: Vec<String> = (0..cfg.ports).map(|i| format!("{}-port-{i}", p.host_name())).collect();
+                    let ports: Vec<String> = (0..cfg.ports)
+                        .map(|i| format!("{}-port-{i}", p.host_name()))
+                        .collect();
                     let mut port_up = vec![false; ports.len()];
-                    p.sleep(Duration::from_millis(rng.random_range(0..30_000))).await;
+                    p.sleep(Duration::from_millis(rng.random_range(0..30_000)))
+                        .await;
                     loop {
                         let time = if rng.random_range(0..100) < cfg.garbage_percent {
                             "garbled-time".to_string()
                         } else {
                             format_time(p.wall_us(), cfg.format)
                         };
-                        let value = serde_json::json!({"time": time, "uptime": p.mono_us() / 1_000_000, "first_update": first_update}).to_string();
+                        let value = serde_json::to_string(&StatusReport {
+                            first_update,
+                            time: &time,
+                            uptime: p.mono_us() / 1_000_000,
+                        })
+                        .expect("a status report serializes");
                         let alive = match client.keep_alive(lease).await {
                             Ok(ttl) if ttl > 0 => Ok(lease),
                             Ok(_) => client.grant(REPORT_TTL_S).await.map(|(l, _)| l),
@@ -65,7 +73,11 @@ pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, regi
                         };
                         if let Ok(l) = alive {
                             lease = l;
-                            if client.put(&format!("{base}/status"), &value, lease).await.is_ok() {
+                            if client
+                                .put(&format!("{base}/status"), &value, lease)
+                                .await
+                                .is_ok()
+                            {
                                 first_update = false;
                             }
                         }
@@ -73,9 +85,27 @@ pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, regi
                         for (i, port) in ports.iter().enumerate() {
                             let flip = !port_up[i] || rng.random_range(0..100) < 5;
                             if flip {
-                                let up = if port_up[i] { rng.random_bool(0.5) } else { true };
-                                let status = serde_json::json!({"status": if up { "up" } else { "down" }}).to_string();
-                                if client.put(&format!("{base}/workload/openstack/{port}/endpoint/{port}"), &status, 0).await.is_ok() {
+                                let up = if port_up[i] {
+                                    rng.random_bool(0.5)
+                                } else {
+                                    true
+                                };
+                                let status = if up {
+                                    r#"{"status":"up"}"#
+                                } else {
+                                    r#"{"status":"down"}"#
+                                };
+                                if client
+                                    .put(
+                                        &format!(
+                                            "{base}/workload/openstack/{port}/endpoint/{port}"
+                                        ),
+                                        status,
+                                        0,
+                                    )
+                                    .await
+                                    .is_ok()
+                                {
                                     port_up[i] = up;
                                 }
                             }
@@ -86,4 +116,13 @@ pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, regi
             }),
         );
     }
+}
+
+/// The value of Felix's `.../status` key: `{"first_update":...,"time":...,"uptime":...}`, keys
+/// in sorted order (as the JSON map this struct replaced wrote them).
+#[derive(Serialize)]
+struct StatusReport<'a> {
+    first_update: bool,
+    time: &'a str,
+    uptime: u64,
 }

@@ -274,9 +274,7 @@ impl Watcher {
             }
             Kind::Endpoint if rest.contains("/endpoint/") => {
                 let port = rest.rsplit('/').next().unwrap_or("").to_string();
-                let status = serde_json::from_str::<serde_json::Value>(value)
-                    .ok()
-                    .and_then(|v| v["status"].as_str().map(str::to_string));
+                let status = port_status(value);
                 if let Some(status) = status {
                     self.queue.push(!in_snapshot, port, status);
                 }
@@ -293,10 +291,10 @@ impl Watcher {
         rev: i64,
         in_snapshot: bool,
     ) -> bool {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(value) else {
+        let Some(report) = AgentReport::parse(value) else {
             return true;
         };
-        let time = v["time"].as_str().map(str::to_string);
+        let time = report.time;
         let now_unix = sim::clock::EPOCH_UNIX_US + self.proc.wall_us();
         let verdict = check(
             time.as_deref(),
@@ -350,7 +348,7 @@ impl Watcher {
             in_snapshot,
             time: time.unwrap_or_default(),
         });
-        let first_update = v["first_update"].as_bool().unwrap_or(false);
+        let first_update = report.first_update;
         // A DB error is logged and the report dropped; Neutron's own timeout covers it.
         let _ = self
             .proc
@@ -397,6 +395,102 @@ impl Watcher {
                 self.proc.sleep(RETRY).await;
                 self.queue.push(true, port, status);
             }
+        }
+    }
+}
+
+/// What the agent-status handler reads from a Felix report: `time` if it is a string,
+/// `first_update` if it is true; `None` if the value is not JSON.
+#[derive(Debug, PartialEq)]
+struct AgentReport {
+    time: Option<String>,
+    first_update: bool,
+}
+
+/// The usual shape, read without building a JSON tree.
+#[derive(serde::Deserialize)]
+struct TypedReport {
+    time: Option<String>,
+    first_update: Option<bool>,
+}
+
+impl AgentReport {
+    fn parse(value: &str) -> Option<AgentReport> {
+        // An object whose `time` is a string (or null) and `first_update` a boolean (or null):
+        // read directly. Anything else (another type, duplicate keys, not an object) through
+        // the JSON tree, with the same answer as before.
+        if value.trim_start().starts_with('{') {
+            if let Ok(r) = serde_json::from_str::<TypedReport>(value) {
+                return Some(AgentReport {
+                    time: r.time,
+                    first_update: r.first_update.unwrap_or(false),
+                });
+            }
+        }
+        let v = serde_json::from_str::<serde_json::Value>(value).ok()?;
+        Some(AgentReport {
+            time: v["time"].as_str().map(str::to_string),
+            first_update: v["first_update"].as_bool().unwrap_or(false),
+        })
+    }
+}
+
+/// The `status` string of an endpoint's status value, if it has one.
+fn port_status(value: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Typed {
+        status: Option<String>,
+    }
+    if value.trim_start().starts_with('{') {
+        if let Ok(t) = serde_json::from_str::<Typed>(value) {
+            return t.status;
+        }
+    }
+    serde_json::from_str::<serde_json::Value>(value)
+        .ok()
+        .and_then(|v| v["status"].as_str().map(str::to_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON-tree reading the typed one shortcuts.
+    fn by_tree(value: &str) -> Option<AgentReport> {
+        let v = serde_json::from_str::<serde_json::Value>(value).ok()?;
+        Some(AgentReport {
+            time: v["time"].as_str().map(str::to_string),
+            first_update: v["first_update"].as_bool().unwrap_or(false),
+        })
+    }
+
+    #[test]
+    fn reports_read_as_the_json_tree_reads_them() {
+        for value in [
+            r#"{"first_update":true,"time":"2026-01-01T00:00:01.984004Z","uptime":0}"#,
+            r#"{"first_update":false,"time":"garbled-time","uptime":12}"#,
+            r#"{"time":null}"#,
+            r#"{"time":5,"first_update":true}"#,
+            r#"{"time":"a","first_update":"yes"}"#,
+            r#"{"time":"a","time":"b"}"#,
+            r#"{"first_update":null}"#,
+            r#" {"time":"x","extra":{"nested":[1,2]}}"#,
+            r#"["2026-01-01T00:00:00Z",true]"#,
+            r#""just a string""#,
+            "{}",
+            "not json",
+            "",
+        ] {
+            assert_eq!(AgentReport::parse(value), by_tree(value), "{value}");
+            let tree = serde_json::from_str::<serde_json::Value>(value)
+                .ok()
+                .and_then(|v| v["status"].as_str().map(str::to_string));
+            let as_status = value.replace("\"time\"", "\"status\"");
+            let tree_status = serde_json::from_str::<serde_json::Value>(&as_status)
+                .ok()
+                .and_then(|v| v["status"].as_str().map(str::to_string));
+            assert_eq!(port_status(value), tree, "{value}");
+            assert_eq!(port_status(&as_status), tree_status, "{as_status}");
         }
     }
 }
