@@ -49,6 +49,35 @@ impl World {
     }
 }
 
+/// The task waiting for messages at one place (an inbox, a stream, a call's answer). The sender
+/// arms a timer for each message's arrival that wakes whichever task last waited, so a reader is
+/// woken once per message, when it arrives, and not also when it is sent.
+struct Reader(Arc<ReaderWaker>);
+
+struct ReaderWaker(AtomicWaker);
+
+impl ArcWake for ReaderWaker {
+    fn wake_by_ref(arc: &Arc<Self>) {
+        arc.0.wake();
+    }
+}
+
+impl Reader {
+    fn new() -> Self {
+        Reader(Arc::new(ReaderWaker(AtomicWaker::new())))
+    }
+
+    /// Wakes the reader at true time `at_us` (at least 1 ms from now, as any sleep).
+    fn wake_at(&self, world: &World, at_us: u64) {
+        crate::time::wake_at(world.instant_at(at_us), &futures::task::waker_ref(&self.0));
+    }
+
+    /// The task of `cx` waits for the next arrival.
+    fn wait(&self, cx: &std::task::Context<'_>) {
+        self.0 .0.register(cx.waker());
+    }
+}
+
 /// A request as a server sees it.
 pub struct Call<Req, Resp> {
     /// The caller's identity (`host:pid`).
@@ -75,19 +104,7 @@ pub struct Responder<Resp> {
 /// Where a response waits for its caller: (arrival µs, response).
 struct ReplySlot<Resp> {
     answer: RefCell<Option<(u64, Resp)>>,
-    reader: std::task::Waker,
-    reader_slot: Arc<ReaderSlot>,
-}
-
-impl<Resp> ReplySlot<Resp> {
-    fn new() -> Self {
-        let reader_slot = Arc::new(ReaderSlot(AtomicWaker::new()));
-        ReplySlot {
-            answer: RefCell::new(None),
-            reader: futures::task::waker(reader_slot.clone()),
-            reader_slot,
-        }
-    }
+    reader: Reader,
 }
 
 impl<Resp> Responder<Resp> {
@@ -96,7 +113,7 @@ impl<Resp> Responder<Resp> {
         let at =
             self.world.now_us() + self.world.latency(self.server, self.caller).as_micros() as u64;
         *self.slot.answer.borrow_mut() = Some((at, resp));
-        crate::time::wake_at(self.world.instant_at(at), &self.slot.reader);
+        self.slot.reader.wake_at(&self.world, at);
     }
 
     /// Drops the response on the floor: the caller times out (used for ambiguous failures).
@@ -198,7 +215,10 @@ impl<Req, Resp> Endpoint<Req, Resp> {
             crate::time::sleep(world.latency(from, to)).await;
             let sender = self.inbox.borrow().clone();
             let delivered = world.reachable(from, to) && world.node_up(to);
-            let slot = Rc::new(ReplySlot::new());
+            let slot = Rc::new(ReplySlot {
+                answer: RefCell::new(None),
+                reader: Reader::new(),
+            });
             let queued = match (delivered, sender) {
                 (true, Some(s)) => s
                     .unbounded_send(Call {
@@ -227,7 +247,7 @@ impl<Req, Resp> Endpoint<Req, Resp> {
                     return Poll::Ready(resp);
                 }
                 if !arrived {
-                    slot.reader_slot.0.register(cx.waker());
+                    slot.reader.wait(cx);
                 }
                 Poll::Pending
             })
@@ -266,19 +286,16 @@ struct StreamShared<T> {
     queue: RefCell<std::collections::VecDeque<(u64, T)>>,
     sender_alive: Cell<bool>,
     receiver_alive: Cell<bool>,
-    reader: std::task::Waker,
-    reader_slot: Arc<ReaderSlot>,
+    reader: Reader,
 }
 
 /// A stream from `from` (the server) to `to` (the client).
 pub fn stream<T>(world: &World, from: NodeIx, to: NodeIx) -> (StreamTx<T>, StreamRx<T>) {
-    let reader_slot = Arc::new(ReaderSlot(AtomicWaker::new()));
     let shared = Rc::new(StreamShared {
         queue: RefCell::default(),
         sender_alive: Cell::new(true),
         receiver_alive: Cell::new(true),
-        reader: futures::task::waker(reader_slot.clone()),
-        reader_slot,
+        reader: Reader::new(),
     });
     (
         StreamTx {
@@ -308,7 +325,7 @@ impl<T> StreamTx<T> {
             .max(self.last_us.get());
         self.last_us.set(at);
         self.shared.queue.borrow_mut().push_back((at, item));
-        crate::time::wake_at(self.world.instant_at(at), &self.shared.reader);
+        self.shared.reader.wake_at(&self.world, at);
         true
     }
 
@@ -344,7 +361,7 @@ impl<T> StreamRx<T> {
             };
             if !arrived {
                 if !self.broken {
-                    self.shared.reader_slot.0.register(cx.waker());
+                    self.shared.reader.wait(cx);
                 }
                 return Poll::Pending;
             }
@@ -382,18 +399,7 @@ struct DatagramsInner<T> {
     queue: RefCell<std::collections::BTreeMap<(u64, u64), (NodeIx, T)>>,
     seq: Cell<u64>,
     listening: Cell<bool>,
-    /// Wakes whichever task last waited on the inbox (arrival timers hold a clone).
-    reader: std::task::Waker,
-    reader_slot: Arc<ReaderSlot>,
-}
-
-/// Where arrival timers find the reader.
-struct ReaderSlot(AtomicWaker);
-
-impl ArcWake for ReaderSlot {
-    fn wake_by_ref(arc: &Arc<Self>) {
-        arc.0.wake();
-    }
+    reader: Reader,
 }
 
 impl<T> Clone for Datagrams<T> {
@@ -405,14 +411,12 @@ impl<T> Clone for Datagrams<T> {
 impl<T> Datagrams<T> {
     /// The inbox of `node` (closed until its service opens it).
     pub fn new(node: NodeIx) -> Self {
-        let reader_slot = Arc::new(ReaderSlot(AtomicWaker::new()));
         Datagrams(Rc::new(DatagramsInner {
             node,
             queue: RefCell::default(),
             seq: Cell::new(0),
             listening: Cell::new(false),
-            reader: futures::task::waker(reader_slot.clone()),
-            reader_slot,
+            reader: Reader::new(),
         }))
     }
 
@@ -438,7 +442,7 @@ impl<T> Datagrams<T> {
         self.0.seq.set(seq + 1);
         self.0.queue.borrow_mut().insert((at, seq), (from, item));
         // At its arrival (at least 1 ms from now, as any sleep) the reader looks again.
-        crate::time::wake_at(world.instant_at(at), &self.0.reader);
+        self.0.reader.wake_at(world, at);
     }
 
     /// The next datagram that gets through: (sender, payload).
@@ -455,7 +459,7 @@ impl<T> Datagrams<T> {
                 }
                 // Nothing has arrived: the timer of the next arrival wakes this task.
                 _ => {
-                    self.0.reader_slot.0.register(cx.waker());
+                    self.0.reader.wait(cx);
                     return Poll::Pending;
                 }
             }

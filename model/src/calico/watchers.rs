@@ -225,7 +225,7 @@ impl Watcher {
         let mut timer = self.proc.sleep_until_mono(next_rt.min(idle_at));
         loop {
             timer.reset(self.proc.mono_instant(next_rt.min(idle_at)));
-            match select(Box::pin(watch.next()), &mut timer).await {
+            match select(std::pin::pin!(watch.next()), &mut timer).await {
                 Either::Left((WatchMsg::Events(events), _)) => {
                     idle_at = self.proc.mono_us() + IDLE_TIMEOUT.as_micros() as u64;
                     for e in events {
