@@ -200,14 +200,21 @@ pub struct Finding {
 
 const HANDOVER_ERASES_RELEASE: Finding = Finding {
     invariant: "agent-allocates-from-pool",
-    seed: 455,
+    seed: 1552,
     fix: "cilium-merge-release-ips",
-    summary: "during a leadership handover both operators write status.ipam.release-ips as a whole map from their own state; the standby, whose view predates the other's unassign, erases the entry that kept the IP out of use, and the agent, reading the missing entry as an aborted release, hands a pod an IP the cloud no longer gives the node",
+    summary: "an operator that did not make an unassign (the standby during a leadership handover, or an operator restarted with empty memory) writes status.ipam.release-ips as a whole map from its own state and erases the entry that kept the IP out of use; the agent, reading the missing entry as an aborted release, hands the IP to a pod: either the cloud no longer gives it to the node (agent-allocates-from-pool), or the operator that still holds the agent's earlier ready-for-release then unassigns it from under the pod (no-release-in-use)",
+};
+
+/// The same finding, seen as an IP unassigned while a pod uses it.
+const HANDOVER_RELEASES_IN_USE: Finding = Finding {
+    invariant: "no-release-in-use",
+    seed: 2233,
+    ..HANDOVER_ERASES_RELEASE
 };
 
 const UNKNOWN_UNASSIGN_ABORTED: Finding = Finding {
     invariant: "agent-allocates-from-pool",
-    seed: 240,
+    seed: 277,
     fix: "cilium-hold-unknown-release",
     summary: "an unassign that the cloud applied but whose answer was lost leaves the operator believing the IP is still assigned; when the node's IPs stop being in excess it aborts the handshake, the agent drops its ready-for-release entry and hands a pod an IP the cloud already took",
 };
@@ -335,14 +342,14 @@ pub static SCENARIOS: &[Scenario] = &[
         crate::cilium::Family::SplitBrain,
         "Cilium IPAM under partitions between agents, the API server, the operator and the cloud, and two operators during a handover",
         &["ip-released", "conflict-on-write", "ack-raced-with-allocation"],
-        &[HANDOVER_ERASES_RELEASE]
+        &[HANDOVER_RELEASES_IN_USE]
     ),
     cilium_scenario!(
         "cilium-swarm",
         crate::cilium::Family::Swarm,
         "Every Cilium fault together, including cloud and API server failures, ambiguity and slowness",
         &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"],
-        &[Finding { seed: 499, ..HANDOVER_ERASES_RELEASE }, UNKNOWN_UNASSIGN_ABORTED]
+        &[HANDOVER_ERASES_RELEASE, Finding { seed: 2706, ..HANDOVER_RELEASES_IN_USE }, UNKNOWN_UNASSIGN_ABORTED]
     ),
     metallb_scenario!(
         "metallb-silent-task-death",

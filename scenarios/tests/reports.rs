@@ -40,11 +40,11 @@ fn summaries_and_json_of_pinned_seeds() {
         ("split-brain-93", vec!["calico-split-brain", "--seed", "93"]),
         ("restart-7", vec!["calico-restart", "--seed", "7"]),
         (
-            "cilium-no-handshake-7",
+            "cilium-no-handshake-15",
             vec![
                 "cilium-swarm",
                 "--seed",
-                "7",
+                "15",
                 "--bug",
                 "cilium-no-handshake",
             ],
@@ -107,7 +107,7 @@ fn index_html_renders_in_headless_chromium() {
     }
     let single = report(&["calico-clock-skew", "--seed", "52"], "render-single");
     let many = report(
-        &["cilium-split-brain", "--seeds", "8", "--from", "450"],
+        &["cilium-split-brain", "--seeds", "8", "--from", "2228"],
         "render-many",
     );
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");

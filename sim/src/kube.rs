@@ -18,15 +18,16 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// An API object.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// An API object. `spec` and `status` are shared between versions: a write of one part keeps
+/// the other (`Rc::ptr_eq` tells a reader that a part did not change).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Object {
     pub kind: String,
     pub name: String,
     /// `metadata.resourceVersion`.
     pub rv: u64,
-    pub spec: Value,
-    pub status: Value,
+    pub spec: Rc<Value>,
+    pub status: Rc<Value>,
 }
 
 /// Which part of an object a write replaces.
@@ -63,8 +64,11 @@ pub enum Request {
         kind: String,
         name: String,
     },
+    /// An informer on a kind; with `name`, only that object (the field selector
+    /// `metadata.name=NAME`).
     Watch {
         kind: String,
+        name: Option<String>,
         tx: StreamTx<WatchEvent>,
     },
 }
@@ -97,8 +101,9 @@ type Reply = Result<Response, KubeError>;
 /// A successful response.
 #[derive(Clone, Debug)]
 pub enum Response {
-    Object(Object),
-    Objects(Vec<Object>),
+    /// The stored version itself (shared, as the store's objects are immutable).
+    Object(Rc<Object>),
+    Objects(Vec<Rc<Object>>),
     Done,
 }
 
@@ -151,8 +156,8 @@ impl Kube {
                 kind: kind.into(),
                 name: name.into(),
                 rv,
-                spec,
-                status,
+                spec: Rc::new(spec),
+                status: Rc::new(status),
             }),
         );
     }
@@ -199,8 +204,8 @@ impl Kube {
     /// The next version of `current` with `part` replaced by `value` (the other part copied).
     fn new_version(&self, current: &Object, part: Part, value: Value) -> Rc<Object> {
         let (spec, status) = match part {
-            Part::Spec => (value, current.status.clone()),
-            Part::Status => (current.spec.clone(), value),
+            Part::Spec => (Rc::new(value), current.status.clone()),
+            Part::Status => (current.spec.clone(), Rc::new(value)),
         };
         Rc::new(Object {
             kind: current.kind.clone(),
@@ -277,7 +282,7 @@ impl Kube {
         let Some(obj) = self.peek("Node", node) else {
             return;
         };
-        let mut status = obj.status;
+        let mut status = Value::clone(&obj.status);
         status["ready"] = Value::Bool(ready);
         self.write_status(p, "Node", node, status);
         p.emit(Event::KubeNodeReady {
@@ -350,7 +355,7 @@ impl Kube {
                 .objects
                 .borrow()
                 .get(&key(&kind, &name))
-                .map(|o| Response::Object(Object::clone(o)))
+                .map(|o| Response::Object(o.clone()))
                 .ok_or(KubeError::NotFound),
             Request::List { kind } => Ok(Response::Objects(
                 self.0
@@ -358,7 +363,7 @@ impl Kube {
                     .borrow()
                     .values()
                     .filter(|o| o.kind == kind)
-                    .map(|o| Object::clone(o))
+                    .cloned()
                     .collect(),
             )),
             Request::Create {
@@ -374,8 +379,8 @@ impl Kube {
                     kind: kind.clone(),
                     name: name.clone(),
                     rv: self.bump(),
-                    spec,
-                    status,
+                    spec: Rc::new(spec),
+                    status: Rc::new(status),
                 });
                 self.0
                     .objects
@@ -389,7 +394,7 @@ impl Kube {
                     client: caller.into(),
                 });
                 self.publish(WatchEvent::Upsert(obj.clone()));
-                Ok(Response::Object(Object::clone(&obj)))
+                Ok(Response::Object(obj))
             }
             Request::Update {
                 kind,
@@ -429,7 +434,7 @@ impl Kube {
                     client: caller.into(),
                 });
                 self.publish(WatchEvent::Upsert(obj.clone()));
-                Ok(Response::Object(Object::clone(&obj)))
+                Ok(Response::Object(obj))
             }
             Request::Delete { kind, name } => {
                 self.0
@@ -448,33 +453,45 @@ impl Kube {
                 self.publish(WatchEvent::Deleted { kind, name });
                 Ok(Response::Done)
             }
-            Request::Watch { kind, tx } => {
-                for o in self.0.objects.borrow().values().filter(|o| o.kind == kind) {
-                    tx.send(WatchEvent::Upsert(o.clone()));
+            Request::Watch { kind, name, tx } => {
+                for o in self.0.objects.borrow().values() {
+                    if o.kind == kind && name.as_ref().is_none_or(|n| *n == o.name) {
+                        tx.send(WatchEvent::Upsert(o.clone()));
+                    }
                 }
-                self.0.watchers.borrow_mut().push((kind, tx));
+                self.0
+                    .watchers
+                    .borrow_mut()
+                    .push(Watcher { kind, name, tx });
                 Ok(Response::Done)
             }
         }
     }
 
     fn publish(&self, ev: WatchEvent) {
-        let kind = match &ev {
-            WatchEvent::Upsert(o) => o.kind.clone(),
-            WatchEvent::Deleted { kind, .. } => kind.clone(),
+        let (kind, name) = match &ev {
+            WatchEvent::Upsert(o) => (&o.kind, &o.name),
+            WatchEvent::Deleted { kind, name } => (kind, name),
         };
         let mut w = self.0.watchers.borrow_mut();
-        w.retain(|(_, tx)| !tx.is_closed());
-        for (k, tx) in w.iter() {
-            if *k == kind {
-                tx.send(ev.clone());
+        w.retain(|w| !w.tx.is_closed());
+        for w in w.iter() {
+            if w.kind == *kind && w.name.as_ref().is_none_or(|n| n == name) {
+                w.tx.send(ev.clone());
             }
         }
     }
 }
 
-/// Open informers: (kind, stream).
-type Watchers = RefCell<Vec<(String, StreamTx<WatchEvent>)>>;
+/// An open informer: its kind, its name selector, its stream.
+struct Watcher {
+    kind: String,
+    name: Option<String>,
+    tx: StreamTx<WatchEvent>,
+}
+
+/// Open informers.
+type Watchers = RefCell<Vec<Watcher>>;
 
 /// A process's API client.
 #[derive(Clone)]
@@ -504,7 +521,7 @@ impl KubeClient {
     }
 
     /// Reads an object.
-    pub async fn get(&self, kind: &str, name: &str) -> Result<Object, KubeError> {
+    pub async fn get(&self, kind: &str, name: &str) -> Result<Rc<Object>, KubeError> {
         match self
             .call(Request::Get {
                 kind: kind.into(),
@@ -518,7 +535,7 @@ impl KubeClient {
     }
 
     /// Lists a kind.
-    pub async fn list(&self, kind: &str) -> Result<Vec<Object>, KubeError> {
+    pub async fn list(&self, kind: &str) -> Result<Vec<Rc<Object>>, KubeError> {
         match self.call(Request::List { kind: kind.into() }).await? {
             Response::Objects(o) => Ok(o),
             r => unreachable!("list answered {r:?}"),
@@ -532,7 +549,7 @@ impl KubeClient {
         name: &str,
         spec: Value,
         status: Value,
-    ) -> Result<Object, KubeError> {
+    ) -> Result<Rc<Object>, KubeError> {
         match self
             .call(Request::Create {
                 kind: kind.into(),
@@ -555,7 +572,7 @@ impl KubeClient {
         rv: u64,
         part: Part,
         value: Value,
-    ) -> Result<Object, KubeError> {
+    ) -> Result<Rc<Object>, KubeError> {
         match self
             .call(Request::Update {
                 kind: kind.into(),
@@ -581,18 +598,19 @@ impl KubeClient {
         .map(|_| ())
     }
 
-    /// Runs an informer on a kind for ever, like client-go's reflector: watch (every current object,
-    /// then each change) and hand each event to `on_event`; when the watch cannot be opened retry
+    /// Runs an informer on a kind (with `name`: on that one object) for ever, like client-go's
+    /// reflector: watch (every current object, then each change) and hand each event to `on_event`; when the watch cannot be opened retry
     /// after 5 s, and when the stream has been silent for `idle` (a dead connection is noticed by
     /// HTTP/2 health pings within about that long) list and watch again.
     pub async fn run_informer(
         &self,
         kind: &str,
+        name: Option<&str>,
         idle: Duration,
         mut on_event: impl FnMut(WatchEvent),
     ) {
         loop {
-            let Ok(mut inf) = self.watch(kind).await else {
+            let Ok(mut inf) = self.watch(kind, name).await else {
                 self.proc.sleep(Duration::from_secs(5)).await;
                 continue;
             };
@@ -633,12 +651,14 @@ impl KubeClient {
         }
     }
 
-    /// Starts an informer on a kind: every current object, then every change.
-    pub async fn watch(&self, kind: &str) -> Result<Informer, KubeError> {
+    /// Starts an informer on a kind (with `name`: on that one object, as the field selector
+    /// `metadata.name=NAME` does): every current object, then every change.
+    pub async fn watch(&self, kind: &str, name: Option<&str>) -> Result<Informer, KubeError> {
         let world = self.proc.world();
         let (tx, rx) = stream(world, self.endpoint.node(), self.proc.node());
         self.call(Request::Watch {
             kind: kind.into(),
+            name: name.map(str::to_string),
             tx,
         })
         .await?;

@@ -1,6 +1,6 @@
-//! Datagrams, the layer-2 segment and Kubernetes' node lifecycle controller, driven through the
-//! simulated network: arrival order, loss on a cut link, the router's entry following the last
-//! answer it heard, and NotReady after the grace period without Lease renewals.
+//! Datagrams, the layer-2 segment and the Kubernetes API server, driven through the simulated
+//! network: arrival order, loss on a cut link, the router's entry following the last answer it
+//! heard, NotReady after the grace period without Lease renewals, and informers on one object.
 
 use sim::event::{Event, Record};
 use sim::kube::Kube;
@@ -252,4 +252,81 @@ fn a_node_without_lease_renewals_goes_not_ready_after_the_grace_and_comes_back()
         ready[1].1 && ready[1].0 > 100.0 && ready[1].0 <= 115.0,
         "{ready:?}"
     );
+}
+
+#[test]
+fn a_watch_on_one_name_sees_only_that_object_and_a_status_write_keeps_the_spec() {
+    // Two objects of a kind; a writer updates "b" then "a" (status) then "a" (spec). An informer
+    // on "a" only (the field selector metadata.name=a) sees a's replay and a's two writes.
+    let (seen, shared) = on_fresh_thread(|| {
+        let seen: Rc<RefCell<Vec<(String, u64)>>> = Rc::default();
+        let shared: Rc<RefCell<Vec<bool>>> = Rc::default();
+        let (s1, s2) = (seen.clone(), shared.clone());
+        simulate(
+            config(&["n1", "apiserver"], vec![], (500, 500)),
+            Box::new(sim::monitor::NullMonitor),
+            move |world| {
+                let kube = Kube::install(world, 1);
+                for name in ["a", "b"] {
+                    kube.seed_object(
+                        "Thing",
+                        name,
+                        serde_json::json!({ "pool": 1 }),
+                        serde_json::json!({}),
+                    );
+                }
+                world.set_services(
+                    0,
+                    Rc::new(move |host: &Host| {
+                        let p = host.spawn_process("client");
+                        let (c, seen) = (kube.client(&p), s1.clone());
+                        p.spawn("informer", async move {
+                            c.run_informer("Thing", Some("a"), Duration::from_secs(30), |ev| {
+                                if let sim::kube::WatchEvent::Upsert(o) = ev {
+                                    seen.borrow_mut().push((o.name.clone(), o.rv));
+                                }
+                            })
+                            .await
+                        });
+                        let (c, p2, shared) = (kube.client(&p), p.clone(), s2.clone());
+                        p.spawn("writer", async move {
+                            use sim::kube::Part;
+                            p2.sleep(Duration::from_secs(1)).await;
+                            let b = c.get("Thing", "b").await.unwrap();
+                            let st = serde_json::json!({ "n": 1 });
+                            c.update("Thing", "b", b.rv, Part::Status, st)
+                                .await
+                                .unwrap();
+                            let a = c.get("Thing", "a").await.unwrap();
+                            let st = serde_json::json!({ "n": 2 });
+                            let a2 = c
+                                .update("Thing", "a", a.rv, Part::Status, st)
+                                .await
+                                .unwrap();
+                            shared.borrow_mut().push(Rc::ptr_eq(&a.spec, &a2.spec));
+                            let sp = serde_json::json!({ "pool": 2 });
+                            let a3 = c.update("Thing", "a", a2.rv, Part::Spec, sp).await.unwrap();
+                            shared.borrow_mut().push(Rc::ptr_eq(&a2.spec, &a3.spec));
+                            shared.borrow_mut().push(Rc::ptr_eq(&a2.status, &a3.status));
+                        });
+                    }),
+                );
+            },
+        );
+        let out = (seen.borrow().clone(), shared.borrow().clone());
+        out
+    })
+    .unwrap();
+    // Versions of "a" only: the replay (rv 1), its status write (4) and its spec write (5); a
+    // silent stream re-lists every 30 s and replays the current version again.
+    let versions: std::collections::BTreeSet<(&str, u64)> =
+        seen.iter().map(|(n, rv)| (n.as_str(), *rv)).collect();
+    assert_eq!(
+        versions.into_iter().collect::<Vec<_>>(),
+        [("a", 1), ("a", 4), ("a", 5)],
+        "{seen:?}"
+    );
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "{seen:?}");
+    // A status write shares the spec; a spec write makes a new spec and shares the status.
+    assert_eq!(shared, [true, false, true]);
 }

@@ -1,7 +1,8 @@
 //! The Cilium agent's CRD allocator (spec/cilium.md, "Agent") and the node's pod workload.
 //!
-//! * On every CiliumNode event it rebuilds its view of `release-ips` from the object and answers
-//!   each entry with the answer table (`agent_answer`).
+//! * It watches its own CiliumNode only (upstream's `LocalCiliumNodeResource`: the field
+//!   selector `metadata.name=<node>`). On every event of it, it rebuilds its view of
+//!   `release-ips` from the object and answers each entry with the answer table (`agent_answer`).
 //! * It allocates pod IPs from the pool, never one outside the pool or whose state is
 //!   `marked-for-release`, `ready-for-release` or `released`.
 //! * It writes `status` (used IPs and its `release-ips` view) through a trigger limited to one
@@ -53,6 +54,8 @@ struct Agent {
     used: RefCell<BTreeMap<String, String>>,
     view: RefCell<BTreeMap<String, String>>,
     base_rv: Cell<u64>,
+    /// The CiliumNode spec `pool` was last read from (a status write keeps the spec shared).
+    pool_of: RefCell<Option<Rc<serde_json::Value>>>,
     pending: Cell<bool>,
     dirty: Notify,
 }
@@ -81,6 +84,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload) {
                         used: RefCell::default(),
                         view: RefCell::default(),
                         base_rv: Cell::new(0),
+                        pool_of: RefCell::default(),
                         pending: Cell::new(true),
                         dirty: Notify::new(),
                     });
@@ -163,12 +167,20 @@ impl Agent {
         if obj.rv <= self.base_rv.get() {
             return;
         }
-        let (spec, status) = parse(obj);
         self.base_rv.set(obj.rv);
-        *self.pool.borrow_mut() = spec.pool;
+        let same_spec = self
+            .pool_of
+            .borrow()
+            .as_ref()
+            .is_some_and(|s| Rc::ptr_eq(s, &obj.spec));
+        if !same_spec {
+            *self.pool.borrow_mut() = Spec::deserialize(&*obj.spec).unwrap_or_default().pool;
+            *self.pool_of.borrow_mut() = Some(obj.spec.clone());
+        }
+        let release_ips = parse_release_ips(obj);
         let old = self.view.borrow().clone();
         let mut view = BTreeMap::new();
-        for (ip, state) in &status.release_ips {
+        for (ip, state) in &release_ips {
             let in_pool = self.pool.borrow().contains_key(ip);
             let allocated = self.used.borrow().contains_key(ip);
             match agent_answer(state, in_pool, allocated) {
@@ -189,7 +201,7 @@ impl Agent {
         for ip in old.keys().filter(|ip| !view.contains_key(*ip)) {
             self.answer(ip, None);
         }
-        let changed = view != status.release_ips;
+        let changed = view != release_ips;
         *self.view.borrow_mut() = view;
         self.pods.changed.notify();
         if changed {
@@ -199,11 +211,9 @@ impl Agent {
 
     async fn informer(&self) {
         self.kube
-            .run_informer(KIND, INFORMER_IDLE, |ev| {
+            .run_informer(KIND, Some(&self.node), INFORMER_IDLE, |ev| {
                 if let WatchEvent::Upsert(obj) = ev {
-                    if obj.name == self.node {
-                        self.observe(&obj);
-                    }
+                    self.observe(&obj);
                 }
             })
             .await;
@@ -213,30 +223,23 @@ impl Agent {
     async fn cni(&self) {
         loop {
             let seen = self.pods.changed.generation();
-            let mut changed = false;
-            let pods: Vec<(String, Option<String>)> = self
+            // IPs of pods that are gone go back to the pool.
+            let mut changed = {
+                let pods = self.pods.pods.borrow();
+                let mut used = self.used.borrow_mut();
+                let before = used.len();
+                used.retain(|_, pod| pods.contains_key(pod));
+                used.len() != before
+            };
+            let pending: Vec<String> = self
                 .pods
                 .pods
                 .borrow()
                 .iter()
-                .map(|(a, b)| (a.clone(), b.clone()))
+                .filter(|(_, ip)| ip.is_none())
+                .map(|(pod, _)| pod.clone())
                 .collect();
-            let live: BTreeSet<&String> = pods.iter().map(|(p, _)| p).collect();
-            let gone: Vec<String> = self
-                .used
-                .borrow()
-                .iter()
-                .filter(|(_, pod)| !live.contains(pod))
-                .map(|(ip, _)| ip.clone())
-                .collect();
-            for ip in gone {
-                self.used.borrow_mut().remove(&ip);
-                changed = true;
-            }
-            for (pod, ip) in pods {
-                if ip.is_some() {
-                    continue;
-                }
+            for pod in pending {
                 let free = {
                     let (pool, used, view) =
                         (self.pool.borrow(), self.used.borrow(), self.view.borrow());

@@ -83,10 +83,25 @@ pub struct Status {
 
 /// Parses a CiliumNode's spec and status (missing parts are empty).
 pub fn parse(obj: &sim::kube::Object) -> (Spec, Status) {
-    (
-        Spec::deserialize(&obj.spec).unwrap_or_default(),
-        Status::deserialize(&obj.status).unwrap_or_default(),
-    )
+    (parse_spec(obj), parse_status(obj))
+}
+
+/// Parses a CiliumNode's spec (empty when missing).
+pub fn parse_spec(obj: &sim::kube::Object) -> Spec {
+    Spec::deserialize(&*obj.spec).unwrap_or_default()
+}
+
+/// Parses a CiliumNode's status (empty when missing).
+pub fn parse_status(obj: &sim::kube::Object) -> Status {
+    Status::deserialize(&*obj.status).unwrap_or_default()
+}
+
+/// Parses only `status.release_ips` (empty when missing; what the agent reads of the status).
+pub fn parse_release_ips(obj: &sim::kube::Object) -> BTreeMap<String, String> {
+    match obj.status.get("release_ips") {
+        Some(v) => BTreeMap::deserialize(v).unwrap_or_default(),
+        None => BTreeMap::new(),
+    }
 }
 
 /// The operator's excess decision for one node: which IPs to release, chosen from the interface

@@ -1,7 +1,8 @@
 //! The Cilium operator's ENI pool maintenance (spec/cilium.md, "Operator").
 //!
-//! An informer caches every CiliumNode. Maintenance runs on a 1-minute resync of every node (and
-//! sooner when a node runs short): it folds the agent's answers into its in-memory handshake state,
+//! An informer caches every CiliumNode. Maintenance runs on a 1-minute resync of every node, and
+//! in between for a node whose update shows it short of IPs (upstream `UpdatedResource` triggers
+//! that node's pool maintainer, not the others'): it folds the agent's answers into its in-memory handshake state,
 //! assigns IPs when a node is below `pre-allocate` free, and for the IPs in excess:
 //! * skips those seen as excess for less than `excess-ip-release-delay` (180 s on its monotonic
 //!   clock: Go's `time.Since`);
@@ -53,25 +54,51 @@ struct State {
     observed: BTreeMap<String, Rc<Observed>>,
     release: BTreeMap<String, BTreeMap<String, String>>,
     first_seen: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Nodes seen short of IPs since the last pass (their pool maintainer was triggered).
+    short: BTreeSet<String>,
 }
 
-/// A CiliumNode as the operator last saw it, parsed when first needed (at most once per version:
-/// most versions are superseded before a maintenance pass looks at them).
+/// A CiliumNode as the operator last saw it, each part parsed when first needed (most versions
+/// are superseded before a maintenance pass looks at them) and carried over to the next version
+/// when that version shares the part (a status write keeps the spec).
 struct Observed {
     obj: Rc<sim::kube::Object>,
-    parsed: std::cell::OnceCell<(Spec, Status)>,
+    spec: std::cell::OnceCell<Rc<Spec>>,
+    status: std::cell::OnceCell<Rc<Status>>,
 }
 
 impl Observed {
-    fn of(obj: Rc<sim::kube::Object>) -> Rc<Observed> {
-        Rc::new(Observed {
+    fn of(obj: Rc<sim::kube::Object>, prev: Option<&Observed>) -> Rc<Observed> {
+        let o = Observed {
             obj,
-            parsed: Default::default(),
-        })
+            spec: Default::default(),
+            status: Default::default(),
+        };
+        if let Some(p) = prev {
+            if let Some(s) = p
+                .spec
+                .get()
+                .filter(|_| Rc::ptr_eq(&p.obj.spec, &o.obj.spec))
+            {
+                let _ = o.spec.set(s.clone());
+            }
+            if let Some(s) = p
+                .status
+                .get()
+                .filter(|_| Rc::ptr_eq(&p.obj.status, &o.obj.status))
+            {
+                let _ = o.status.set(s.clone());
+            }
+        }
+        Rc::new(o)
     }
 
-    fn parsed(&self) -> &(Spec, Status) {
-        self.parsed.get_or_init(|| parse(&self.obj))
+    fn spec(&self) -> &Spec {
+        self.spec.get_or_init(|| Rc::new(parse_spec(&self.obj)))
+    }
+
+    fn status(&self) -> &Status {
+        self.status.get_or_init(|| Rc::new(parse_status(&self.obj)))
     }
 
     /// Fewer free IPs than `pre_allocate` (counted without parsing).
@@ -128,12 +155,12 @@ impl Operator {
 
     async fn informer(&self) {
         self.kube
-            .run_informer(KIND, INFORMER_IDLE, |ev| match ev {
+            .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
                 WatchEvent::Upsert(obj) => {
-                    let o = Observed::of(obj.clone());
-                    let short = o.short(self.cfg.pre_allocate);
-                    self.state.borrow_mut().observed.insert(obj.name.clone(), o);
-                    if short {
+                    let o = self.remember(&obj.name, obj.clone(), None, None);
+                    if o.short(self.cfg.pre_allocate) {
+                        let mut st = self.state.borrow_mut();
+                        st.short.insert(obj.name.clone());
                         self.trigger.notify();
                     }
                 }
@@ -144,16 +171,28 @@ impl Operator {
             .await;
     }
 
+    /// The resync of every node every `OPERATOR_RESYNC` (counted from the end of the previous
+    /// one), and in between a pass over the nodes seen short of IPs (upstream: each node's pool
+    /// maintainer trigger).
     async fn maintenance(&self) {
+        let period = OPERATOR_RESYNC.as_micros() as u64;
+        let mut resync = self.proc.sleep_until_mono(self.now_us() + period);
         loop {
             let seen = self.trigger.generation();
-            let resync = self.proc.sleep(OPERATOR_RESYNC);
-            futures::future::select(Box::pin(resync), self.trigger.changed_since(seen)).await;
-            if self.cfg.standby && !self.proc.service_faults().active {
-                continue;
+            let all = matches!(
+                futures::future::select(&mut resync, self.trigger.changed_since(seen)).await,
+                futures::future::Either::Left(_)
+            );
+            let short = std::mem::take(&mut self.state.borrow_mut().short);
+            if !self.cfg.standby || self.proc.service_faults().active {
+                for node in &self.cfg.nodes {
+                    if all || short.contains(node) {
+                        self.maintain(node).await;
+                    }
+                }
             }
-            for node in self.cfg.nodes.clone() {
-                self.maintain(&node).await;
+            if all {
+                resync.reset(self.proc.mono_instant(self.now_us() + period));
             }
         }
     }
@@ -162,7 +201,7 @@ impl Operator {
         let Some(obj) = self.state.borrow().observed.get(node).cloned() else {
             return;
         };
-        let (spec, status) = obj.parsed();
+        let (spec, status) = (obj.spec(), obj.status());
         let used: BTreeSet<String> = status.used.keys().cloned().collect();
         let now = self.now_us();
         // Fold the agent's answers (and its removal of released entries) into the local state.
@@ -177,6 +216,17 @@ impl Operator {
                 }
             }
             local.retain(|ip, s| s != RELEASED || status.release_ips.contains_key(ip));
+            if self.cfg.release_excess && self.cfg.switches.merge_release_ips {
+                // Entries another (or an earlier) operator wrote: adopt them before the instance
+                // resync (which turns a ready entry whose IP the cloud no longer holds into
+                // released) and before `before`, so that an adopted entry this pass aborts is
+                // removed by the write below.
+                for (ip, s) in &status.release_ips {
+                    if s != RELEASED && !local.contains_key(ip) {
+                        local.insert(ip.clone(), s.clone());
+                    }
+                }
+            }
         }
         let before = self
             .state
@@ -259,15 +309,6 @@ impl Operator {
                 let local = release.entry(node.to_string()).or_default();
                 let seen = first_seen.entry(node.to_string()).or_default();
                 seen.retain(|ip, _| candidates.contains(ip));
-                if self.cfg.switches.merge_release_ips {
-                    // Entries another (or an earlier) operator wrote: adopt those still excess,
-                    // so they can be aborted or finished, and drop the rest below.
-                    for (ip, s) in &status.release_ips {
-                        if s != RELEASED && !local.contains_key(ip) {
-                            local.insert(ip.clone(), s.clone());
-                        }
-                    }
-                }
                 if !self.cfg.switches.no_handshake {
                     let uncertain = &st_uncertain;
                     let aborted: Vec<String> = local
@@ -375,7 +416,7 @@ impl Operator {
                     .filter(|(ip, s)| before.get(*ip) != Some(*s))
                     .map(|(a, b)| (a.clone(), b.clone()))
                     .collect();
-                self.write(node, |_, st| {
+                self.write(node, |st| {
                     for ip in &dropped {
                         st.release_ips.remove(ip);
                     }
@@ -384,8 +425,7 @@ impl Operator {
                 })
                 .await;
             } else {
-                self.write(node, |_, st| st.release_ips = local.clone())
-                    .await;
+                self.write(node, |st| st.release_ips = local.clone()).await;
             }
         }
         if !added.is_empty() || !removed.is_empty() {
@@ -393,29 +433,50 @@ impl Operator {
         }
     }
 
-    async fn write(&self, node: &str, f: impl Fn(&mut Spec, &mut Status)) -> bool {
+    /// `obj` as an observed version of `node` (sharing the parts it has in common with the
+    /// version observed before), with the part this operator just wrote already known.
+    fn remember(
+        &self,
+        node: &str,
+        obj: Rc<sim::kube::Object>,
+        spec: Option<Spec>,
+        status: Option<Status>,
+    ) -> Rc<Observed> {
+        let mut st = self.state.borrow_mut();
+        let o = Observed::of(obj, st.observed.get(node).map(|o| &**o));
+        if let Some(s) = spec {
+            let _ = o.spec.set(Rc::new(s));
+        }
+        if let Some(s) = status {
+            let _ = o.status.set(Rc::new(s));
+        }
+        st.observed.insert(node.into(), o.clone());
+        o
+    }
+
+    /// A fresh read of `node` (parsed as needed, sharing what it has in common with the version
+    /// observed last).
+    async fn fresh(&self, node: &str) -> Option<Rc<Observed>> {
+        let obj = self.kube.get(KIND, node).await.ok()?;
+        let st = self.state.borrow();
+        Some(Observed::of(obj, st.observed.get(node).map(|o| &**o)))
+    }
+
+    async fn write(&self, node: &str, f: impl Fn(&mut Status)) -> bool {
         for _ in 0..WRITE_ATTEMPTS {
-            let Ok(fresh) = self.kube.get(KIND, node).await else {
+            let Some(fresh) = self.fresh(node).await else {
                 continue;
             };
-            let (mut spec, mut status) = parse(&fresh);
-            f(&mut spec, &mut status);
+            let mut status = fresh.status().clone();
+            f(&mut status);
+            let value = serde_json::to_value(&status).unwrap();
             match self
                 .kube
-                .update(
-                    KIND,
-                    node,
-                    fresh.rv,
-                    Part::Status,
-                    serde_json::to_value(&status).unwrap(),
-                )
+                .update(KIND, node, fresh.obj.rv, Part::Status, value)
                 .await
             {
                 Ok(obj) => {
-                    self.state
-                        .borrow_mut()
-                        .observed
-                        .insert(node.into(), Observed::of(Rc::new(obj)));
+                    self.remember(node, obj, None, Some(status));
                     return true;
                 }
                 Err(KubeError::Conflict) | Err(_) => continue,
@@ -431,28 +492,20 @@ impl Operator {
         removed: &BTreeSet<String>,
     ) {
         for _ in 0..WRITE_ATTEMPTS {
-            let Ok(fresh) = self.kube.get(KIND, node).await else {
+            let Some(fresh) = self.fresh(node).await else {
                 continue;
             };
-            let (mut spec, _) = parse(&fresh);
+            let mut spec = fresh.spec().clone();
             spec.pool
                 .extend(added.iter().map(|(a, b)| (a.clone(), b.clone())));
             spec.pool.retain(|ip, _| !removed.contains(ip));
+            let value = serde_json::to_value(&spec).unwrap();
             if let Ok(obj) = self
                 .kube
-                .update(
-                    KIND,
-                    node,
-                    fresh.rv,
-                    Part::Spec,
-                    serde_json::to_value(&spec).unwrap(),
-                )
+                .update(KIND, node, fresh.obj.rv, Part::Spec, value)
                 .await
             {
-                self.state
-                    .borrow_mut()
-                    .observed
-                    .insert(node.into(), Observed::of(Rc::new(obj)));
+                self.remember(node, obj, Some(spec), None);
                 return;
             }
         }

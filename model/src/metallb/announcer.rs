@@ -258,8 +258,8 @@ mod tests {
             kind: "Node".into(),
             name: name.into(),
             rv,
-            spec: serde_json::json!({ "exclude": exclude }),
-            status: serde_json::json!({ "ready": true }),
+            spec: serde_json::json!({ "exclude": exclude }).into(),
+            status: serde_json::json!({ "ready": true }).into(),
         }))
     }
 

@@ -78,7 +78,7 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
     proc.spawn("node-watch", async move {
         let mut last_rv: Option<u64> = None;
         s.kube
-            .run_informer("Node", INFORMER_IDLE, |ev| {
+            .run_informer("Node", None, INFORMER_IDLE, |ev| {
                 if let WatchEvent::Upsert(o) = &ev {
                     if o.name == me && !s.switches.join_once {
                         if last_rv.is_some_and(|rv| rv != o.rv) {
@@ -99,7 +99,8 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
             "endpoints-watch"
         };
         proc.spawn(task, async move {
-            k.run_informer(kind, INFORMER_IDLE, |ev| v.apply(ev)).await
+            k.run_informer(kind, None, INFORMER_IDLE, |ev| v.apply(ev))
+                .await
         });
     }
     Announcer::start(proc, ml.clone(), views, cfg.segment.port(proc));
