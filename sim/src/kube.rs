@@ -110,7 +110,7 @@ pub enum Response {
 struct Shared {
     node: NodeIx,
     /// The store: objects are immutable once written (a write stores a new version).
-    objects: RefCell<BTreeMap<(String, String), Rc<Object>>>,
+    objects: RefCell<Store>,
     next_rv: RefCell<u64>,
     endpoint: Endpoint<Request, Reply>,
     /// Open informers of the current server life.
@@ -150,16 +150,13 @@ impl Kube {
     /// Creates an object directly (for a scenario's initial state, before anything runs).
     pub fn seed_object(&self, kind: &str, name: &str, spec: Value, status: Value) {
         let rv = self.bump();
-        self.0.objects.borrow_mut().insert(
-            (kind.into(), name.into()),
-            Rc::new(Object {
-                kind: kind.into(),
-                name: name.into(),
-                rv,
-                spec: Rc::new(spec),
-                status: Rc::new(status),
-            }),
-        );
+        self.0.objects.borrow_mut().insert(Rc::new(Object {
+            kind: kind.into(),
+            name: name.into(),
+            rv,
+            spec: Rc::new(spec),
+            status: Rc::new(status),
+        }));
     }
 
     /// Reads an object directly (ground truth for tests and monitors' setup).
@@ -167,7 +164,7 @@ impl Kube {
         self.0
             .objects
             .borrow()
-            .get(&(kind.to_string(), name.to_string()))
+            .get(kind, name)
             .map(|o| Object::clone(o))
     }
 
@@ -219,12 +216,11 @@ impl Kube {
     /// Replaces an object's status from inside the control plane (no network hop) and tells the
     /// informers, as a write through the server would.
     fn write_status(&self, p: &Proc, kind: &str, name: &str, status: Value) {
-        let key = (kind.to_string(), name.to_string());
-        let Some(current) = self.0.objects.borrow().get(&key).cloned() else {
+        let Some(current) = self.0.objects.borrow().get(kind, name).cloned() else {
             return;
         };
         let obj = self.new_version(&current, Part::Status, status);
-        self.0.objects.borrow_mut().insert(key, obj.clone());
+        self.0.objects.borrow_mut().insert(obj.clone());
         p.emit(Event::KubeWrite {
             kind: kind.into(),
             name: name.into(),
@@ -248,8 +244,7 @@ impl Kube {
                 .0
                 .objects
                 .borrow()
-                .values()
-                .filter(|o| o.kind == "Lease")
+                .of_kind("Lease")
                 // A Lease never renewed has no renewTime: any renewal is newer.
                 .map(|o| {
                     let renew = o.spec["renew_us"].as_i64().unwrap_or(i64::MIN);
@@ -274,7 +269,7 @@ impl Kube {
         self.0
             .objects
             .borrow()
-            .get(&("Node".to_string(), node.to_string()))
+            .get("Node", node)
             .is_some_and(|o| o.status["ready"].as_bool().unwrap_or(true))
     }
 
@@ -293,8 +288,7 @@ impl Kube {
             .0
             .objects
             .borrow()
-            .values()
-            .filter(|o| o.kind == "Endpoints")
+            .of_kind("Endpoints")
             .cloned()
             .collect();
         for ep in endpoints {
@@ -348,23 +342,16 @@ impl Kube {
     }
 
     fn handle(&self, p: &Proc, caller: &str, req: Request) -> Reply {
-        let key = |k: &str, n: &str| (k.to_string(), n.to_string());
         match req {
             Request::Get { kind, name } => self
                 .0
                 .objects
                 .borrow()
-                .get(&key(&kind, &name))
+                .get(&kind, &name)
                 .map(|o| Response::Object(o.clone()))
                 .ok_or(KubeError::NotFound),
             Request::List { kind } => Ok(Response::Objects(
-                self.0
-                    .objects
-                    .borrow()
-                    .values()
-                    .filter(|o| o.kind == kind)
-                    .cloned()
-                    .collect(),
+                self.0.objects.borrow().of_kind(&kind).cloned().collect(),
             )),
             Request::Create {
                 kind,
@@ -372,7 +359,7 @@ impl Kube {
                 spec,
                 status,
             } => {
-                if self.0.objects.borrow().contains_key(&key(&kind, &name)) {
+                if self.0.objects.borrow().get(&kind, &name).is_some() {
                     return Err(KubeError::AlreadyExists);
                 }
                 let obj = Rc::new(Object {
@@ -382,10 +369,7 @@ impl Kube {
                     spec: Rc::new(spec),
                     status: Rc::new(status),
                 });
-                self.0
-                    .objects
-                    .borrow_mut()
-                    .insert(key(&kind, &name), obj.clone());
+                self.0.objects.borrow_mut().insert(obj.clone());
                 p.emit(Event::KubeWrite {
                     kind,
                     name,
@@ -407,7 +391,7 @@ impl Kube {
                     .0
                     .objects
                     .borrow()
-                    .get(&key(&kind, &name))
+                    .get(&kind, &name)
                     .cloned()
                     .ok_or(KubeError::NotFound)?;
                 if current.rv != rv {
@@ -421,10 +405,7 @@ impl Kube {
                     return Err(KubeError::Conflict);
                 }
                 let obj = self.new_version(&current, part, value);
-                self.0
-                    .objects
-                    .borrow_mut()
-                    .insert(key(&kind, &name), obj.clone());
+                self.0.objects.borrow_mut().insert(obj.clone());
                 let part = if part == Part::Spec { "spec" } else { "status" };
                 p.emit(Event::KubeWrite {
                     kind,
@@ -440,7 +421,7 @@ impl Kube {
                 self.0
                     .objects
                     .borrow_mut()
-                    .remove(&key(&kind, &name))
+                    .remove(&kind, &name)
                     .ok_or(KubeError::NotFound)?;
                 self.bump();
                 p.emit(Event::KubeWrite {
@@ -454,8 +435,8 @@ impl Kube {
                 Ok(Response::Done)
             }
             Request::Watch { kind, name, tx } => {
-                for o in self.0.objects.borrow().values() {
-                    if o.kind == kind && name.as_ref().is_none_or(|n| *n == o.name) {
+                for o in self.0.objects.borrow().of_kind(&kind) {
+                    if name.as_ref().is_none_or(|n| *n == o.name) {
                         tx.send(WatchEvent::Upsert(o.clone()));
                     }
                 }
@@ -492,6 +473,38 @@ struct Watcher {
 
 /// Open informers.
 type Watchers = RefCell<Vec<Watcher>>;
+
+/// Objects by kind, then name (looked up by `&str`; iterated in (kind, name) order).
+#[derive(Default)]
+struct Store(BTreeMap<String, BTreeMap<String, Rc<Object>>>);
+
+impl Store {
+    fn get(&self, kind: &str, name: &str) -> Option<&Rc<Object>> {
+        self.0.get(kind)?.get(name)
+    }
+
+    fn insert(&mut self, obj: Rc<Object>) {
+        let names = match self.0.get_mut(obj.kind.as_str()) {
+            Some(n) => n,
+            None => self.0.entry(obj.kind.clone()).or_default(),
+        };
+        match names.get_mut(obj.name.as_str()) {
+            Some(slot) => *slot = obj,
+            None => {
+                names.insert(obj.name.clone(), obj);
+            }
+        }
+    }
+
+    fn remove(&mut self, kind: &str, name: &str) -> Option<Rc<Object>> {
+        self.0.get_mut(kind)?.remove(name)
+    }
+
+    /// The objects of one kind, by name.
+    fn of_kind(&self, kind: &str) -> impl Iterator<Item = &Rc<Object>> {
+        self.0.get(kind).into_iter().flat_map(|n| n.values())
+    }
+}
 
 /// A process's API client.
 #[derive(Clone)]

@@ -120,6 +120,8 @@ struct Bus {
 pub(crate) struct Inner {
     pub(crate) seed: u64,
     start: Instant,
+    /// madsim's elapsed time at `start` (now = elapsed - this: no `Instant` arithmetic).
+    start_elapsed: Duration,
     /// The runtime's clock, held so that reading true time skips the `clock_gettime` hook.
     time: madsim::time::TimeHandle,
     handle: madsim::runtime::Handle,
@@ -177,6 +179,7 @@ impl World {
         World(Rc::new(Inner {
             seed,
             start: time.now_instant(),
+            start_elapsed: time.elapsed(),
             time,
             handle,
             nodes: RefCell::new(states),
@@ -208,7 +211,7 @@ impl World {
 
     /// True time since the start of the run (µs).
     pub fn now_us(&self) -> u64 {
-        (self.0.time.now_instant() - self.0.start).as_micros() as u64
+        (self.0.time.elapsed() - self.0.start_elapsed).as_micros() as u64
     }
 
     pub fn instant_at(&self, t_us: u64) -> Instant {

@@ -107,6 +107,8 @@ pub struct Announcer {
     views: Rc<Views>,
     port: Port,
     announced: RefCell<BTreeMap<String, Announced>>,
+    /// [`announce_key`] by IP, then node (the same few pairs are ordered on every evaluation).
+    keys: RefCell<KeyMemo>,
 }
 
 impl Announcer {
@@ -118,6 +120,7 @@ impl Announcer {
             views,
             port,
             announced: RefCell::default(),
+            keys: RefCell::default(),
         });
         let b = a.clone();
         proc.spawn("layer2", async move { b.run().await });
@@ -158,7 +161,7 @@ impl Announcer {
         let services = self.views.services.borrow().clone();
         for (svc, (ip, local)) in &services {
             let candidates = self.candidates(svc, *local);
-            let first = announce_order(&candidates, ip).first().cloned();
+            let first = first_in_order(&candidates, ip, &mut self.keys.borrow_mut()).cloned();
             let announcing = self.announced.borrow().contains_key(svc);
             if first.as_deref() == Some(me.as_str()) {
                 if !announcing {

@@ -588,14 +588,14 @@ impl Memberlist {
                     return None;
                 }
             }
-            let name = self.order.borrow()[self.probe_ix.get()].clone();
+            let order = self.order.borrow();
+            let name = &order[self.probe_ix.get()];
             self.probe_ix.set(self.probe_ix.get() + 1);
-            if name == self.name {
+            if *name == self.name {
                 continue;
             }
-            let m = self.members.borrow().get(&name).map(|m| m.st.clone());
-            match m {
-                Some(st) if st.state.is_member() => return Some(st),
+            match self.members.borrow().get(name) {
+                Some(m) if m.st.state.is_member() => return Some(m.st.clone()),
                 _ => continue,
             }
         }
@@ -619,9 +619,10 @@ impl Memberlist {
             self.members.borrow_mut().remove(name);
             self.emit(name, "forgotten", *inc);
         }
-        let mut order: Vec<String> = self.members.borrow().keys().cloned().collect();
+        let mut order = self.order.borrow_mut();
+        order.clear();
+        order.extend(self.members.borrow().keys().cloned());
         order.shuffle(&mut *self.rng.borrow_mut());
-        *self.order.borrow_mut() = order;
     }
 
     async fn probe(&self, target: NodeState) {

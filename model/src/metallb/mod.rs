@@ -28,6 +28,7 @@ use sim::kube::Kube;
 use sim::l2::Segment;
 use sim::world::Host;
 use sim::{NodeIx, World};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -101,16 +102,43 @@ pub fn retransmit_limit(mult: u32, n: usize) -> u32 {
 pub fn announce_order(candidates: &[String], ip: &str) -> Vec<String> {
     let mut keyed: Vec<([u8; 32], &String)> = candidates
         .iter()
-        .map(|c| {
-            let mut h = Sha256::new();
-            h.update(c.as_bytes());
-            h.update(b"#");
-            h.update(ip.as_bytes());
-            (h.finalize().into(), c)
-        })
+        .map(|c| (announce_key(c, ip), c))
         .collect();
     keyed.sort();
     keyed.into_iter().map(|(_, c)| c.clone()).collect()
+}
+
+/// Remembered [`announce_key`]s, by IP then node.
+pub type KeyMemo = BTreeMap<String, BTreeMap<String, [u8; 32]>>;
+
+/// The first of [`announce_order`]`(candidates, ip)` (the announcer), computing each key once
+/// per (IP, node) in `memo`.
+pub fn first_in_order<'a>(
+    candidates: &'a [String],
+    ip: &str,
+    memo: &mut KeyMemo,
+) -> Option<&'a String> {
+    let by_node = match memo.get_mut(ip) {
+        Some(k) => k,
+        None => memo.entry(ip.to_string()).or_default(),
+    };
+    candidates
+        .iter()
+        .min_by_key(|c| match by_node.get(c.as_str()) {
+            Some(k) => *k,
+            None => *by_node
+                .entry(c.to_string())
+                .or_insert_with(|| announce_key(c, ip)),
+        })
+}
+
+/// `sha256(node + "#" + ip)`: a node's place in the announcer ordering of `ip`.
+pub fn announce_key(node: &str, ip: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(node.as_bytes());
+    h.update(b"#");
+    h.update(ip.as_bytes());
+    h.finalize().into()
 }
 
 /// Bug switches of the MetalLB model.
@@ -263,6 +291,20 @@ mod tests {
         let mut rev = nodes.clone();
         rev.reverse();
         assert_eq!(announce_order(&rev, ip), order);
+        // The memoised first is the ordering's first, for any subset and a shared memo.
+        let mut memo = KeyMemo::new();
+        for mask in 0u32..(1 << nodes.len()) {
+            let sub: Vec<String> = (0..nodes.len())
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| nodes[i].clone())
+                .collect();
+            for ip in [ip, "192.168.10.7"] {
+                assert_eq!(
+                    first_in_order(&sub, ip, &mut memo),
+                    announce_order(&sub, ip).first()
+                );
+            }
+        }
         let without_last: Vec<String> = order[..4].to_vec();
         assert_eq!(announce_order(&without_last, ip)[0], order[0]);
         // Different IPs spread over nodes.
