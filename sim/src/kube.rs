@@ -612,9 +612,10 @@ impl KubeClient {
     }
 
     /// Runs an informer on a kind (with `name`: on that one object) for ever, like client-go's
-    /// reflector: watch (every current object, then each change) and hand each event to `on_event`; when the watch cannot be opened retry
-    /// after 5 s, and when the stream has been silent for `idle` (a dead connection is noticed by
-    /// HTTP/2 health pings within about that long) list and watch again.
+    /// reflector: watch (every current object, then each change) and hand each event to
+    /// `on_event`; when the watch cannot be opened retry after 5 s, and when the stream has been
+    /// silent for `idle` (a dead connection is noticed by HTTP/2 health pings within about that
+    /// long) list and watch again.
     pub async fn run_informer(
         &self,
         kind: &str,

@@ -2,8 +2,9 @@
 //!
 //! An informer caches every CiliumNode. Maintenance runs on a 1-minute resync of every node, and
 //! in between for a node whose update shows it short of IPs (upstream `UpdatedResource` triggers
-//! that node's pool maintainer, not the others'): it folds the agent's answers into its in-memory handshake state,
-//! assigns IPs when a node is below `pre-allocate` free, and for the IPs in excess:
+//! that node's pool maintainer, not the others'): it folds the agent's answers into its in-memory
+//! handshake state, assigns IPs when a node is below `pre-allocate` free, and for the IPs in
+//! excess:
 //! * skips those seen as excess for less than `excess-ip-release-delay` (180 s on its monotonic
 //!   clock: Go's `time.Since`);
 //! * no answer yet: marks them `marked-for-release`;
