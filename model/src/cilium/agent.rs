@@ -43,6 +43,8 @@ struct Pods {
     pods: RefCell<BTreeMap<String, Option<String>>>,
     changed: Notify,
     next: Cell<u32>,
+    /// Pods deleted so far (the CNI frees their IPs when this moves).
+    deleted: Cell<u64>,
 }
 
 struct Agent {
@@ -136,6 +138,7 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
             };
             if let Some(pod) = victim {
                 let ip = pods.pods.borrow_mut().remove(&pod).flatten();
+                pods.deleted.set(pods.deleted.get() + 1);
                 proc.emit(Event::CiliumPodDeleted { pod, ip });
             }
         }
@@ -178,7 +181,6 @@ impl Agent {
             *self.pool_of.borrow_mut() = Some(obj.spec.clone());
         }
         let release_ips = parse_release_ips(obj);
-        let old = self.view.borrow().clone();
         let mut view = BTreeMap::new();
         for (ip, state) in &release_ips {
             let in_pool = self.pool.borrow().contains_key(ip);
@@ -193,13 +195,16 @@ impl Agent {
                 }
             }
         }
-        for (ip, s) in &view {
-            if old.get(ip) != Some(s) {
-                self.answer(ip, Some(s));
+        {
+            let old = self.view.borrow();
+            for (ip, s) in &view {
+                if old.get(ip) != Some(s) {
+                    self.answer(ip, Some(s));
+                }
             }
-        }
-        for ip in old.keys().filter(|ip| !view.contains_key(*ip)) {
-            self.answer(ip, None);
+            for ip in old.keys().filter(|ip| !view.contains_key(*ip)) {
+                self.answer(ip, None);
+            }
         }
         let changed = view != release_ips;
         *self.view.borrow_mut() = view;
@@ -221,16 +226,19 @@ impl Agent {
 
     /// CNI: give pending pods an IP, take IPs back from deleted pods.
     async fn cni(&self) {
+        let mut deletions_seen = None;
         loop {
             let seen = self.pods.changed.generation();
-            // IPs of pods that are gone go back to the pool.
-            let mut changed = {
+            // IPs of pods that are gone go back to the pool (only deletions make any).
+            let deleted = self.pods.deleted.get();
+            let mut changed = deletions_seen != Some(deleted) && {
                 let pods = self.pods.pods.borrow();
                 let mut used = self.used.borrow_mut();
                 let before = used.len();
                 used.retain(|_, pod| pods.contains_key(pod));
                 used.len() != before
             };
+            deletions_seen = Some(deleted);
             let pending: Vec<String> = self
                 .pods
                 .pods

@@ -105,15 +105,16 @@ pub fn parse_release_ips(obj: &sim::kube::Object) -> BTreeMap<String, String> {
 }
 
 /// The operator's excess decision for one node: which IPs to release, chosen from the interface
-/// with the most free IPs, never one in `used`. Excess = available - used - pre_allocate -
-/// max_above_watermark (none while within pre_allocate + max_above_watermark of used).
+/// with the most free IPs, never one `used` says is in use. Excess = available - used -
+/// pre_allocate - max_above_watermark (none while within pre_allocate + max_above_watermark of
+/// used).
 pub fn excess_ips(
     pool: &BTreeMap<String, String>,
-    used: &BTreeSet<String>,
+    used: impl Fn(&str) -> bool,
     pre_allocate: usize,
     max_above_watermark: usize,
 ) -> Vec<String> {
-    let in_use = pool.keys().filter(|ip| used.contains(*ip)).count();
+    let in_use = pool.keys().filter(|ip| used(ip)).count();
     let excess = pool
         .len()
         .saturating_sub(in_use + pre_allocate + max_above_watermark);
@@ -122,7 +123,7 @@ pub fn excess_ips(
     }
     let mut free: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     for (ip, eni) in pool {
-        if !used.contains(ip) {
+        if !used(ip) {
             free.entry(eni.as_str()).or_default().push(ip);
         }
     }
@@ -182,19 +183,22 @@ mod tests {
             .collect();
         let used: BTreeSet<String> = ["10.0.0.00".to_string(), "10.0.0.05".to_string()].into();
         // 12 available - 2 used - 8 pre-allocate = 2 excess, from eni-1 (7 free vs 3).
-        assert_eq!(excess_ips(&p, &used, 8, 0), vec!["10.0.0.04", "10.0.0.06"]);
+        assert_eq!(
+            excess_ips(&p, |ip| used.contains(ip), 8, 0),
+            vec!["10.0.0.04", "10.0.0.06"]
+        );
         // Within the watermark: nothing.
-        assert!(excess_ips(&p, &used, 8, 2).is_empty());
-        assert!(excess_ips(&p, &used, 10, 0).is_empty());
+        assert!(excess_ips(&p, |ip| used.contains(ip), 8, 2).is_empty());
+        assert!(excess_ips(&p, |ip| used.contains(ip), 10, 0).is_empty());
         // Used IPs are never chosen, whatever the interface.
         let all_used: BTreeSet<String> = p.keys().cloned().collect();
-        assert!(excess_ips(&p, &all_used, 0, 0).is_empty());
+        assert!(excess_ips(&p, |ip| all_used.contains(ip), 0, 0).is_empty());
     }
 
     #[test]
     fn excess_prefers_the_interface_with_most_free() {
         let p = pool(&[("a", "eni-0"), ("b", "eni-0"), ("c", "eni-1")]);
-        assert_eq!(excess_ips(&p, &BTreeSet::new(), 1, 0), vec!["a", "b"]);
+        assert_eq!(excess_ips(&p, |_| false, 1, 0), vec!["a", "b"]);
     }
 
     #[test]

@@ -203,7 +203,7 @@ impl Operator {
             return;
         };
         let (spec, status) = (obj.spec(), obj.status());
-        let used: BTreeSet<String> = status.used.keys().cloned().collect();
+        let used = &status.used;
         let now = self.now_us();
         // Fold the agent's answers (and its removal of released entries) into the local state.
         {
@@ -229,24 +229,28 @@ impl Operator {
                 }
             }
         }
-        let before = self
-            .state
-            .borrow()
-            .release
-            .get(node)
-            .cloned()
-            .unwrap_or_default();
+        // The local state before this pass (what a merging write compares with).
+        let before = if self.cfg.switches.merge_release_ips {
+            self.state
+                .borrow()
+                .release
+                .get(node)
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            BTreeMap::new()
+        };
         let mut pool = spec.pool.clone();
         let (mut added, mut removed) = (BTreeMap::new(), BTreeSet::new());
         // Instance resync: the cloud is the truth about which IPs the node holds.
         if let Ok(ifs) = self.cloud.describe(node).await {
-            let truth: BTreeMap<String, String> = ifs
+            let truth: BTreeMap<&str, &String> = ifs
                 .iter()
-                .flat_map(|(eni, ips)| ips.iter().map(move |ip| (ip.clone(), eni.clone())))
+                .flat_map(|(eni, ips)| ips.iter().map(move |ip| (ip.as_str(), eni)))
                 .collect();
             for ip in pool
                 .keys()
-                .filter(|ip| !truth.contains_key(*ip))
+                .filter(|ip| !truth.contains_key(ip.as_str()))
                 .cloned()
                 .collect::<Vec<_>>()
             {
@@ -260,28 +264,28 @@ impl Operator {
             }
             self.state.borrow_mut().uncertain.retain(|(n, _)| n != node);
             for (ip, eni) in truth {
-                if !pool.contains_key(&ip) {
-                    pool.insert(ip.clone(), eni.clone());
-                    added.insert(ip, eni);
+                if !pool.contains_key(ip) {
+                    pool.insert(ip.to_string(), eni.clone());
+                    added.insert(ip.to_string(), eni.clone());
                 }
             }
         }
         // Allocation: keep pre-allocate IPs free.
-        let free = pool.keys().filter(|ip| !used.contains(*ip)).count();
+        let free = pool.keys().filter(|ip| !used.contains_key(*ip)).count();
         if free < self.cfg.pre_allocate {
             let need = (self.cfg.pre_allocate - free) as u32;
             let counts: BTreeMap<String, usize> = (0..self.cfg.enis)
                 .map(|i| {
-                    (
-                        format!("eni-{i}"),
-                        pool.values().filter(|e| **e == format!("eni-{i}")).count(),
-                    )
+                    let eni = format!("eni-{i}");
+                    let n = pool.values().filter(|e| **e == eni).count();
+                    (eni, n)
                 })
                 .collect();
+            // The interface with the fewest IPs that has room (ties: the first by name).
             if let Some((eni, _)) = counts
                 .iter()
                 .filter(|(_, n)| (**n as u32) < self.cfg.eni_capacity)
-                .min_by_key(|(e, n)| (**n, (*e).clone()))
+                .min_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)))
             {
                 if let Ok(ips) = self.cloud.assign(node, eni, need).await {
                     for ip in ips {
@@ -294,7 +298,7 @@ impl Operator {
         if self.cfg.release_excess {
             let candidates = excess_ips(
                 &pool,
-                &used,
+                |ip| used.contains_key(ip),
                 self.cfg.pre_allocate,
                 self.cfg.max_above_watermark,
             );
@@ -344,7 +348,7 @@ impl Operator {
                             self.proc.emit(Event::CiliumMark {
                                 node: node.into(),
                                 ip: ip.clone(),
-                                observed_used: used.contains(ip),
+                                observed_used: used.contains_key(ip),
                                 observed_rv: obj.obj.rv,
                             });
                         }
