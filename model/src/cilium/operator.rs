@@ -401,14 +401,19 @@ impl Operator {
             }
         }
         // Status first, then spec; each write tried twice from a fresh read.
-        let local = self
-            .state
-            .borrow()
-            .release
-            .get(node)
-            .cloned()
-            .unwrap_or_default();
-        if !self.cfg.switches.no_handshake && local != status.release_ips {
+        let differs = match self.state.borrow().release.get(node) {
+            Some(local) => *local != status.release_ips,
+            None => !status.release_ips.is_empty(),
+        };
+        if !self.cfg.switches.no_handshake && differs {
+            // Copied: the state may change while the write waits for its answers.
+            let local = self
+                .state
+                .borrow()
+                .release
+                .get(node)
+                .cloned()
+                .unwrap_or_default();
             if self.cfg.switches.merge_release_ips {
                 // Only what this operator changed since the version it observed.
                 let dropped: Vec<String> = before
