@@ -71,8 +71,10 @@ pub fn run_spec(spec: RunSpec) -> Outcome {
     on_fresh_thread(move || spec.run()).unwrap_or_else(crash_outcome)
 }
 
-/// Current replay file format version.
-pub const REPLAY_VERSION: u32 = 1;
+/// Current replay file format version. Version 2: the trace hash is over the canonical (postcard)
+/// encoding of the trace lines, no longer over their JSON text, so a version-1 file's hash cannot
+/// match.
+pub const REPLAY_VERSION: u32 = 2;
 const REPLAY_FORMAT: &str = "faultline-replay";
 
 /// A failing run, written as soon as it is found; `faultline replay FILE` reproduces it.
@@ -128,10 +130,16 @@ impl ReplayFile {
         match v.get("version").and_then(|f| f.as_u64()) {
             Some(n) if n == REPLAY_VERSION as u64 => {}
             Some(n) => {
+                let hint = if n < REPLAY_VERSION as u64 {
+                    " (written by an older faultline: re-run its seed with `faultline run`)"
+                } else {
+                    ""
+                };
                 return Err(BadInput(format!(
-                "{} has replay format version {n}; this faultline reads version {REPLAY_VERSION}",
-                path.display()
-            )))
+                    "{} has replay format version {n}; this faultline reads version \
+                     {REPLAY_VERSION}{hint}",
+                    path.display()
+                )));
             }
             None => {
                 return Err(BadInput(format!(

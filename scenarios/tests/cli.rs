@@ -99,6 +99,10 @@ fn bad_input_gets_one_line_and_status_2() {
         &["replay", other.to_str().unwrap()],
         "not a faultline replay file",
     );
+    assert_bad_input(
+        &["hash-trace", other.to_str().unwrap()],
+        "is not a faultline trace (line 1:",
+    );
     let future = tmp("future.json");
     std::fs::write(
         &future,
@@ -106,10 +110,13 @@ fn bad_input_gets_one_line_and_status_2() {
     )
     .unwrap();
     assert_bad_input(&["replay", future.to_str().unwrap()], "version 99");
+    let old = tmp("old.json");
+    std::fs::write(&old, "{\"format\": \"faultline-replay\", \"version\": 1}").unwrap();
+    assert_bad_input(&["replay", old.to_str().unwrap()], "older faultline");
     let fields = tmp("fields.json");
     std::fs::write(
         &fields,
-        "{\"format\": \"faultline-replay\", \"version\": 1, \"seed\": \"x\"}",
+        "{\"format\": \"faultline-replay\", \"version\": 2, \"seed\": \"x\"}",
     )
     .unwrap();
     assert_bad_input(&["replay", fields.to_str().unwrap()], "corrupt replay file");
@@ -162,6 +169,24 @@ fn run_json_and_exit_status() {
     }
     assert_eq!(j["seed"], 42);
     assert_eq!(j["outcome"], "pass");
+    // The trace file it writes hashes back to the same trace hash.
+    let trace = tmp("run-42.jsonl");
+    let o = faultline(&[
+        "run",
+        "calico-split-brain",
+        "--seed",
+        "0x2a",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(last_json(&o)["trace_hash"], j["trace_hash"]);
+    let h = faultline(&["hash-trace", trace.to_str().unwrap()]);
+    assert_eq!(h.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&h.stdout).trim(),
+        j["trace_hash"].as_str().unwrap()
+    );
 }
 
 #[test]

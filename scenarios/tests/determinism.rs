@@ -24,23 +24,39 @@ fn same_seed_same_hash_across_runs_and_thread_counts() {
     }
 }
 
+/// The trace file a run writes gives the run's trace hash back (its JSON lines parse into exactly
+/// the events that were hashed), for one scenario of each system; an edited line changes it.
 #[test]
 fn trace_hash_matches_the_trace() {
-    let sc = scenarios::scenario("calico-split-brain").unwrap();
-    let mut spec = RunSpec::from_seed(sc, 3, &[], &[]);
-    spec.keep_trace = true;
-    let o = run_spec(spec);
-    let trace = o.trace.unwrap();
-    assert_eq!(
-        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&trace)),
-        o.trace_hash
-    );
-    assert_eq!(
-        trace.iter().filter(|b| **b == b'\n').count() as u64,
-        o.events
-    );
-    for line in String::from_utf8(trace).unwrap().lines() {
-        let _: sim::event::TraceLine = serde_json::from_str(line).unwrap();
+    for (name, seed) in [
+        ("calico-split-brain", 3),
+        ("cilium-swarm", 5),
+        ("metallb-clock-skew", 7),
+    ] {
+        let sc = scenarios::scenario(name).unwrap();
+        let mut spec = RunSpec::from_seed(sc, seed, &[], &[]);
+        spec.keep_trace = true;
+        let o = run_spec(spec);
+        let trace = String::from_utf8(o.trace.unwrap()).unwrap();
+        assert_eq!(
+            sim::event::hash_json_trace(&trace).unwrap(),
+            o.trace_hash,
+            "{name} seed {seed}"
+        );
+        assert_eq!(trace.lines().count() as u64, o.events, "{name}");
+        // One microsecond later on the last line: a different hash.
+        let last = trace.trim_end().rsplit('\n').next().unwrap();
+        let mut line: sim::event::TraceLine = serde_json::from_str(last).unwrap();
+        line.t_us += 1;
+        let edited = format!(
+            "{}{}\n",
+            &trace[..trace.len() - last.len() - 1],
+            serde_json::to_string(&line).unwrap()
+        );
+        assert_ne!(sim::event::hash_json_trace(&edited).unwrap(), o.trace_hash);
+        assert!(sim::event::hash_json_trace("{\"i\":0}\n")
+            .unwrap_err()
+            .starts_with("line 1:"));
     }
 }
 

@@ -10,14 +10,13 @@
 //! the simulated services, exactly as real code sees its environment.
 
 use crate::clock::NodeClock;
-use crate::event::{Event, ExitStatus, NodeIx, Record};
+use crate::event::{Event, ExitStatus, NodeIx, Record, TraceHasher, TraceLineRef};
 use crate::fault::{Fault, FaultKind};
 use crate::monitor::{Failure, Monitor, Violation};
 use crate::rng;
 use crate::sync::{AssertSend, Notify};
 use madsim::time::Instant;
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -110,8 +109,7 @@ pub(crate) struct Net {
 
 struct Bus {
     next_index: u64,
-    hasher: xxhash_rust::xxh3::Xxh3,
-    buf: Vec<u8>,
+    hasher: TraceHasher,
     trace: Option<Vec<u8>>,
     monitor: Box<dyn Monitor>,
     violation: Option<Violation>,
@@ -138,15 +136,6 @@ pub(crate) struct Inner {
 /// Handle to the world of the current run (cheap to clone).
 #[derive(Clone)]
 pub struct World(pub(crate) Rc<Inner>);
-
-#[derive(Serialize)]
-struct TraceLineRef<'a> {
-    i: u64,
-    t_us: u64,
-    node: &'a str,
-    local_us: i64,
-    ev: &'a Event,
-}
 
 impl World {
     /// Creates the world and its madsim nodes. Must be called inside the run's runtime.
@@ -193,8 +182,7 @@ impl World {
             active: RefCell::new(BTreeMap::new()),
             bus: RefCell::new(Bus {
                 next_index: 0,
-                hasher: xxhash_rust::xxh3::Xxh3::new(),
-                buf: Vec::with_capacity(256),
+                hasher: TraceHasher::default(),
                 trace: trace.then(Vec::new),
                 monitor,
                 violation: None,
@@ -324,15 +312,11 @@ impl World {
                 local_us,
                 ev: &rec.event,
             };
-            let Bus {
-                buf, hasher, trace, ..
-            } = &mut *bus;
-            buf.clear();
-            serde_json::to_writer(&mut *buf, &line).expect("events serialize");
-            buf.push(b'\n');
-            hasher.update(buf);
+            let Bus { hasher, trace, .. } = &mut *bus;
+            hasher.add(&line);
             if let Some(t) = trace {
-                t.extend_from_slice(buf);
+                serde_json::to_writer(&mut *t, &line).expect("events serialize");
+                t.push(b'\n');
             }
             if tracing::enabled!(target: "faultline::event", tracing::Level::INFO) {
                 tracing::info!(
@@ -394,7 +378,7 @@ impl World {
 
     pub(crate) fn finish(&self) -> Finished {
         let mut bus = self.0.bus.borrow_mut();
-        let hash = format!("{:016x}", bus.hasher.digest());
+        let hash = bus.hasher.hex();
         (
             bus.violation.clone(),
             bus.next_index,

@@ -95,6 +95,8 @@ enum Cmd {
     },
     /// Merge the `--json` outputs of sharded explorations (files holding each one's output).
     Merge { files: Vec<PathBuf> },
+    /// Print the trace hash of a trace file written by `run --trace` or `replay --trace`.
+    HashTrace { file: PathBuf },
     /// Shrink a failure file to a smaller schedule that still violates the same invariant.
     Shrink {
         file: PathBuf,
@@ -544,6 +546,15 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             json,
         } => report(scenario, seed, seeds, from, bugs, fixes, replay, out, json),
         Cmd::Merge { files } => merge(&files),
+        Cmd::HashTrace { file } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| BadInput(format!("cannot read {}: {e}", file.display())))?;
+            let hash = sim::event::hash_json_trace(&text).map_err(|e| {
+                BadInput(format!("{} is not a faultline trace ({e})", file.display()))
+            })?;
+            println!("{hash}");
+            Ok(0)
+        }
         Cmd::Bench {
             scenarios: _,
             seeds,
