@@ -302,19 +302,10 @@ impl Agent {
                 }
             }
             self.pending.set(false);
-            let status = Status {
-                used: self.used.borrow().clone(),
-                release_ips: self.view.borrow().clone(),
-            };
+            let status = Status::value_of(&self.used.borrow(), &self.view.borrow());
             let result = self
                 .kube
-                .update(
-                    KIND,
-                    &self.node,
-                    self.base_rv.get(),
-                    Part::Status,
-                    serde_json::to_value(&status).unwrap(),
-                )
+                .update(KIND, &self.node, self.base_rv.get(), Part::Status, status)
                 .await;
             last_write = Some(self.proc.mono_us());
             match result {

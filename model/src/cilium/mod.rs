@@ -81,6 +81,22 @@ pub struct Status {
     pub release_ips: BTreeMap<String, String>,
 }
 
+impl Status {
+    /// The JSON of a status with these parts, without copying them into a [`Status`] first.
+    pub fn value_of(
+        used: &BTreeMap<String, String>,
+        release_ips: &BTreeMap<String, String>,
+    ) -> serde_json::Value {
+        /// Serializes exactly as [`Status`] does (same fields, same order).
+        #[derive(Serialize)]
+        struct StatusRef<'a> {
+            used: &'a BTreeMap<String, String>,
+            release_ips: &'a BTreeMap<String, String>,
+        }
+        serde_json::to_value(StatusRef { used, release_ips }).expect("a status serializes")
+    }
+}
+
 /// Parses a CiliumNode's spec and status (missing parts are empty).
 pub fn parse(obj: &sim::kube::Object) -> (Spec, Status) {
     (parse_spec(obj), parse_status(obj))
@@ -169,6 +185,17 @@ mod tests {
         spec.iter()
             .map(|(ip, eni)| (ip.to_string(), eni.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn status_value_of_borrowed_parts_is_the_status_json() {
+        let st = Status {
+            used: pool(&[("10.0.0.2", "pod-a"), ("10.0.0.3", "pod-b")]),
+            release_ips: pool(&[("10.0.0.9", "ready-for-release")]),
+        };
+        let v = Status::value_of(&st.used, &st.release_ips);
+        assert_eq!(v, serde_json::to_value(&st).unwrap());
+        assert_eq!(Status::deserialize(&v).unwrap(), st);
     }
 
     #[test]
