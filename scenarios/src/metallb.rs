@@ -17,9 +17,9 @@
 //!
 //! The convergence checks apply only while one live speaker can still re-merge the cluster (its
 //! peer IPs cached since it started and its join loop not dead), and the announcer checks only once
-//! the API server has served normally for the informers' re-list period (while it is down or
-//! slower than its clients' timeouts, the speakers' views of nodes and endpoints legitimately
-//! differ; membership is still checked then: the cache exists for that).
+//! the API server has served normally for as long as an informer takes to replace a dead watch
+//! (while it is down or slower than its clients' timeouts, the speakers' views of nodes and
+//! endpoints legitimately differ; membership is still checked then: the cache exists for that).
 //!
 //! Coverage point `announcer-taken-over`: a speaker that announced an IP crashed or left and the
 //! router then heard a gratuitous ARP for it from another speaker.
@@ -479,8 +479,13 @@ pub fn takeover_bound_us(speakers: u32) -> u64 {
         + 2 * S
 }
 
-/// After a readiness change: the informers' idle re-list and the router's ARP refresh, 10 s slack.
-const VIEW_BOUND_US: u64 = (30 + 30 + 10) * S;
+/// After a readiness change: the longest an informer takes to notice a dead watch and watch again
+/// (the transport's 30 s read-idle timeout, then a 15 s ping without an ack), the router's ARP
+/// refresh, 10 s slack.
+const VIEW_BOUND_US: u64 = (metallb::INFORMER_IDLE.as_micros() as u64)
+    + (sim::kube::PING_TIMEOUT.as_micros() as u64)
+    + (sim::l2::ARP_REFRESH.as_micros() as u64)
+    + 10 * S;
 
 /// The MetalLB monitor (see the module documentation's table).
 pub struct MetallbMonitor {

@@ -200,7 +200,7 @@ pub struct Finding {
 
 const HANDOVER_ERASES_RELEASE: Finding = Finding {
     invariant: "agent-allocates-from-pool",
-    seed: 1552,
+    seed: 2706,
     fix: "cilium-merge-release-ips",
     summary: "an operator that did not make an unassign (the standby during a leadership handover, or an operator restarted with empty memory) writes status.ipam.release-ips as a whole map from its own state and erases the entry that kept the IP out of use; the agent, reading the missing entry as an aborted release, hands the IP to a pod: either the cloud no longer gives it to the node (agent-allocates-from-pool), or the operator that still holds the agent's earlier ready-for-release then unassigns it from under the pod (no-release-in-use)",
 };
@@ -349,7 +349,7 @@ pub static SCENARIOS: &[Scenario] = &[
         crate::cilium::Family::Swarm,
         "Every Cilium fault together, including cloud and API server failures, ambiguity and slowness",
         &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"],
-        &[HANDOVER_ERASES_RELEASE, Finding { seed: 2706, ..HANDOVER_RELEASES_IN_USE }, UNKNOWN_UNASSIGN_ABORTED]
+        &[HANDOVER_ERASES_RELEASE, Finding { seed: 4731, ..HANDOVER_RELEASES_IN_USE }, UNKNOWN_UNASSIGN_ABORTED]
     ),
     metallb_scenario!(
         "metallb-silent-task-death",

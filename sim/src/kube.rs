@@ -126,6 +126,11 @@ pub struct Kube(Rc<Shared>);
 /// Client request timeout.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a client waits for the ack of an HTTP/2 health ping before it closes the connection
+/// (client-go's transport: `PingTimeout` 15 s, the ping sent after `ReadIdleTimeout` 30 s without
+/// a frame, which is the informers' `idle`).
+pub const PING_TIMEOUT: Duration = Duration::from_secs(15);
+
 impl Kube {
     /// Installs the API server as the services of `node`. Objects are durable (etcd-backed).
     pub fn install(world: &World, node: NodeIx) -> Kube {
@@ -613,9 +618,10 @@ impl KubeClient {
 
     /// Runs an informer on a kind (with `name`: on that one object) for ever, like client-go's
     /// reflector: watch (every current object, then each change) and hand each event to
-    /// `on_event`; when the watch cannot be opened retry after 5 s, and when the stream has been
-    /// silent for `idle` (a dead connection is noticed by HTTP/2 health pings within about that
-    /// long) list and watch again.
+    /// `on_event`; when the watch cannot be opened retry after 5 s. A healthy watch may stay
+    /// silent for ever: after `idle` without an event (the transport's `ReadIdleTimeout`) the
+    /// client pings the connection (see [`KubeClient::ping`]) and keeps watching if the ack comes
+    /// back; only a dead connection makes it watch again (which replays every current object).
     pub async fn run_informer(
         &self,
         kind: &str,
@@ -633,16 +639,45 @@ impl KubeClient {
             let idle_us = idle.as_micros() as u64;
             let mut silent = crate::time::sleep(idle);
             loop {
-                let next = std::pin::pin!(inf.next());
-                match futures::future::select(next, &mut silent).await {
-                    futures::future::Either::Left((ev, _)) => {
-                        on_event(ev);
-                        silent.reset(world.instant_at(world.now_us() + idle_us));
+                let idle_passed = {
+                    let next = std::pin::pin!(inf.next());
+                    match futures::future::select(next, &mut silent).await {
+                        futures::future::Either::Left((ev, _)) => {
+                            on_event(ev);
+                            false
+                        }
+                        futures::future::Either::Right(_) => true,
                     }
-                    futures::future::Either::Right(_) => break,
+                };
+                if idle_passed && !self.ping(&inf).await {
+                    break;
                 }
+                silent.reset(world.instant_at(world.now_us() + idle_us));
             }
         }
+    }
+
+    /// An HTTP/2 health ping on an informer's connection: true when the ack comes back. The
+    /// server's transport answers pings whatever its request handlers are doing (refusing, slow),
+    /// so the ack needs only the link both ways, the server's node up and running, and the
+    /// server still holding this watch (a restarted server has forgotten it; a stream that lost
+    /// an event on a cut link is dead). A ping that gets no ack fails after [`PING_TIMEOUT`].
+    async fn ping(&self, inf: &Informer) -> bool {
+        let world = self.proc.world();
+        let (client, server) = (self.proc.node(), self.endpoint.node());
+        let start = world.now_us();
+        crate::runtime::sleep(world.latency(client, server)).await;
+        let mut acked =
+            world.reachable(client, server) && world.node_running(server) && !inf.rx.is_dead();
+        if acked {
+            crate::runtime::sleep(world.latency(server, client)).await;
+            acked = world.reachable(server, client);
+        }
+        if !acked {
+            let waited = Duration::from_micros(world.now_us() - start);
+            crate::runtime::sleep(PING_TIMEOUT.saturating_sub(waited)).await;
+        }
+        acked
     }
 
     /// The kubelet's node heartbeat: renews the node's `Lease` (`renewTime` = this node's wall

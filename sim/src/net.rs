@@ -343,6 +343,12 @@ impl<T> Drop for StreamTx<T> {
 }
 
 impl<T> StreamRx<T> {
+    /// Whether nothing can come any more: the stream broke, or its sender is gone and nothing is
+    /// left in flight.
+    pub fn is_dead(&self) -> bool {
+        self.broken || (!self.shared.sender_alive.get() && self.shared.queue.borrow().is_empty())
+    }
+
     /// The next item. Never returns once the stream is broken or its sender is gone: callers
     /// bound it with a timeout, as real clients do.
     pub async fn next(&mut self) -> T {

@@ -237,6 +237,12 @@ impl World {
         self.0.nodes.borrow()[node as usize].up
     }
 
+    /// Whether the node is up and not paused (its processes run).
+    pub fn node_running(&self, node: NodeIx) -> bool {
+        let n = &self.0.nodes.borrow()[node as usize];
+        n.up && n.paused == 0
+    }
+
     /// The node's wall clock now (µs, see `clock`).
     pub fn wall_us(&self, node: NodeIx) -> i64 {
         let now = self.now_us();

@@ -1,6 +1,7 @@
 //! Datagrams, the layer-2 segment and the Kubernetes API server, driven through the simulated
 //! network: arrival order, loss on a cut link, the router's entry following the last answer it
-//! heard, NotReady after the grace period without Lease renewals, and informers on one object.
+//! heard, NotReady after the grace period without Lease renewals, informers on one object, and
+//! informers that keep a silent healthy watch but replace a dead one after a failed ping.
 
 use sim::event::{Event, Record};
 use sim::kube::Kube;
@@ -317,8 +318,7 @@ fn a_watch_on_one_name_sees_only_that_object_and_a_status_write_keeps_the_spec()
         out
     })
     .unwrap();
-    // Versions of "a" only: the replay (rv 1), its status write (4) and its spec write (5); a
-    // silent stream re-lists every 30 s and replays the current version again.
+    // Versions of "a" only: the replay (rv 1), its status write (4) and its spec write (5).
     let versions: std::collections::BTreeSet<(&str, u64)> =
         seen.iter().map(|(n, rv)| (n.as_str(), *rv)).collect();
     assert_eq!(
@@ -329,4 +329,92 @@ fn a_watch_on_one_name_sees_only_that_object_and_a_status_write_keeps_the_spec()
     assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "{seen:?}");
     // A status write shares the spec; a spec write makes a new spec and shares the status.
     assert_eq!(shared, [true, false, true]);
+}
+
+/// Deliveries (true time s, resourceVersion) to an informer on n1 watching the one object of a
+/// kind, while a writer on n2 updates it at each of `writes_s`, under `faults`, over 300 s.
+fn informer_deliveries(faults: Schedule, writes_s: &'static [u64]) -> Vec<(f64, u64)> {
+    on_fresh_thread(move || {
+        let seen: Rc<RefCell<Vec<(f64, u64)>>> = Rc::default();
+        let s1 = seen.clone();
+        let mut cfg = config(&["n1", "apiserver", "n2"], faults, (500, 500));
+        cfg.fault_window_ms = 290_000;
+        simulate(cfg, Box::new(sim::monitor::NullMonitor), move |world| {
+            let kube = Kube::install(world, 1);
+            let obj = serde_json::json!({});
+            kube.seed_object("Thing", "a", obj.clone(), obj);
+            let k2 = kube.clone();
+            world.set_services(
+                0,
+                Rc::new(move |host: &Host| {
+                    let p = host.spawn_process("client");
+                    let (c, seen, w) = (kube.client(&p), s1.clone(), host.world().clone());
+                    p.spawn("informer", async move {
+                        let idle = Duration::from_secs(30);
+                        c.run_informer("Thing", None, idle, |ev| {
+                            if let sim::kube::WatchEvent::Upsert(o) = ev {
+                                let t = w.now_us() as f64 / 1e6;
+                                seen.borrow_mut().push((t, o.rv));
+                            }
+                        })
+                        .await
+                    });
+                }),
+            );
+            world.set_services(
+                2,
+                Rc::new(move |host: &Host| {
+                    let p = host.spawn_process("writer");
+                    let (c, p2) = (k2.client(&p), p.clone());
+                    p.spawn("writer", async move {
+                        let mut at = 0;
+                        for &w in writes_s {
+                            p2.sleep(Duration::from_secs(w - at)).await;
+                            at = w;
+                            let a = c.get("Thing", "a").await.unwrap();
+                            let st = serde_json::json!({ "at": w });
+                            c.update("Thing", "a", a.rv, sim::kube::Part::Status, st)
+                                .await
+                                .unwrap();
+                        }
+                    });
+                }),
+            );
+        });
+        let out = seen.borrow().clone();
+        out
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_silent_healthy_watch_is_kept_and_a_dead_one_is_replaced_after_a_failed_ping() {
+    // No fault: the object is replayed once and its one write arrives; 30 s silences end in a
+    // ping that is acked, never in a new watch.
+    let healthy = informer_deliveries(vec![], &[100]);
+    assert_eq!(
+        healthy.iter().map(|d| d.1).collect::<Vec<_>>(),
+        [1, 2],
+        "{healthy:?}"
+    );
+    assert!(healthy[1].0 > 100.0 && healthy[1].0 < 100.1, "{healthy:?}");
+
+    // The write at 105 s crosses a cut link (100-110 s): the stream breaks silently. The last
+    // event came at 0 s, so pings at 30, 60 and 90 s were acked; the one at 120 s finds the watch
+    // dead, fails 15 s later, and the new watch replays the object at about 135 s.
+    let cut = vec![Fault {
+        at_ms: 100_000,
+        dur_ms: 10_000,
+        kind: FaultKind::Partition {
+            a: vec!["n1".into()],
+            b: vec!["apiserver".into()],
+        },
+    }];
+    let broken = informer_deliveries(cut, &[105]);
+    assert_eq!(
+        broken.iter().map(|d| d.1).collect::<Vec<_>>(),
+        [1, 2],
+        "{broken:?}"
+    );
+    assert!(broken[1].0 > 135.0 && broken[1].0 < 135.1, "{broken:?}");
 }

@@ -30,8 +30,8 @@ pub const OPERATOR_RESYNC: Duration = Duration::from_secs(60);
 pub const PRE_ALLOCATE: usize = 8;
 /// `max-above-watermark` default.
 pub const MAX_ABOVE_WATERMARK: usize = 0;
-/// An informer whose watch stream is silent this long re-lists (client-go notices a dead watch
-/// connection through HTTP/2 health pings within about this long).
+/// An informer whose watch stream is silent this long pings its connection (client-go's HTTP/2
+/// `ReadIdleTimeout`); only a ping without an ack makes it watch again (see `sim::kube`).
 pub const INFORMER_IDLE: Duration = Duration::from_secs(30);
 /// Status and spec write attempts.
 pub const WRITE_ATTEMPTS: u32 = 2;

@@ -68,7 +68,8 @@ pub const GARP_FOR: Duration = Duration::from_secs(5);
 pub const NODE_HEARTBEAT: Duration = Duration::from_secs(10);
 /// `node-monitor-grace-period`: NotReady after this long without a renewal.
 pub const NODE_GRACE: Duration = Duration::from_secs(40);
-/// The speaker's informers re-list after this long without an event.
+/// The speaker's informers ping their watch connection after this long without an event
+/// (client-go's HTTP/2 `ReadIdleTimeout`); only a ping without an ack makes them watch again.
 pub const INFORMER_IDLE: Duration = Duration::from_secs(30);
 /// kubelet's restart back-off for a crashed speaker.
 pub const RESTART_BACKOFF: Duration = Duration::from_secs(10);
