@@ -349,7 +349,7 @@ pub static SCENARIOS: &[Scenario] = &[
         crate::cilium::Family::Swarm,
         "Every Cilium fault together, including cloud and API server failures, ambiguity and slowness",
         &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"],
-        &[HANDOVER_ERASES_RELEASE, Finding { seed: 4731, ..HANDOVER_RELEASES_IN_USE }, UNKNOWN_UNASSIGN_ABORTED]
+        &[HANDOVER_ERASES_RELEASE, Finding { seed: 6143, ..HANDOVER_ERASES_RELEASE }, Finding { seed: 4731, ..HANDOVER_RELEASES_IN_USE }, UNKNOWN_UNASSIGN_ABORTED]
     ),
     metallb_scenario!(
         "metallb-silent-task-death",
