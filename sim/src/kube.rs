@@ -620,8 +620,9 @@ impl KubeClient {
     /// reflector: watch (every current object, then each change) and hand each event to
     /// `on_event`; when the watch cannot be opened retry after 5 s. A healthy watch may stay
     /// silent for ever: after `idle` without an event (the transport's `ReadIdleTimeout`) the
-    /// client pings the connection (see [`KubeClient::ping`]) and keeps watching if the ack comes
-    /// back; only a dead connection makes it watch again (which replays every current object).
+    /// client pings the connection (an HTTP/2 health ping, see `ping` below) and keeps watching if
+    /// the ack comes back; only a dead connection makes it watch again (which replays every current
+    /// object).
     pub async fn run_informer(
         &self,
         kind: &str,
