@@ -258,29 +258,39 @@ impl Watcher {
 
     /// Handles one key; false if the handler raised.
     async fn handle(&self, key: &str, value: &str, mod_revision: i64, in_snapshot: bool) -> bool {
+        let rest = key.strip_prefix(&self.prefix).unwrap_or(key);
+        let relevant = match self.kind {
+            Kind::Agent => rest.ends_with("/status"),
+            Kind::Endpoint => rest.contains("/endpoint/"),
+        };
+        // Other keys under the prefix (the round-trip keys, most of the traffic) are ignored, so
+        // de-duplicating them would change nothing; only the keys acted on are remembered.
+        if !relevant {
+            return true;
+        }
         {
             let mut seen = self.seen.borrow_mut();
-            if seen.get(key).is_some_and(|r| *r >= mod_revision) {
-                return true;
+            match seen.get_mut(key) {
+                Some(r) if *r >= mod_revision => return true,
+                Some(r) => *r = mod_revision,
+                None => {
+                    seen.insert(key.to_string(), mod_revision);
+                }
             }
-            seen.insert(key.to_string(), mod_revision);
         }
-        let rest = key.strip_prefix(&self.prefix).unwrap_or(key);
-        let host = rest.split('/').next().unwrap_or("").to_string();
         match self.kind {
-            Kind::Agent if rest.ends_with("/status") => {
+            Kind::Agent => {
+                let host = rest.split('/').next().unwrap_or("").to_string();
                 self.on_agent_status(host, value, mod_revision, in_snapshot)
                     .await
             }
-            Kind::Endpoint if rest.contains("/endpoint/") => {
-                let port = rest.rsplit('/').next().unwrap_or("").to_string();
-                let status = port_status(value);
-                if let Some(status) = status {
+            Kind::Endpoint => {
+                if let Some(status) = port_status(value) {
+                    let port = rest.rsplit('/').next().unwrap_or("").to_string();
                     self.queue.push(!in_snapshot, port, status);
                 }
                 true
             }
-            _ => true,
         }
     }
 
