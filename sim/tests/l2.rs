@@ -41,6 +41,18 @@ impl Monitor for Collect {
     }
 }
 
+/// A schedule with one fault: n1 and the API server cut from each other for `dur_ms` from `at_ms`.
+fn n1_cut_from_apiserver(at_ms: u64, dur_ms: u64) -> Schedule {
+    vec![Fault {
+        at_ms,
+        dur_ms,
+        kind: FaultKind::Partition {
+            a: vec!["n1".into()],
+            b: vec!["apiserver".into()],
+        },
+    }]
+}
+
 fn config(names: &[&str], schedule: Schedule, latency_us: (u64, u64)) -> SimConfig {
     SimConfig {
         seed: 11,
@@ -198,14 +210,7 @@ fn a_node_without_lease_renewals_goes_not_ready_after_the_grace_and_comes_back()
     let events = Arc::new(Mutex::new(Vec::new()));
     let ev = events.clone();
     on_fresh_thread(move || {
-        let cut = vec![Fault {
-            at_ms: 20_000,
-            dur_ms: 80_000,
-            kind: FaultKind::Partition {
-                a: vec!["n1".into()],
-                b: vec!["apiserver".into()],
-            },
-        }];
+        let cut = n1_cut_from_apiserver(20_000, 80_000);
         simulate(
             config(&["n1", "apiserver"], cut, (500, 500)),
             Box::new(Collect(ev)),
@@ -402,14 +407,7 @@ fn a_silent_healthy_watch_is_kept_and_a_dead_one_is_replaced_after_a_failed_ping
     // The write at 105 s crosses a cut link (100-110 s): the stream breaks silently. The last
     // event came at 0 s, so pings at 30, 60 and 90 s were acked; the one at 120 s finds the watch
     // dead, fails 15 s later, and the new watch replays the object at about 135 s.
-    let cut = vec![Fault {
-        at_ms: 100_000,
-        dur_ms: 10_000,
-        kind: FaultKind::Partition {
-            a: vec!["n1".into()],
-            b: vec!["apiserver".into()],
-        },
-    }];
+    let cut = n1_cut_from_apiserver(100_000, 10_000);
     let broken = informer_deliveries(cut, &[105]);
     assert_eq!(
         broken.iter().map(|d| d.1).collect::<Vec<_>>(),
