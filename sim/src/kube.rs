@@ -26,8 +26,82 @@ pub struct Object {
     pub name: String,
     /// `metadata.resourceVersion`.
     pub rv: u64,
-    pub spec: Rc<Value>,
-    pub status: Rc<Value>,
+    pub spec: Rc<Body>,
+    pub status: Rc<Body>,
+}
+
+/// One part of an object (`spec` or `status`): JSON, or a typed value as its writer built it.
+///
+/// A typed part is the value a client serialized into its request, kept unserialized: readers
+/// that know the type take it as it is ([`Body::typed`]), and its JSON is made only if someone
+/// reads the part as JSON (through `Deref`, once). The stored object is the same either way (the
+/// JSON is a pure function of the value), so this changes the cost of a write and a read, never
+/// what a reader sees.
+pub struct Body {
+    json: std::cell::OnceCell<Value>,
+    typed: Option<Rc<dyn std::any::Any>>,
+    /// The typed value's JSON (the writer's `Serialize`).
+    to_json: fn(&dyn std::any::Any) -> Value,
+}
+
+impl Body {
+    /// A part holding `value`, serialized only when read as JSON.
+    pub fn of<T: Serialize + 'static>(value: Rc<T>) -> Body {
+        fn to_json<T: Serialize + 'static>(v: &dyn std::any::Any) -> Value {
+            let v = v
+                .downcast_ref::<T>()
+                .expect("a body's value has its own type");
+            serde_json::to_value(v).expect("a typed body serializes")
+        }
+        Body {
+            json: std::cell::OnceCell::new(),
+            typed: Some(value),
+            to_json: to_json::<T>,
+        }
+    }
+
+    /// The typed value, if the part was written as a `T` (a part written as JSON gives `None`:
+    /// parse [`Body::json`] instead).
+    pub fn typed<T: 'static>(&self) -> Option<Rc<T>> {
+        self.typed.clone()?.downcast::<T>().ok()
+    }
+
+    /// The part as JSON.
+    pub fn json(&self) -> &Value {
+        self.json.get_or_init(|| match &self.typed {
+            Some(v) => (self.to_json)(&**v),
+            None => Value::Null,
+        })
+    }
+}
+
+impl From<Value> for Body {
+    fn from(v: Value) -> Body {
+        Body {
+            json: std::cell::OnceCell::from(v),
+            typed: None,
+            to_json: |_| Value::Null,
+        }
+    }
+}
+
+impl std::ops::Deref for Body {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        self.json()
+    }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Body) -> bool {
+        self.json() == other.json()
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.json().fmt(f)
+    }
 }
 
 /// Which part of an object a write replaces.
@@ -50,15 +124,15 @@ pub enum Request {
     Create {
         kind: String,
         name: String,
-        spec: Value,
-        status: Value,
+        spec: Body,
+        status: Body,
     },
     Update {
         kind: String,
         name: String,
         rv: u64,
         part: Part,
-        value: Value,
+        value: Body,
     },
     Delete {
         kind: String,
@@ -159,8 +233,8 @@ impl Kube {
             kind: kind.into(),
             name: name.into(),
             rv,
-            spec: Rc::new(spec),
-            status: Rc::new(status),
+            spec: Rc::new(spec.into()),
+            status: Rc::new(status.into()),
         }));
     }
 
@@ -204,7 +278,7 @@ impl Kube {
     }
 
     /// The next version of `current` with `part` replaced by `value` (the other part copied).
-    fn new_version(&self, current: &Object, part: Part, value: Value) -> Rc<Object> {
+    fn new_version(&self, current: &Object, part: Part, value: Body) -> Rc<Object> {
         let (spec, status) = match part {
             Part::Spec => (Rc::new(value), current.status.clone()),
             Part::Status => (current.spec.clone(), Rc::new(value)),
@@ -224,7 +298,7 @@ impl Kube {
         let Some(current) = self.0.objects.borrow().get(kind, name).cloned() else {
             return;
         };
-        let obj = self.new_version(&current, Part::Status, status);
+        let obj = self.new_version(&current, Part::Status, status.into());
         self.0.objects.borrow_mut().insert(obj.clone());
         p.emit(Event::KubeWrite {
             kind: kind.into(),
@@ -565,15 +639,15 @@ impl KubeClient {
         &self,
         kind: &str,
         name: &str,
-        spec: Value,
-        status: Value,
+        spec: impl Into<Body>,
+        status: impl Into<Body>,
     ) -> Result<Rc<Object>, KubeError> {
         match self
             .call(Request::Create {
                 kind: kind.into(),
                 name: name.into(),
-                spec,
-                status,
+                spec: spec.into(),
+                status: status.into(),
             })
             .await?
         {
@@ -589,7 +663,7 @@ impl KubeClient {
         name: &str,
         rv: u64,
         part: Part,
-        value: Value,
+        value: impl Into<Body>,
     ) -> Result<Rc<Object>, KubeError> {
         match self
             .call(Request::Update {
@@ -597,7 +671,7 @@ impl KubeClient {
                 name: name.into(),
                 rv,
                 part,
-                value,
+                value: value.into(),
             })
             .await?
         {

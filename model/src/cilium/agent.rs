@@ -52,12 +52,13 @@ struct Agent {
     node: String,
     kube: KubeClient,
     pods: Rc<Pods>,
-    pool: RefCell<BTreeMap<String, String>>,
+    /// The spec last read (its `pool`: IP -> interface).
+    spec: RefCell<Rc<Spec>>,
     used: RefCell<BTreeMap<String, String>>,
     view: RefCell<BTreeMap<String, String>>,
     base_rv: Cell<u64>,
-    /// The CiliumNode spec `pool` was last read from (a status write keeps the spec shared).
-    pool_of: RefCell<Option<Rc<serde_json::Value>>>,
+    /// The CiliumNode spec part `spec` was last read from (a status write keeps it shared).
+    spec_of: RefCell<Option<Rc<sim::kube::Body>>>,
     pending: Cell<bool>,
     dirty: Notify,
 }
@@ -82,11 +83,11 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload) {
                         proc: proc.clone(),
                         node: name.clone(),
                         pods: pd.clone(),
-                        pool: RefCell::default(),
+                        spec: RefCell::default(),
                         used: RefCell::default(),
                         view: RefCell::default(),
                         base_rv: Cell::new(0),
-                        pool_of: RefCell::default(),
+                        spec_of: RefCell::default(),
                         pending: Cell::new(true),
                         dirty: Notify::new(),
                     });
@@ -172,18 +173,19 @@ impl Agent {
         }
         self.base_rv.set(obj.rv);
         let same_spec = self
-            .pool_of
+            .spec_of
             .borrow()
             .as_ref()
             .is_some_and(|s| Rc::ptr_eq(s, &obj.spec));
         if !same_spec {
-            *self.pool.borrow_mut() = Spec::deserialize(&*obj.spec).unwrap_or_default().pool;
-            *self.pool_of.borrow_mut() = Some(obj.spec.clone());
+            *self.spec.borrow_mut() = spec_of(obj);
+            *self.spec_of.borrow_mut() = Some(obj.spec.clone());
         }
-        let release_ips = parse_release_ips(obj);
+        let status = status_of(obj);
+        let release_ips = &status.release_ips;
         let mut view = BTreeMap::new();
-        for (ip, state) in &release_ips {
-            let in_pool = self.pool.borrow().contains_key(ip);
+        for (ip, state) in release_ips {
+            let in_pool = self.spec.borrow().pool.contains_key(ip);
             let allocated = self.used.borrow().contains_key(ip);
             match agent_answer(state, in_pool, allocated) {
                 Answer::Keep => {
@@ -206,7 +208,7 @@ impl Agent {
                 self.answer(ip, None);
             }
         }
-        let changed = view != release_ips;
+        let changed = view != *release_ips;
         *self.view.borrow_mut() = view;
         self.pods.changed.notify();
         if changed {
@@ -249,9 +251,10 @@ impl Agent {
                 .collect();
             for pod in pending {
                 let free = {
-                    let (pool, used, view) =
-                        (self.pool.borrow(), self.used.borrow(), self.view.borrow());
-                    pool.keys()
+                    let (spec, used, view) =
+                        (self.spec.borrow(), self.used.borrow(), self.view.borrow());
+                    spec.pool
+                        .keys()
                         .find(|ip| {
                             !used.contains_key(*ip)
                                 && !matches!(
@@ -302,7 +305,10 @@ impl Agent {
                 }
             }
             self.pending.set(false);
-            let status = Status::value_of(&self.used.borrow(), &self.view.borrow());
+            let status = sim::kube::Body::of(Rc::new(Status {
+                used: self.used.borrow().clone(),
+                release_ips: self.view.borrow().clone(),
+            }));
             let result = self
                 .kube
                 .update(KIND, &self.node, self.base_rv.get(), Part::Status, status)

@@ -18,6 +18,7 @@ pub mod operator;
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 use std::time::Duration;
 
 /// `excess-ip-release-delay`.
@@ -81,43 +82,19 @@ pub struct Status {
     pub release_ips: BTreeMap<String, String>,
 }
 
-impl Status {
-    /// The JSON of a status with these parts, without copying them into a [`Status`] first.
-    pub fn value_of(
-        used: &BTreeMap<String, String>,
-        release_ips: &BTreeMap<String, String>,
-    ) -> serde_json::Value {
-        /// Serializes exactly as [`Status`] does (same fields, same order).
-        #[derive(Serialize)]
-        struct StatusRef<'a> {
-            used: &'a BTreeMap<String, String>,
-            release_ips: &'a BTreeMap<String, String>,
-        }
-        serde_json::to_value(StatusRef { used, release_ips }).expect("a status serializes")
-    }
+/// A CiliumNode's spec: the typed value its writer stored (the operator and agent write typed
+/// parts, see `sim::kube::Body`), else parsed from its JSON (empty when missing or malformed).
+pub fn spec_of(obj: &sim::kube::Object) -> Rc<Spec> {
+    obj.spec
+        .typed::<Spec>()
+        .unwrap_or_else(|| Rc::new(Spec::deserialize(obj.spec.json()).unwrap_or_default()))
 }
 
-/// Parses a CiliumNode's spec and status (missing parts are empty).
-pub fn parse(obj: &sim::kube::Object) -> (Spec, Status) {
-    (parse_spec(obj), parse_status(obj))
-}
-
-/// Parses a CiliumNode's spec (empty when missing).
-pub fn parse_spec(obj: &sim::kube::Object) -> Spec {
-    Spec::deserialize(&*obj.spec).unwrap_or_default()
-}
-
-/// Parses a CiliumNode's status (empty when missing).
-pub fn parse_status(obj: &sim::kube::Object) -> Status {
-    Status::deserialize(&*obj.status).unwrap_or_default()
-}
-
-/// Parses only `status.release_ips` (empty when missing; what the agent reads of the status).
-pub fn parse_release_ips(obj: &sim::kube::Object) -> BTreeMap<String, String> {
-    match obj.status.get("release_ips") {
-        Some(v) => BTreeMap::deserialize(v).unwrap_or_default(),
-        None => BTreeMap::new(),
-    }
+/// A CiliumNode's status, as [`spec_of`].
+pub fn status_of(obj: &sim::kube::Object) -> Rc<Status> {
+    obj.status
+        .typed::<Status>()
+        .unwrap_or_else(|| Rc::new(Status::deserialize(obj.status.json()).unwrap_or_default()))
 }
 
 /// The operator's excess decision for one node: which IPs to release, chosen from the interface
@@ -188,14 +165,43 @@ mod tests {
     }
 
     #[test]
-    fn status_value_of_borrowed_parts_is_the_status_json() {
+    fn a_typed_part_reads_as_the_json_it_stands_for() {
+        use sim::kube::{Body, Object};
         let st = Status {
             used: pool(&[("10.0.0.2", "pod-a"), ("10.0.0.3", "pod-b")]),
             release_ips: pool(&[("10.0.0.9", "ready-for-release")]),
         };
-        let v = Status::value_of(&st.used, &st.release_ips);
-        assert_eq!(v, serde_json::to_value(&st).unwrap());
-        assert_eq!(Status::deserialize(&v).unwrap(), st);
+        let sp = Spec {
+            pool: pool(&[("10.0.0.2", "eni-0"), ("10.0.0.9", "eni-1")]),
+        };
+        let object = |spec: Body, status: Body| Object {
+            kind: KIND.into(),
+            name: "n1".into(),
+            rv: 1,
+            spec: Rc::new(spec),
+            status: Rc::new(status),
+        };
+        let typed = object(Body::of(Rc::new(sp.clone())), Body::of(Rc::new(st.clone())));
+        let json = object(
+            serde_json::to_value(&sp).unwrap().into(),
+            serde_json::to_value(&st).unwrap().into(),
+        );
+        // The typed parts are taken as they are, the JSON ones parsed: the same values.
+        assert!(
+            typed.status.typed::<Status>().is_some() && json.status.typed::<Status>().is_none()
+        );
+        assert_eq!(*spec_of(&typed), sp);
+        assert_eq!(*status_of(&typed), st);
+        assert_eq!(*spec_of(&json), sp);
+        assert_eq!(*status_of(&json), st);
+        // Read as JSON, a typed part is its writer's JSON; the objects compare equal.
+        assert_eq!(*typed.status.json(), *json.status.json());
+        assert_eq!(typed, json);
+        // A part of another type is not taken for a status; a missing part reads as empty.
+        assert!(typed.spec.typed::<Status>().is_none());
+        let empty = object(serde_json::json!({}).into(), serde_json::Value::Null.into());
+        assert_eq!(*status_of(&empty), Status::default());
+        assert_eq!(*spec_of(&empty), Spec::default());
     }
 
     #[test]

@@ -22,7 +22,7 @@
 
 use super::*;
 use sim::cloud::{Cloud, CloudClient, CloudError};
-use sim::kube::{Kube, KubeClient, KubeError, Part, WatchEvent};
+use sim::kube::{Body, Kube, KubeClient, KubeError, Part, WatchEvent};
 use sim::sync::Notify;
 use sim::world::Host;
 use sim::{Event, NodeIx, Proc, World};
@@ -95,17 +95,24 @@ impl Observed {
     }
 
     fn spec(&self) -> &Spec {
-        self.spec.get_or_init(|| Rc::new(parse_spec(&self.obj)))
+        self.spec.get_or_init(|| spec_of(&self.obj))
     }
 
     fn status(&self) -> &Status {
-        self.status.get_or_init(|| Rc::new(parse_status(&self.obj)))
+        self.status.get_or_init(|| status_of(&self.obj))
     }
 
-    /// Fewer free IPs than `pre_allocate` (counted without parsing).
+    /// Fewer free IPs than `pre_allocate` (counted without parsing a part written as JSON).
     fn short(&self, pre_allocate: usize) -> bool {
         let len = |v: &serde_json::Value| v.as_object().map_or(0, |m| m.len());
-        len(&self.obj.spec["pool"]).saturating_sub(len(&self.obj.status["used"])) < pre_allocate
+        let (spec, status) = (&self.obj.spec, &self.obj.status);
+        let pool = spec
+            .typed::<Spec>()
+            .map_or_else(|| len(&spec["pool"]), |s| s.pool.len());
+        let used = status
+            .typed::<Status>()
+            .map_or_else(|| len(&status["used"]), |s| s.used.len());
+        pool.saturating_sub(used) < pre_allocate
     }
 }
 
@@ -158,7 +165,7 @@ impl Operator {
         self.kube
             .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
                 WatchEvent::Upsert(obj) => {
-                    let o = self.remember(&obj.name, obj.clone(), None, None);
+                    let o = self.remember(&obj.name, obj.clone());
                     if o.short(self.cfg.pre_allocate) {
                         let mut st = self.state.borrow_mut();
                         st.short.insert(obj.name.clone());
@@ -444,22 +451,10 @@ impl Operator {
     }
 
     /// `obj` as an observed version of `node` (sharing the parts it has in common with the
-    /// version observed before), with the part this operator just wrote already known.
-    fn remember(
-        &self,
-        node: &str,
-        obj: Rc<sim::kube::Object>,
-        spec: Option<Spec>,
-        status: Option<Status>,
-    ) -> Rc<Observed> {
+    /// version observed before; a part this operator wrote is its own typed value).
+    fn remember(&self, node: &str, obj: Rc<sim::kube::Object>) -> Rc<Observed> {
         let mut st = self.state.borrow_mut();
         let o = Observed::of(obj, st.observed.get(node).map(|o| &**o));
-        if let Some(s) = spec {
-            let _ = o.spec.set(Rc::new(s));
-        }
-        if let Some(s) = status {
-            let _ = o.status.set(Rc::new(s));
-        }
         st.observed.insert(node.into(), o.clone());
         o
     }
@@ -479,14 +474,14 @@ impl Operator {
             };
             let mut status = fresh.status().clone();
             f(&mut status);
-            let value = serde_json::to_value(&status).unwrap();
+            let value = Body::of(Rc::new(status));
             match self
                 .kube
                 .update(KIND, node, fresh.obj.rv, Part::Status, value)
                 .await
             {
                 Ok(obj) => {
-                    self.remember(node, obj, None, Some(status));
+                    self.remember(node, obj);
                     return true;
                 }
                 Err(KubeError::Conflict) | Err(_) => continue,
@@ -509,13 +504,13 @@ impl Operator {
             spec.pool
                 .extend(added.iter().map(|(a, b)| (a.clone(), b.clone())));
             spec.pool.retain(|ip, _| !removed.contains(ip));
-            let value = serde_json::to_value(&spec).unwrap();
+            let value = Body::of(Rc::new(spec));
             if let Ok(obj) = self
                 .kube
                 .update(KIND, node, fresh.obj.rv, Part::Spec, value)
                 .await
             {
-                self.remember(node, obj, Some(spec), None);
+                self.remember(node, obj);
                 return;
             }
         }

@@ -261,8 +261,8 @@ mod tests {
             kind: "Node".into(),
             name: name.into(),
             rv,
-            spec: serde_json::json!({ "exclude": exclude }).into(),
-            status: serde_json::json!({ "ready": true }).into(),
+            spec: Rc::new(serde_json::json!({ "exclude": exclude }).into()),
+            status: Rc::new(serde_json::json!({ "ready": true }).into()),
         }))
     }
 
