@@ -114,6 +114,8 @@ impl Cloud {
         }
     }
 
+    /// Assigns up to `count` new addresses to `eni`. Addresses come from a counter per instance,
+    /// so one is never handed out twice (an address is on at most one interface, ever).
     fn apply_assign(
         &self,
         instance: &str,

@@ -251,13 +251,11 @@ impl Operator {
         let (mut added, mut removed) = (BTreeMap::new(), BTreeSet::new());
         // Instance resync: the cloud is the truth about which IPs the node holds.
         if let Ok(ifs) = self.cloud.describe(node).await {
-            let truth: BTreeMap<&str, &String> = ifs
-                .iter()
-                .flat_map(|(eni, ips)| ips.iter().map(move |ip| (ip.as_str(), eni)))
-                .collect();
+            // (An IP is on at most one interface: the cloud never hands out an address twice.)
+            let held = |ip: &str| ifs.values().any(|ips| ips.contains(ip));
             for ip in pool
                 .keys()
-                .filter(|ip| !truth.contains_key(ip.as_str()))
+                .filter(|ip| !held(ip))
                 .cloned()
                 .collect::<Vec<_>>()
             {
@@ -270,10 +268,12 @@ impl Operator {
                 }
             }
             self.state.borrow_mut().uncertain.retain(|(n, _)| n != node);
-            for (ip, eni) in truth {
-                if !pool.contains_key(ip) {
-                    pool.insert(ip.to_string(), eni.clone());
-                    added.insert(ip.to_string(), eni.clone());
+            for (eni, ips) in &ifs {
+                for ip in ips {
+                    if !pool.contains_key(ip) {
+                        pool.insert(ip.clone(), eni.clone());
+                        added.insert(ip.clone(), eni.clone());
+                    }
                 }
             }
         }
