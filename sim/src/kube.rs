@@ -1,9 +1,10 @@
 //! A simulated Kubernetes API server, on its own node.
 //!
-//! Objects are `(kind, name)` with a JSON `spec` and `status` and a `resourceVersion` taken from one
-//! server-wide counter. Writes are compare-and-swap on `resourceVersion`: a write based on a stale
-//! version is rejected with `Conflict` and must be retried from a fresh read. `spec` and `status`
-//! are written separately (the status subresource). Watches (informers) first replay every object
+//! Objects are `(kind, name)` with a `spec` and a `status` (JSON, or a typed value kept as its
+//! writer built it: [`Body`]) and a `resourceVersion` taken from one server-wide counter. Writes
+//! are compare-and-swap on `resourceVersion`: a write based on a stale version is rejected with
+//! `Conflict` and must be retried from a fresh read. `spec` and `status` are written separately
+//! (the status subresource). Watches (informers) first replay every object
 //! of the kind, then stream each change; they travel over the simulated network, so they lag and a
 //! partition cuts them. The service can be unavailable, slow, or ambiguous like any service.
 
