@@ -58,7 +58,7 @@ struct Agent {
     view: RefCell<BTreeMap<String, String>>,
     base_rv: Cell<u64>,
     /// The CiliumNode spec part `spec` was last read from (a status write keeps it shared).
-    spec_of: RefCell<Option<Rc<sim::kube::Body>>>,
+    spec_part: RefCell<Option<Rc<sim::kube::Body>>>,
     pending: Cell<bool>,
     dirty: Notify,
 }
@@ -87,7 +87,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload) {
                         used: RefCell::default(),
                         view: RefCell::default(),
                         base_rv: Cell::new(0),
-                        spec_of: RefCell::default(),
+                        spec_part: RefCell::default(),
                         pending: Cell::new(true),
                         dirty: Notify::new(),
                     });
@@ -173,13 +173,13 @@ impl Agent {
         }
         self.base_rv.set(obj.rv);
         let same_spec = self
-            .spec_of
+            .spec_part
             .borrow()
             .as_ref()
             .is_some_and(|s| Rc::ptr_eq(s, &obj.spec));
         if !same_spec {
             *self.spec.borrow_mut() = spec_of(obj);
-            *self.spec_of.borrow_mut() = Some(obj.spec.clone());
+            *self.spec_part.borrow_mut() = Some(obj.spec.clone());
         }
         let status = status_of(obj);
         let release_ips = &status.release_ips;
