@@ -40,10 +40,12 @@ pub struct Object {
 /// what a reader sees.
 pub struct Body {
     json: std::cell::OnceCell<Value>,
-    typed: Option<Rc<dyn std::any::Any>>,
-    /// The typed value's JSON (the writer's `Serialize`).
-    to_json: fn(&dyn std::any::Any) -> Value,
+    /// A typed part: the value, and how to make its JSON (the writer's `Serialize`).
+    typed: Option<(Rc<dyn std::any::Any>, ToJson)>,
 }
+
+/// Makes the JSON of a typed part's value.
+type ToJson = fn(&dyn std::any::Any) -> Value;
 
 impl Body {
     /// A part holding `value`, serialized only when read as JSON.
@@ -56,21 +58,21 @@ impl Body {
         }
         Body {
             json: std::cell::OnceCell::new(),
-            typed: Some(value),
-            to_json: to_json::<T>,
+            typed: Some((value, to_json::<T>)),
         }
     }
 
     /// The typed value, if the part was written as a `T` (a part written as JSON gives `None`:
     /// parse [`Body::json`] instead).
     pub fn typed<T: 'static>(&self) -> Option<Rc<T>> {
-        self.typed.clone()?.downcast::<T>().ok()
+        self.typed.as_ref()?.0.clone().downcast::<T>().ok()
     }
 
     /// The part as JSON.
     pub fn json(&self) -> &Value {
+        // A JSON part is created with its JSON set; only a typed part reaches the closure.
         self.json.get_or_init(|| match &self.typed {
-            Some(v) => (self.to_json)(&**v),
+            Some((v, to_json)) => to_json(&**v),
             None => Value::Null,
         })
     }
@@ -81,7 +83,6 @@ impl From<Value> for Body {
         Body {
             json: std::cell::OnceCell::from(v),
             typed: None,
-            to_json: |_| Value::Null,
         }
     }
 }
