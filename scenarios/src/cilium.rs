@@ -374,12 +374,11 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
         let cloud = sim::cloud::Cloud::install(world, idx("cloud"), ENI_CAPACITY);
         for (i, name) in node_names.iter().enumerate() {
             cloud.add_instance(name, o2.enis);
-            let ips = cloud.seed_assign(name, "eni-0", PRE_ALLOCATE as u32);
-            debug_assert_eq!(ips, initial[i]);
-            let pool: BTreeMap<String, String> = ips
-                .into_iter()
-                .map(|ip| (ip, "eni-0".to_string()))
-                .collect();
+            let eni = sim::cloud::eni_name(0);
+            let ips = cloud.seed_assign(name, &eni, PRE_ALLOCATE as u32);
+            debug_assert!(ips.iter().map(|ip| ip.as_str()).eq(initial[i].iter()));
+            let pool: BTreeMap<sim::Short, sim::Short> =
+                ips.into_iter().map(|ip| (ip, eni)).collect();
             kube.seed_object(
                 KIND,
                 name,

@@ -8,6 +8,7 @@
 
 use crate::event::{Event, NodeIx};
 use crate::net::{Call, Endpoint};
+use crate::short::Short;
 use crate::world::{Host, Proc, World};
 use futures::StreamExt;
 use std::cell::RefCell;
@@ -21,14 +22,14 @@ pub enum Request {
     /// Assign up to `count` new secondary IPs to `eni` of `instance`.
     Assign {
         instance: String,
-        eni: String,
+        eni: Short,
         count: u32,
     },
     /// Unassign these IPs from `eni` of `instance`.
     Unassign {
         instance: String,
-        eni: String,
-        ips: Vec<String>,
+        eni: Short,
+        ips: Vec<Short>,
     },
     /// The instance's interfaces and their IPs.
     Describe { instance: String },
@@ -45,15 +46,15 @@ pub enum CloudError {
     Invalid(String),
 }
 
-/// Interface id -> IPs.
-pub type Interfaces = BTreeMap<String, BTreeSet<String>>;
+/// Interface id -> IPs (dotted addresses and interface ids are [`Short`]s).
+pub type Interfaces = BTreeMap<Short, BTreeSet<Short>>;
 
 type Reply = Result<Response, CloudError>;
 
 /// A successful response.
 #[derive(Clone, Debug)]
 pub enum Response {
-    Assigned(Vec<String>),
+    Assigned(Vec<Short>),
     Unassigned,
     Interfaces(Interfaces),
 }
@@ -96,13 +97,13 @@ impl Cloud {
     /// Gives an instance its interfaces (empty) before the run starts.
     pub fn add_instance(&self, instance: &str, enis: u32) {
         let ifs = (0..enis)
-            .map(|i| (format!("eni-{i}"), BTreeSet::new()))
+            .map(|i| (eni_name(i), BTreeSet::new()))
             .collect();
         self.0.instances.borrow_mut().insert(instance.into(), ifs);
     }
 
     /// Assigns IPs directly (initial state, before anything runs); returns them.
-    pub fn seed_assign(&self, instance: &str, eni: &str, count: u32) -> Vec<String> {
+    pub fn seed_assign(&self, instance: &str, eni: &Short, count: u32) -> Vec<Short> {
         self.apply_assign(instance, eni, count).unwrap_or_default()
     }
 
@@ -119,9 +120,9 @@ impl Cloud {
     fn apply_assign(
         &self,
         instance: &str,
-        eni: &str,
+        eni: &Short,
         count: u32,
-    ) -> Result<Vec<String>, CloudError> {
+    ) -> Result<Vec<Short>, CloudError> {
         let mut inst = self.0.instances.borrow_mut();
         let ifs = inst
             .get_mut(instance)
@@ -139,11 +140,12 @@ impl Cloud {
             .bytes()
             .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32))
             % 250;
-        let new: Vec<String> = (0..count.min(room))
+        let new: Vec<Short> = (0..count.min(room))
             .map(|_| {
                 let n = *counter;
                 *counter += 1;
-                format!("10.{base}.{}.{}", n / 250, n % 250 + 1)
+                Short::new(&format!("10.{base}.{}.{}", n / 250, n % 250 + 1))
+                    .expect("a dotted address fits")
             })
             .collect();
         ips.extend(new.iter().cloned());
@@ -194,8 +196,8 @@ impl Cloud {
                 for ip in &ips {
                     p.emit(Event::CloudAssign {
                         instance: instance.clone(),
-                        eni: eni.clone(),
-                        ip: ip.clone(),
+                        eni: eni.into(),
+                        ip: (*ip).into(),
                         client: caller.into(),
                     });
                 }
@@ -217,8 +219,8 @@ impl Cloud {
                 for ip in ips {
                     p.emit(Event::CloudUnassign {
                         instance: instance.clone(),
-                        eni: eni.clone(),
-                        ip,
+                        eni: eni.into(),
+                        ip: ip.into(),
                         client: caller.into(),
                     });
                 }
@@ -234,6 +236,11 @@ impl Cloud {
             )),
         }
     }
+}
+
+/// The name of an instance's interface `i` ("eni-0", "eni-1", ...).
+pub fn eni_name(i: u32) -> Short {
+    Short::new(&format!("eni-{i}")).expect("an interface name fits")
 }
 
 /// A process's cloud API client.
@@ -255,13 +262,13 @@ impl CloudClient {
     pub async fn assign(
         &self,
         instance: &str,
-        eni: &str,
+        eni: &Short,
         count: u32,
-    ) -> Result<Vec<String>, CloudError> {
+    ) -> Result<Vec<Short>, CloudError> {
         match self
             .call(Request::Assign {
                 instance: instance.into(),
-                eni: eni.into(),
+                eni: *eni,
                 count,
             })
             .await?
@@ -275,12 +282,12 @@ impl CloudClient {
     pub async fn unassign(
         &self,
         instance: &str,
-        eni: &str,
-        ips: Vec<String>,
+        eni: &Short,
+        ips: Vec<Short>,
     ) -> Result<(), CloudError> {
         self.call(Request::Unassign {
             instance: instance.into(),
-            eni: eni.into(),
+            eni: *eni,
             ips,
         })
         .await

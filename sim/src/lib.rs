@@ -9,6 +9,7 @@
 //! * [`kube`]: a simulated Kubernetes API server (resourceVersion CAS, status/spec, informers);
 //! * [`l2`]: a layer-2 segment whose router's ARP entries follow the last answer heard;
 //! * [`cloud`]: a simulated ENI-style cloud IP API (ground truth of assigned IPs);
+//! * [`short`]: inline short strings ordered as their text (IP addresses, interface names);
 //! * [`event`], [`fault`], [`monitor`]: the typed vocabulary shared with models, scenarios and reports.
 
 pub mod clock;
@@ -22,6 +23,7 @@ pub mod monitor;
 pub mod net;
 pub mod rng;
 pub mod runtime;
+pub mod short;
 pub mod sync;
 pub mod time;
 pub mod world;
@@ -30,4 +32,5 @@ pub use event::{Event, NodeIx, Record};
 pub use fault::{Fault, FaultKind, Schedule};
 pub use monitor::{Failure, Kind, Monitor, Violation};
 pub use runtime::{Outcome, SimConfig};
+pub use short::Short;
 pub use world::{Host, NetSpec, NodeSpec, Proc, World};

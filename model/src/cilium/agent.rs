@@ -40,7 +40,7 @@ pub struct Workload {
 /// Pods on a node: name -> IP (none while pending). Shared by the kubelet and the agent.
 #[derive(Default)]
 struct Pods {
-    pods: RefCell<BTreeMap<String, Option<String>>>,
+    pods: RefCell<BTreeMap<Short, Option<Short>>>,
     changed: Notify,
     next: Cell<u32>,
     /// Pods deleted so far (the CNI frees their IPs when this moves).
@@ -54,8 +54,8 @@ struct Agent {
     pods: Rc<Pods>,
     /// The spec last read (its `pool`: IP -> interface).
     spec: RefCell<Rc<Spec>>,
-    used: RefCell<BTreeMap<String, String>>,
-    view: RefCell<BTreeMap<String, String>>,
+    used: RefCell<BTreeMap<Short, Short>>,
+    view: RefCell<BTreeMap<Short, Short>>,
     base_rv: Cell<u64>,
     /// The CiliumNode spec part `spec` was last read from (a status write keeps it shared).
     spec_part: RefCell<Option<Rc<sim::kube::Body>>>,
@@ -129,18 +129,22 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
             for _ in 0..n {
                 let name = format!("{host}-pod-{}", pods.next.get());
                 pods.next.set(pods.next.get() + 1);
-                pods.pods.borrow_mut().insert(name.clone(), None);
+                let pod = Short::new(&name).expect("a node's pod names fit a Short");
+                pods.pods.borrow_mut().insert(pod, None);
                 proc.emit(Event::CiliumPodCreated { pod: name });
             }
         } else if count > target && count > 0 {
             let victim = {
                 let p = pods.pods.borrow();
-                p.keys().nth(rng.random_range(0..p.len())).cloned()
+                p.keys().nth(rng.random_range(0..p.len())).copied()
             };
             if let Some(pod) = victim {
                 let ip = pods.pods.borrow_mut().remove(&pod).flatten();
                 pods.deleted.set(pods.deleted.get() + 1);
-                proc.emit(Event::CiliumPodDeleted { pod, ip });
+                proc.emit(Event::CiliumPodDeleted {
+                    pod: pod.into(),
+                    ip: ip.map(Into::into),
+                });
             }
         }
         pods.changed.notify();
@@ -153,7 +157,7 @@ impl Agent {
         let mut used = self.used.borrow_mut();
         for (pod, ip) in self.pods.pods.borrow().iter() {
             if let Some(ip) = ip {
-                used.insert(ip.clone(), pod.clone());
+                used.insert(*ip, *pod);
             }
         }
     }
@@ -189,11 +193,11 @@ impl Agent {
             let allocated = self.used.borrow().contains_key(ip);
             match agent_answer(state, in_pool, allocated) {
                 Answer::Keep => {
-                    view.insert(ip.clone(), state.clone());
+                    view.insert(*ip, *state);
                 }
                 Answer::Remove => {}
                 Answer::Set(s) => {
-                    view.insert(ip.clone(), s.to_string());
+                    view.insert(*ip, Short::lit(s));
                 }
             }
         }
@@ -241,13 +245,13 @@ impl Agent {
                 used.len() != before
             };
             deletions_seen = Some(deleted);
-            let pending: Vec<String> = self
+            let pending: Vec<Short> = self
                 .pods
                 .pods
                 .borrow()
                 .iter()
                 .filter(|(_, ip)| ip.is_none())
-                .map(|(pod, _)| pod.clone())
+                .map(|(pod, _)| *pod)
                 .collect();
             for pod in pending {
                 let free = {
@@ -258,18 +262,21 @@ impl Agent {
                         .find(|ip| {
                             !used.contains_key(*ip)
                                 && !matches!(
-                                    view.get(*ip).map(String::as_str),
+                                    view.get(*ip).map(Short::as_str),
                                     Some(MARKED | READY | RELEASED)
                                 )
                         })
-                        .cloned()
+                        .copied()
                 };
                 let Some(ip) = free else { break };
-                self.used.borrow_mut().insert(ip.clone(), pod.clone());
+                self.used.borrow_mut().insert(ip, pod);
                 if let Some(slot) = self.pods.pods.borrow_mut().get_mut(&pod) {
-                    *slot = Some(ip.clone());
+                    *slot = Some(ip);
                 }
-                self.proc.emit(Event::CiliumPodIp { pod, ip });
+                self.proc.emit(Event::CiliumPodIp {
+                    pod: pod.into(),
+                    ip: ip.into(),
+                });
                 changed = true;
             }
             if changed {

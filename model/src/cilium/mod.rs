@@ -17,6 +17,7 @@ pub mod agent;
 pub mod operator;
 
 use serde::{Deserialize, Serialize};
+use sim::Short;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
@@ -68,7 +69,7 @@ pub struct Switches {
 pub struct Spec {
     /// IP -> interface.
     #[serde(default)]
-    pub pool: BTreeMap<String, String>,
+    pub pool: BTreeMap<Short, Short>,
 }
 
 /// `status` of a CiliumNode.
@@ -76,10 +77,10 @@ pub struct Spec {
 pub struct Status {
     /// IP -> pod using it.
     #[serde(default)]
-    pub used: BTreeMap<String, String>,
+    pub used: BTreeMap<Short, Short>,
     /// IP -> handshake state.
     #[serde(default)]
-    pub release_ips: BTreeMap<String, String>,
+    pub release_ips: BTreeMap<Short, Short>,
 }
 
 /// A CiliumNode's spec: the typed value its writer stored (the operator and agent write typed
@@ -102,11 +103,11 @@ pub fn status_of(obj: &sim::kube::Object) -> Rc<Status> {
 /// pre_allocate - max_above_watermark (none while within pre_allocate + max_above_watermark of
 /// used).
 pub fn excess_ips(
-    pool: &BTreeMap<String, String>,
-    used: impl Fn(&str) -> bool,
+    pool: &BTreeMap<Short, Short>,
+    used: impl Fn(&Short) -> bool,
     pre_allocate: usize,
     max_above_watermark: usize,
-) -> Vec<String> {
+) -> Vec<Short> {
     let in_use = pool.keys().filter(|ip| used(ip)).count();
     let excess = pool
         .len()
@@ -114,10 +115,10 @@ pub fn excess_ips(
     if excess == 0 {
         return Vec::new();
     }
-    let mut free: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    let mut free: BTreeMap<Short, Vec<Short>> = BTreeMap::new();
     for (ip, eni) in pool {
         if !used(ip) {
-            free.entry(eni.as_str()).or_default().push(ip);
+            free.entry(*eni).or_default().push(*ip);
         }
     }
     // The interface with the most free IPs (ties: the first by name), so that it may be emptied.
@@ -127,7 +128,7 @@ pub fn excess_ips(
     else {
         return Vec::new();
     };
-    ips.iter().take(excess).map(|s| s.to_string()).collect()
+    ips.iter().take(excess).copied().collect()
 }
 
 /// What the agent does with one `release-ips` entry (spec/cilium.md, "Agent").
@@ -158,10 +159,8 @@ pub fn agent_answer(state: &str, in_pool: bool, allocated: bool) -> Answer {
 mod tests {
     use super::*;
 
-    fn pool(spec: &[(&str, &str)]) -> BTreeMap<String, String> {
-        spec.iter()
-            .map(|(ip, eni)| (ip.to_string(), eni.to_string()))
-            .collect()
+    fn pool(spec: &[(&str, &str)]) -> BTreeMap<Short, Short> {
+        spec.iter().map(|(ip, eni)| (Short::lit(ip), Short::lit(eni))).collect()
     }
 
     #[test]
@@ -206,15 +205,15 @@ mod tests {
 
     #[test]
     fn excess_is_available_minus_used_minus_pre_allocate() {
-        let p: BTreeMap<String, String> = (0..12)
+        let p: BTreeMap<Short, Short> = (0..12)
             .map(|i| {
                 (
-                    format!("10.0.0.{i:02}"),
-                    if i < 4 { "eni-0" } else { "eni-1" }.to_string(),
+                    Short::new(&format!("10.0.0.{i:02}")).unwrap(),
+                    Short::lit(if i < 4 { "eni-0" } else { "eni-1" }),
                 )
             })
             .collect();
-        let used: BTreeSet<String> = ["10.0.0.00".to_string(), "10.0.0.05".to_string()].into();
+        let used: BTreeSet<Short> = [Short::lit("10.0.0.00"), Short::lit("10.0.0.05")].into();
         // 12 available - 2 used - 8 pre-allocate = 2 excess, from eni-1 (7 free vs 3).
         assert_eq!(
             excess_ips(&p, |ip| used.contains(ip), 8, 0),
@@ -224,7 +223,7 @@ mod tests {
         assert!(excess_ips(&p, |ip| used.contains(ip), 8, 2).is_empty());
         assert!(excess_ips(&p, |ip| used.contains(ip), 10, 0).is_empty());
         // Used IPs are never chosen, whatever the interface.
-        let all_used: BTreeSet<String> = p.keys().cloned().collect();
+        let all_used: BTreeSet<Short> = p.keys().cloned().collect();
         assert!(excess_ips(&p, |ip| all_used.contains(ip), 0, 0).is_empty());
     }
 

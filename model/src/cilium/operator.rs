@@ -21,7 +21,7 @@
 //! `release-ips` from nothing. A standby instance only acts while it believes it leads.
 
 use super::*;
-use sim::cloud::{Cloud, CloudClient, CloudError};
+use sim::cloud::{eni_name, Cloud, CloudClient, CloudError};
 use sim::kube::{Body, Kube, KubeClient, KubeError, Part, WatchEvent};
 use sim::sync::Notify;
 use sim::world::Host;
@@ -51,10 +51,10 @@ pub struct OperatorConfig {
 #[derive(Default)]
 struct State {
     /// (node, ip) of unassigns whose outcome is unknown.
-    uncertain: BTreeSet<(String, String)>,
+    uncertain: BTreeSet<(String, Short)>,
     observed: BTreeMap<String, Rc<Observed>>,
-    release: BTreeMap<String, BTreeMap<String, String>>,
-    first_seen: BTreeMap<String, BTreeMap<String, u64>>,
+    release: BTreeMap<String, BTreeMap<Short, Short>>,
+    first_seen: BTreeMap<String, BTreeMap<Short, u64>>,
     /// Nodes seen short of IPs since the last pass (their pool maintainer was triggered).
     short: BTreeSet<String>,
 }
@@ -217,21 +217,21 @@ impl Operator {
             let mut st = self.state.borrow_mut();
             let local = st.release.entry(node.to_string()).or_default();
             for (ip, s) in &status.release_ips {
-                if local.get(ip).map(String::as_str) == Some(MARKED)
-                    && (s == READY || s == DO_NOT_RELEASE)
+                if local.get(ip).map(Short::as_str) == Some(MARKED)
+                    && (*s == READY || *s == DO_NOT_RELEASE)
                 {
-                    local.insert(ip.clone(), s.clone());
+                    local.insert(*ip, *s);
                 }
             }
-            local.retain(|ip, s| s != RELEASED || status.release_ips.contains_key(ip));
+            local.retain(|ip, s| *s != RELEASED || status.release_ips.contains_key(ip));
             if self.cfg.release_excess && self.cfg.switches.merge_release_ips {
                 // Entries another (or an earlier) operator wrote: adopt them before the instance
                 // resync (which turns a ready entry whose IP the cloud no longer holds into
                 // released) and before `before`, so that an adopted entry this pass aborts is
                 // removed by the write below.
                 for (ip, s) in &status.release_ips {
-                    if s != RELEASED && !local.contains_key(ip) {
-                        local.insert(ip.clone(), s.clone());
+                    if *s != RELEASED && !local.contains_key(ip) {
+                        local.insert(*ip, *s);
                     }
                 }
             }
@@ -252,7 +252,7 @@ impl Operator {
         // Instance resync: the cloud is the truth about which IPs the node holds.
         if let Ok(ifs) = self.cloud.describe(node).await {
             // (An IP is on at most one interface: the cloud never hands out an address twice.)
-            let held = |ip: &str| ifs.values().any(|ips| ips.contains(ip));
+            let held = |ip: &Short| ifs.values().any(|ips| ips.contains(ip));
             for ip in pool
                 .keys()
                 .filter(|ip| !held(ip))
@@ -260,19 +260,19 @@ impl Operator {
                 .collect::<Vec<_>>()
             {
                 pool.remove(&ip);
-                removed.insert(ip.clone());
+                removed.insert(ip);
                 let mut st = self.state.borrow_mut();
                 let local = st.release.entry(node.to_string()).or_default();
-                if matches!(local.get(&ip).map(String::as_str), Some(READY)) {
-                    local.insert(ip, RELEASED.into());
+                if matches!(local.get(&ip).map(Short::as_str), Some(READY)) {
+                    local.insert(ip, Short::lit(RELEASED));
                 }
             }
             self.state.borrow_mut().uncertain.retain(|(n, _)| n != node);
             for (eni, ips) in &ifs {
                 for ip in ips {
                     if !pool.contains_key(ip) {
-                        pool.insert(ip.clone(), eni.clone());
-                        added.insert(ip.clone(), eni.clone());
+                        pool.insert(*ip, *eni);
+                        added.insert(*ip, *eni);
                     }
                 }
             }
@@ -281,9 +281,9 @@ impl Operator {
         let free = pool.keys().filter(|ip| !used.contains_key(*ip)).count();
         if free < self.cfg.pre_allocate {
             let need = (self.cfg.pre_allocate - free) as u32;
-            let counts: BTreeMap<String, usize> = (0..self.cfg.enis)
+            let counts: BTreeMap<Short, usize> = (0..self.cfg.enis)
                 .map(|i| {
-                    let eni = format!("eni-{i}");
+                    let eni = eni_name(i);
                     let n = pool.values().filter(|e| **e == eni).count();
                     (eni, n)
                 })
@@ -296,8 +296,8 @@ impl Operator {
             {
                 if let Ok(ips) = self.cloud.assign(node, eni, need).await {
                     for ip in ips {
-                        pool.insert(ip.clone(), eni.clone());
-                        added.insert(ip, eni.clone());
+                        pool.insert(ip, *eni);
+                        added.insert(ip, *eni);
                     }
                 }
             }
@@ -323,43 +323,43 @@ impl Operator {
                 seen.retain(|ip, _| candidates.contains(ip));
                 if !self.cfg.switches.no_handshake {
                     let uncertain = &st_uncertain;
-                    let aborted: Vec<String> = local
+                    let aborted: Vec<Short> = local
                         .iter()
                         .filter(|(ip, s)| {
                             !candidates.contains(*ip)
-                                && *s != RELEASED
-                                && !uncertain.contains(&(node.to_string(), (*ip).clone()))
+                                && **s != RELEASED
+                                && !uncertain.contains(&(node.to_string(), **ip))
                         })
-                        .map(|(ip, _)| ip.clone())
+                        .map(|(ip, _)| *ip)
                         .collect();
                     for ip in aborted {
                         local.remove(&ip);
                         self.proc.emit(Event::CiliumAbort {
                             node: node.into(),
-                            ip,
+                            ip: ip.into(),
                         });
                     }
                 }
                 for ip in &candidates {
-                    let since = *seen.entry(ip.clone()).or_insert(now);
+                    let since = *seen.entry(*ip).or_insert(now);
                     if now - since < RELEASE_DELAY.as_micros() as u64 {
                         continue;
                     }
                     if self.cfg.switches.no_handshake {
-                        to_release.push((ip.clone(), String::new(), now - since));
+                        to_release.push((*ip, String::new(), now - since));
                         continue;
                     }
-                    match local.get(ip).map(String::as_str) {
+                    match local.get(ip).map(Short::as_str) {
                         None => {
-                            local.insert(ip.clone(), MARKED.into());
+                            local.insert(*ip, Short::lit(MARKED));
                             self.proc.emit(Event::CiliumMark {
                                 node: node.into(),
-                                ip: ip.clone(),
+                                ip: (*ip).into(),
                                 observed_used: used.contains_key(ip),
                                 observed_rv: obj.obj.rv,
                             });
                         }
-                        Some(READY) => to_release.push((ip.clone(), READY.into(), now - since)),
+                        Some(READY) => to_release.push((*ip, READY.into(), now - since)),
                         Some(DO_NOT_RELEASE) => {
                             local.remove(ip);
                             seen.remove(ip);
@@ -369,16 +369,16 @@ impl Operator {
                 }
             }
             for (ip, seen_state, excess_for) in to_release {
-                let eni = pool.get(&ip).cloned().unwrap_or_default();
+                let eni = pool.get(&ip).copied().unwrap_or_default();
                 self.proc.emit(Event::CiliumRelease {
                     node: node.into(),
-                    ip: ip.clone(),
+                    ip: ip.into(),
                     state_seen: seen_state,
                     excess_for_ms: excess_for / 1000,
                     observed_rv: obj.obj.rv,
                     handshake: !self.cfg.switches.no_handshake,
                 });
-                let done = match self.cloud.unassign(node, &eni, vec![ip.clone()]).await {
+                let done = match self.cloud.unassign(node, &eni, vec![ip]).await {
                     Ok(()) => true,
                     // An earlier attempt that timed out was applied after all.
                     Err(CloudError::Invalid(_)) => true,
@@ -387,7 +387,7 @@ impl Operator {
                             self.state
                                 .borrow_mut()
                                 .uncertain
-                                .insert((node.to_string(), ip.clone()));
+                                .insert((node.to_string(), ip));
                         }
                         false
                     }
@@ -395,14 +395,14 @@ impl Operator {
                 };
                 if done {
                     pool.remove(&ip);
-                    removed.insert(ip.clone());
+                    removed.insert(ip);
                     let mut st = self.state.borrow_mut();
                     st.first_seen.entry(node.into()).or_default().remove(&ip);
                     if !self.cfg.switches.no_handshake {
                         st.release
                             .entry(node.into())
                             .or_default()
-                            .insert(ip, RELEASED.into());
+                            .insert(ip, Short::lit(RELEASED));
                     }
                 }
             }
@@ -423,22 +423,21 @@ impl Operator {
                 .unwrap_or_default();
             if self.cfg.switches.merge_release_ips {
                 // Only what this operator changed since the version it observed.
-                let dropped: Vec<String> = before
+                let dropped: Vec<Short> = before
                     .keys()
                     .filter(|ip| !local.contains_key(*ip))
-                    .cloned()
+                    .copied()
                     .collect();
-                let changed: BTreeMap<String, String> = local
+                let changed: BTreeMap<Short, Short> = local
                     .iter()
                     .filter(|(ip, s)| before.get(*ip) != Some(*s))
-                    .map(|(a, b)| (a.clone(), b.clone()))
+                    .map(|(a, b)| (*a, *b))
                     .collect();
                 self.write(node, |st| {
                     for ip in &dropped {
                         st.release_ips.remove(ip);
                     }
-                    st.release_ips
-                        .extend(changed.iter().map(|(a, b)| (a.clone(), b.clone())));
+                    st.release_ips.extend(changed.iter().map(|(a, b)| (*a, *b)));
                 })
                 .await;
             } else {
@@ -493,16 +492,15 @@ impl Operator {
     async fn write_spec(
         &self,
         node: &str,
-        added: &BTreeMap<String, String>,
-        removed: &BTreeSet<String>,
+        added: &BTreeMap<Short, Short>,
+        removed: &BTreeSet<Short>,
     ) {
         for _ in 0..WRITE_ATTEMPTS {
             let Some(fresh) = self.fresh(node).await else {
                 continue;
             };
             let mut spec = fresh.spec().clone();
-            spec.pool
-                .extend(added.iter().map(|(a, b)| (a.clone(), b.clone())));
+            spec.pool.extend(added.iter().map(|(a, b)| (*a, *b)));
             spec.pool.retain(|ip, _| !removed.contains(ip));
             let value = Body::of(Rc::new(spec));
             if let Ok(obj) = self
