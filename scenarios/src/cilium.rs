@@ -30,7 +30,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use sim::event::{Event, Record};
 use sim::runtime::simulate;
-use sim::{Failure, Fault, FaultKind, Kind, Monitor, NodeIx, NodeSpec, Outcome, Schedule};
+use sim::{Failure, Fault, FaultKind, Kind, Monitor, NodeIx, NodeSpec, Outcome, Schedule, Short};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Length of the fault window (ms).
@@ -365,7 +365,7 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
         .collect();
     for (i, ips) in initial.iter().enumerate() {
         for ip in ips {
-            monitor.assigned.insert((names[i].clone(), ip.clone()));
+            monitor.assigned.insert((short(&names[i]), short(ip)));
         }
     }
     simulate(cfg, Box::new(monitor), move |world| {
@@ -377,8 +377,7 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
             let eni = sim::cloud::eni_name(0);
             let ips = cloud.seed_assign(name, &eni, PRE_ALLOCATE as u32);
             debug_assert!(ips.iter().map(|ip| ip.as_str()).eq(initial[i].iter()));
-            let pool: BTreeMap<sim::Short, sim::Short> =
-                ips.into_iter().map(|ip| (ip, eni)).collect();
+            let pool: BTreeMap<Short, Short> = ips.into_iter().map(|ip| (ip, eni)).collect();
             kube.seed_object(
                 KIND,
                 name,
@@ -416,30 +415,40 @@ fn secs(us: u64) -> String {
     format!("{:.3} s", us as f64 / 1e6)
 }
 
+/// A node name, IP address, pod name or handshake state as the monitor keeps it (the model's
+/// names and addresses all fit a `Short`; keys of two `Short`s compare without `memcmp`).
+fn short(s: &str) -> Short {
+    Short::new(s).expect("Cilium node and pod names and addresses fit a Short")
+}
+
+/// (node, ip).
+type NodeIp = (Short, Short);
+
 /// The Cilium monitor (see the module documentation's table).
 pub struct CiliumMonitor {
-    names: Vec<String>,
+    names: Vec<Short>,
     /// Ground truth: (instance, ip) assigned in the cloud.
-    assigned: BTreeSet<(String, String)>,
+    assigned: BTreeSet<NodeIp>,
     /// (node, ip) -> (pod, since).
-    pod_ips: BTreeMap<(String, String), (String, u64)>,
+    pod_ips: BTreeMap<NodeIp, (Short, u64)>,
     /// (node, ip) -> the agent's state.
-    agent_state: BTreeMap<(String, String), String>,
+    agent_state: BTreeMap<NodeIp, Short>,
     /// (node, ip) -> the operator's decision (time, observed rv, state seen).
-    decisions: BTreeMap<(String, String), (u64, u64, String)>,
+    decisions: BTreeMap<NodeIp, (u64, u64, String)>,
     /// (node, rv) -> (time written, client) for CiliumNode status writes.
     writes: BTreeMap<(String, u64), (u64, String)>,
-    pending: BTreeMap<String, (String, u64)>,
-    marked: BTreeSet<(String, String)>,
+    /// pod -> (node, since) for pods waiting for an IP.
+    pending: BTreeMap<Short, (Short, u64)>,
+    marked: BTreeSet<NodeIp>,
     pods_deadline: Option<u64>,
     reached: BTreeSet<&'static str>,
     catalog: &'static [&'static str],
     /// IPs a node can hold (interfaces x capacity).
     capacity: usize,
     /// (node, ip) -> (time, client) of the last unassign.
-    unassigned: BTreeMap<(String, String), (u64, String)>,
+    unassigned: BTreeMap<NodeIp, (u64, String)>,
     /// (node, ip) -> (time, previous state) when the agent's entry went away.
-    entry_removed: BTreeMap<(String, String), (u64, String)>,
+    entry_removed: BTreeMap<NodeIp, (u64, Short)>,
     /// Nodes whose agent, or the operator ("operator"), has a silently dead task.
     dead_tasks: BTreeSet<String>,
 }
@@ -451,7 +460,7 @@ impl CiliumMonitor {
             unassigned: BTreeMap::new(),
             entry_removed: BTreeMap::new(),
             dead_tasks: BTreeSet::new(),
-            names,
+            names: names.iter().map(|n| short(n)).collect(),
             assigned: BTreeSet::new(),
             pod_ips: BTreeMap::new(),
             agent_state: BTreeMap::new(),
@@ -473,14 +482,10 @@ impl CiliumMonitor {
         client: &str,
     ) -> Option<Failure> {
         self.reached.insert("ip-released");
-        self.assigned
-            .remove(&(instance.to_string(), ip.to_string()));
-        self.unassigned.insert(
-            (instance.to_string(), ip.to_string()),
-            (rec.t_us, client.to_string()),
-        );
-        let key = (instance.to_string(), ip.to_string());
-        let (pod, since) = self.pod_ips.get(&key)?.clone();
+        let key = (short(instance), short(ip));
+        self.assigned.remove(&key);
+        self.unassigned.insert(key, (rec.t_us, client.to_string()));
+        let (pod, since) = *self.pod_ips.get(&key)?;
         let node = self
             .names
             .iter()
@@ -515,10 +520,10 @@ impl CiliumMonitor {
 impl Monitor for CiliumMonitor {
     fn on_event(&mut self, rec: &Record) -> Option<Failure> {
         let t = rec.t_us;
-        let node = self.names[rec.node as usize].clone();
+        let node = self.names[rec.node as usize];
         match &rec.event {
             Event::CloudAssign { instance, ip, .. } => {
-                self.assigned.insert((instance.clone(), ip.clone()));
+                self.assigned.insert((short(instance), short(ip)));
                 None
             }
             Event::CloudUnassign {
@@ -551,14 +556,14 @@ impl Monitor for CiliumMonitor {
                 None
             }
             Event::CiliumPodCreated { pod } => {
-                self.pending.insert(pod.clone(), (node, t));
+                self.pending.insert(short(pod), (node, t));
                 None
             }
             Event::CiliumPodIp { pod, ip } => {
-                self.pending.remove(pod);
-                let key = (node.clone(), ip.clone());
-                self.pod_ips.insert(key.clone(), (pod.clone(), t));
-                let state = self.agent_state.get(&key).cloned();
+                self.pending.remove(&short(pod));
+                let key = (node, short(ip));
+                self.pod_ips.insert(key, (short(pod), t));
+                let state = self.agent_state.get(&key).copied();
                 if !self.assigned.contains(&key) {
                     let gone = match self.unassigned.get(&key) {
                         Some((tu, by)) => format!(", {by} having unassigned it at {}", secs(*tu)),
@@ -569,7 +574,7 @@ impl Monitor for CiliumMonitor {
                             let by = self
                                 .writes
                                 .iter()
-                                .filter(|((n, _), (tw, _))| *n == node && tw <= te)
+                                .filter(|((n, _), (tw, _))| n.as_str() == node.as_str() && tw <= te)
                                 .max_by_key(|(_, (tw, _))| *tw)
                                 .map(|(_, (tw, c))| {
                                     format!(" by {c}'s status write at {}", secs(*tw))
@@ -597,9 +602,9 @@ impl Monitor for CiliumMonitor {
                 None
             }
             Event::CiliumPodDeleted { pod, ip } => {
-                self.pending.remove(pod);
+                self.pending.remove(&short(pod));
                 if let Some(ip) = ip {
-                    self.pod_ips.remove(&(node, ip.clone()));
+                    self.pod_ips.remove(&(node, short(ip)));
                 }
                 None
             }
@@ -607,12 +612,12 @@ impl Monitor for CiliumMonitor {
                 self.dead_tasks.insert(if node.starts_with("operator") {
                     "operator".to_string()
                 } else {
-                    node
+                    node.to_string()
                 });
                 None
             }
             Event::NodeCrash => {
-                self.dead_tasks.remove(&node);
+                self.dead_tasks.remove(node.as_str());
                 self.pod_ips.retain(|(n, _), _| *n != node);
                 self.pending.retain(|_, (n, _)| *n != node);
                 self.agent_state.retain(|(n, _), _| *n != node);
@@ -629,7 +634,7 @@ impl Monitor for CiliumMonitor {
                 None
             }
             Event::ProcessExit { name, .. } if name == "cilium-agent" => {
-                self.dead_tasks.remove(&node);
+                self.dead_tasks.remove(node.as_str());
                 self.agent_state.retain(|(n, _), _| *n != node);
                 None
             }
@@ -638,13 +643,13 @@ impl Monitor for CiliumMonitor {
                 state,
                 allocated,
             } => {
-                let key = (node.clone(), ip.clone());
+                let key = (node, short(ip));
                 match state {
                     Some(s) => {
                         if s == DO_NOT_RELEASE && *allocated {
                             self.reached.insert("ack-raced-with-allocation");
                         }
-                        self.agent_state.insert(key, s.clone());
+                        self.agent_state.insert(key, short(s));
                         if s == READY && *allocated {
                             return Some(Failure {
                                 invariant: "agent-answers-truthfully",
@@ -668,7 +673,7 @@ impl Monitor for CiliumMonitor {
                 observed_used,
                 ..
             } => {
-                self.marked.insert((n.clone(), ip.clone()));
+                self.marked.insert((short(n), short(ip)));
                 observed_used.then(|| Failure {
                     invariant: "operator-marks-unused",
                     kind: Kind::Safety,
@@ -677,7 +682,7 @@ impl Monitor for CiliumMonitor {
                 })
             }
             Event::CiliumAbort { node: n, ip } => {
-                self.marked.remove(&(n.clone(), ip.clone()));
+                self.marked.remove(&(short(n), short(ip)));
                 None
             }
             Event::CiliumRelease {
@@ -688,11 +693,10 @@ impl Monitor for CiliumMonitor {
                 observed_rv,
                 handshake,
             } => {
-                self.marked.remove(&(n.clone(), ip.clone()));
-                self.decisions.insert(
-                    (n.clone(), ip.clone()),
-                    (t, *observed_rv, state_seen.clone()),
-                );
+                let key = (short(n), short(ip));
+                self.marked.remove(&key);
+                self.decisions
+                    .insert(key, (t, *observed_rv, state_seen.clone()));
                 let too_early = *excess_for_ms < RELEASE_DELAY.as_millis() as u64;
                 (*handshake && (state_seen != READY || too_early)).then(|| Failure {
                     invariant: "release-acknowledged",
@@ -719,7 +723,7 @@ impl Monitor for CiliumMonitor {
             return None;
         }
         self.pods_deadline = None;
-        let holding = |n: &str| self.pod_ips.keys().filter(|(m, _)| m == n).count();
+        let holding = |n: &Short| self.pod_ips.keys().filter(|(m, _)| m == n).count();
         let operator_ok = !self.dead_tasks.contains("operator");
         let mut waiting = Vec::new();
         for (pod, (n, since)) in &self.pending {
@@ -727,17 +731,17 @@ impl Monitor for CiliumMonitor {
                 continue;
             }
             // IPs of the node that no pod uses but that sit in a handshake state.
-            let held: Vec<&String> = self
+            let held: Vec<&Short> = self
                 .agent_state
                 .iter()
                 .filter(|((m, ip), s)| {
                     m == n
                         && matches!(s.as_str(), MARKED | READY)
-                        && !self.pod_ips.contains_key(&(m.clone(), ip.clone()))
+                        && !self.pod_ips.contains_key(&(*m, *ip))
                 })
                 .map(|((_, ip), _)| ip)
                 .collect();
-            if !operator_ok || self.dead_tasks.contains(n) {
+            if !operator_ok || self.dead_tasks.contains(n.as_str()) {
                 continue;
             }
             if !held.is_empty() {

@@ -96,9 +96,7 @@ impl Cloud {
 
     /// Gives an instance its interfaces (empty) before the run starts.
     pub fn add_instance(&self, instance: &str, enis: u32) {
-        let ifs = (0..enis)
-            .map(|i| (eni_name(i), BTreeSet::new()))
-            .collect();
+        let ifs = (0..enis).map(|i| (eni_name(i), BTreeSet::new())).collect();
         self.0.instances.borrow_mut().insert(instance.into(), ifs);
     }
 

@@ -212,7 +212,14 @@ mod tests {
 
     #[test]
     fn addresses_sort_as_strings_do() {
-        let mut v = ["10.0.0.9", "10.0.0.10", "10.0.0.1", "10.0.1.1", "9.0.0.0", "10.0.0.100"];
+        let mut v = [
+            "10.0.0.9",
+            "10.0.0.10",
+            "10.0.0.1",
+            "10.0.1.1",
+            "9.0.0.0",
+            "10.0.0.100",
+        ];
         let mut s: Vec<Short> = v.iter().map(|a| Short::new(a).unwrap()).collect();
         v.sort();
         s.sort();
@@ -241,7 +248,10 @@ mod tests {
         let back: std::collections::BTreeMap<Short, Short> = serde_json::from_str(&j).unwrap();
         assert_eq!(back, m);
         let s: std::collections::BTreeMap<String, String> = serde_json::from_str(&j).unwrap();
-        assert_eq!(postcard::to_allocvec(&m).unwrap(), postcard::to_allocvec(&s).unwrap());
+        assert_eq!(
+            postcard::to_allocvec(&m).unwrap(),
+            postcard::to_allocvec(&s).unwrap()
+        );
         assert!(serde_json::from_str::<Short>(&format!("\"{}\"", "y".repeat(24))).is_err());
         assert!(serde_json::from_str::<Short>("7").is_err());
     }

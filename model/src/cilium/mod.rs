@@ -160,7 +160,9 @@ mod tests {
     use super::*;
 
     fn pool(spec: &[(&str, &str)]) -> BTreeMap<Short, Short> {
-        spec.iter().map(|(ip, eni)| (Short::lit(ip), Short::lit(eni))).collect()
+        spec.iter()
+            .map(|(ip, eni)| (Short::lit(ip), Short::lit(eni)))
+            .collect()
     }
 
     #[test]
