@@ -50,8 +50,8 @@ pub struct OperatorConfig {
 
 #[derive(Default)]
 struct State {
-    /// (node, ip) of unassigns whose outcome is unknown.
-    uncertain: BTreeSet<(String, Short)>,
+    /// node -> IPs of unassigns whose outcome is unknown.
+    uncertain: BTreeMap<String, BTreeSet<Short>>,
     observed: BTreeMap<String, Rc<Observed>>,
     release: BTreeMap<String, BTreeMap<Short, Short>>,
     first_seen: BTreeMap<String, BTreeMap<Short, u64>>,
@@ -156,6 +156,14 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: Ope
     );
 }
 
+/// `map[node]`, made empty if missing (without making a key string when it is there).
+fn entry<'a, V: Default>(map: &'a mut BTreeMap<String, V>, node: &str) -> &'a mut V {
+    if !map.contains_key(node) {
+        map.insert(node.to_string(), V::default());
+    }
+    map.get_mut(node).expect("just made")
+}
+
 impl Operator {
     fn now_us(&self) -> u64 {
         self.proc.mono_us()
@@ -215,7 +223,7 @@ impl Operator {
         // Fold the agent's answers (and its removal of released entries) into the local state.
         {
             let mut st = self.state.borrow_mut();
-            let local = st.release.entry(node.to_string()).or_default();
+            let local = entry(&mut st.release, node);
             for (ip, s) in &status.release_ips {
                 if local.get(ip).map(Short::as_str) == Some(MARKED)
                     && (*s == READY || *s == DO_NOT_RELEASE)
@@ -262,12 +270,12 @@ impl Operator {
                 pool.remove(&ip);
                 removed.insert(ip);
                 let mut st = self.state.borrow_mut();
-                let local = st.release.entry(node.to_string()).or_default();
+                let local = entry(&mut st.release, node);
                 if matches!(local.get(&ip).map(Short::as_str), Some(READY)) {
                     local.insert(ip, Short::lit(RELEASED));
                 }
             }
-            self.state.borrow_mut().uncertain.retain(|(n, _)| n != node);
+            self.state.borrow_mut().uncertain.remove(node);
             for (eni, ips) in &ifs {
                 for ip in ips {
                     if !pool.contains_key(ip) {
@@ -312,23 +320,23 @@ impl Operator {
             let mut to_release = Vec::new();
             {
                 let mut st = self.state.borrow_mut();
-                let st_uncertain = st.uncertain.clone();
                 let State {
                     release,
                     first_seen,
+                    uncertain,
                     ..
                 } = &mut *st;
-                let local = release.entry(node.to_string()).or_default();
-                let seen = first_seen.entry(node.to_string()).or_default();
+                let local = entry(release, node);
+                let seen = entry(first_seen, node);
                 seen.retain(|ip, _| candidates.contains(ip));
                 if !self.cfg.switches.no_handshake {
-                    let uncertain = &st_uncertain;
+                    let uncertain = uncertain.get(node);
                     let aborted: Vec<Short> = local
                         .iter()
                         .filter(|(ip, s)| {
                             !candidates.contains(*ip)
                                 && **s != RELEASED
-                                && !uncertain.contains(&(node.to_string(), **ip))
+                                && !uncertain.is_some_and(|u| u.contains(*ip))
                         })
                         .map(|(ip, _)| *ip)
                         .collect();
@@ -384,10 +392,7 @@ impl Operator {
                     Err(CloudError::Invalid(_)) => true,
                     Err(CloudError::Timeout) => {
                         if self.cfg.switches.hold_unknown_release {
-                            self.state
-                                .borrow_mut()
-                                .uncertain
-                                .insert((node.to_string(), ip));
+                            entry(&mut self.state.borrow_mut().uncertain, node).insert(ip);
                         }
                         false
                     }
@@ -397,12 +402,9 @@ impl Operator {
                     pool.remove(&ip);
                     removed.insert(ip);
                     let mut st = self.state.borrow_mut();
-                    st.first_seen.entry(node.into()).or_default().remove(&ip);
+                    entry(&mut st.first_seen, node).remove(&ip);
                     if !self.cfg.switches.no_handshake {
-                        st.release
-                            .entry(node.into())
-                            .or_default()
-                            .insert(ip, Short::lit(RELEASED));
+                        entry(&mut st.release, node).insert(ip, Short::lit(RELEASED));
                     }
                 }
             }
