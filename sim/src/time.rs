@@ -28,6 +28,15 @@ thread_local! {
     static ARMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+thread_local! {
+    /// Relays whose timer has gone off and whose sleep is gone, ready for another sleep (saves an
+    /// allocation per sleep; a relay holds no state once reset, so reuse is invisible).
+    static SPARE: std::cell::RefCell<Vec<Arc<Relay>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Spare relays kept at most (enough for every sleep of a busy run to find one).
+const SPARE_MAX: usize = 64;
+
 /// Timers registered with madsim on this thread so far.
 pub(crate) fn armed() -> u64 {
     ARMED.with(|a| a.get())
@@ -139,6 +148,17 @@ impl Sleep {
         if let Some((_, r)) = self.armed.take() {
             r.gone.store(true, Ordering::Relaxed);
             r.waker.take();
+            // Only this sleep holds it: its timer went off and madsim dropped the waker.
+            if Arc::strong_count(&r) == 1 {
+                r.gone.store(false, Ordering::Relaxed);
+                r.fired.store(false, Ordering::Relaxed);
+                let _ = SPARE.try_with(|s| {
+                    let mut s = s.borrow_mut();
+                    if s.len() < SPARE_MAX {
+                        s.push(r);
+                    }
+                });
+            }
         }
     }
 }
@@ -157,11 +177,17 @@ impl Future for Sleep {
             _ => {
                 // None yet, or it went off early (the deadline moved later since).
                 self.disarm();
-                let relay = Arc::new(Relay {
-                    waker: AtomicWaker::new(),
-                    gone: AtomicBool::new(false),
-                    fired: AtomicBool::new(false),
-                });
+                let relay = SPARE
+                    .try_with(|s| s.borrow_mut().pop())
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| {
+                        Arc::new(Relay {
+                            waker: AtomicWaker::new(),
+                            gone: AtomicBool::new(false),
+                            fired: AtomicBool::new(false),
+                        })
+                    });
                 relay.waker.register(cx.waker());
                 let waker = futures::task::waker(relay.clone());
                 ARMED.with(|a| a.set(a.get() + 1));
