@@ -401,11 +401,47 @@ pub struct Datagrams<T>(Rc<DatagramsInner<T>>);
 
 struct DatagramsInner<T> {
     node: NodeIx,
-    /// (arrival µs, sequence) -> (sender, payload): delivered in arrival order.
-    queue: RefCell<std::collections::BTreeMap<(u64, u64), (NodeIx, T)>>,
+    /// Datagrams on the wire, delivered in arrival order (ties: sending order). A heap keeps its
+    /// storage between datagrams (a map allocated a node whenever it went from empty to one).
+    queue: RefCell<std::collections::BinaryHeap<Queued<T>>>,
     seq: Cell<u64>,
     listening: Cell<bool>,
     reader: Reader,
+}
+
+/// A datagram on the wire. Ordered so that the heap's top is the earliest arrival (the earliest
+/// sent among those arriving at the same instant): `BinaryHeap` is a max-heap.
+struct Queued<T> {
+    at: u64,
+    seq: u64,
+    from: NodeIx,
+    item: T,
+}
+
+impl<T> Queued<T> {
+    fn key(&self) -> std::cmp::Reverse<(u64, u64)> {
+        std::cmp::Reverse((self.at, self.seq))
+    }
+}
+
+impl<T> PartialEq for Queued<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl<T> Eq for Queued<T> {}
+
+impl<T> PartialOrd for Queued<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T> Ord for Queued<T> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
 }
 
 impl<T> Clone for Datagrams<T> {
@@ -446,7 +482,12 @@ impl<T> Datagrams<T> {
         }
         let seq = self.0.seq.get();
         self.0.seq.set(seq + 1);
-        self.0.queue.borrow_mut().insert((at, seq), (from, item));
+        self.0.queue.borrow_mut().push(Queued {
+            at,
+            seq,
+            from,
+            item,
+        });
         // At its arrival (at least 1 ms from now, as any sleep) the reader looks again.
         self.0.reader.wake_at(world, at);
     }
@@ -455,10 +496,10 @@ impl<T> Datagrams<T> {
     pub async fn recv(&self, proc: &crate::world::Proc) -> (NodeIx, T) {
         let world = proc.world();
         std::future::poll_fn(|cx| loop {
-            let first = self.0.queue.borrow().keys().next().copied();
+            let first = self.0.queue.borrow().peek().map(|q| q.at);
             match first {
-                Some((at, _)) if at <= world.now_us() => {
-                    let (from, item) = self.0.queue.borrow_mut().pop_first().unwrap().1;
+                Some(at) if at <= world.now_us() => {
+                    let Queued { from, item, .. } = self.0.queue.borrow_mut().pop().unwrap();
                     if world.reachable(from, self.0.node) && world.node_up(self.0.node) {
                         return Poll::Ready((from, item));
                     }
@@ -471,5 +512,30 @@ impl<T> Datagrams<T> {
             }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Queued;
+
+    #[test]
+    fn datagrams_leave_the_wire_by_arrival_then_sending_order() {
+        // (arrival, sequence) pushed out of order, with ties on arrival.
+        let sent = [(30, 0), (10, 1), (20, 2), (10, 3), (30, 4), (5, 5)];
+        let mut heap: std::collections::BinaryHeap<Queued<u64>> = sent
+            .iter()
+            .map(|&(at, seq)| Queued {
+                at,
+                seq,
+                from: 0,
+                item: seq,
+            })
+            .collect();
+        let mut out = Vec::new();
+        while let Some(q) = heap.pop() {
+            out.push((q.at, q.item));
+        }
+        assert_eq!(out, [(5, 5), (10, 1), (10, 3), (20, 2), (30, 0), (30, 4)]);
     }
 }
