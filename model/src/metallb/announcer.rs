@@ -149,10 +149,11 @@ impl Announcer {
             .map(|(name, _)| name)
             .filter(|n| {
                 nodes
-                    .get(n)
+                    .get(&**n)
                     .is_some_and(|v| !v.exclude && !v.network_unavailable)
             })
-            .filter(|n| !local || serving.contains(n))
+            .filter(|n| !local || serving.contains(&**n))
+            .map(|n| n.to_string())
             .collect()
     }
 

@@ -33,6 +33,11 @@ use sim::sync::Notify;
 use sim::{Event, Proc};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// A member's name. Shared, not copied: it travels in every probe and gossip message and sits in
+/// every member record, and copying a `String` each time was most of the protocol's allocations.
+pub type Name = Rc<str>;
 
 /// A member's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +67,7 @@ impl State {
 /// What a push/pull exchange carries about one member.
 #[derive(Clone, Debug)]
 pub struct NodeState {
-    pub name: String,
+    pub name: Name,
     pub addr: NodeIx,
     pub incarnation: u32,
     pub state: State,
@@ -71,21 +76,9 @@ pub struct NodeState {
 /// A gossiped broadcast.
 #[derive(Clone, Debug)]
 pub enum Broadcast {
-    Alive {
-        name: String,
-        addr: NodeIx,
-        inc: u32,
-    },
-    Suspect {
-        name: String,
-        inc: u32,
-        from: String,
-    },
-    Dead {
-        name: String,
-        inc: u32,
-        from: String,
-    },
+    Alive { name: Name, addr: NodeIx, inc: u32 },
+    Suspect { name: Name, inc: u32, from: Name },
+    Dead { name: Name, inc: u32, from: Name },
 }
 
 impl Broadcast {
@@ -103,12 +96,12 @@ impl Broadcast {
 pub enum Packet {
     Ping {
         seq: u32,
-        target: String,
+        target: Name,
     },
     IndirectPing {
         seq: u32,
         target: NodeIx,
-        name: String,
+        name: Name,
     },
     Ack {
         seq: u32,
@@ -131,7 +124,7 @@ struct Suspicion {
     min: Duration,
     max: Duration,
     /// Who reported it (the first reporter does not count as a confirmation).
-    confirmers: BTreeSet<String>,
+    confirmers: BTreeSet<Name>,
 }
 
 impl Suspicion {
@@ -152,14 +145,14 @@ enum AckWaiter {
 /// One speaker's memberlist.
 pub struct Memberlist {
     proc: Proc,
-    name: String,
+    name: Name,
     addr: NodeIx,
     peers: Rc<Peers>,
     incarnation: Cell<u32>,
-    members: RefCell<BTreeMap<String, Member>>,
-    order: RefCell<Vec<String>>,
+    members: RefCell<BTreeMap<Name, Member>>,
+    order: RefCell<Vec<Name>>,
     probe_ix: Cell<usize>,
-    suspicions: RefCell<BTreeMap<String, Suspicion>>,
+    suspicions: RefCell<BTreeMap<Name, Suspicion>>,
     suspicions_changed: Notify,
     queue: RefCell<Vec<(Broadcast, u32)>>,
     queued: Notify,
@@ -178,7 +171,7 @@ impl Memberlist {
         let addr = proc.node();
         let ml = Rc::new(Memberlist {
             proc: proc.clone(),
-            name: proc.host_name(),
+            name: proc.host_name().into(),
             addr,
             peers,
             incarnation: Cell::new(0),
@@ -225,7 +218,7 @@ impl Memberlist {
     }
 
     /// `Members()`: alive and suspect members, this node included: (name, address).
-    pub fn members(&self) -> Vec<(String, NodeIx)> {
+    pub fn members(&self) -> Vec<(Name, NodeIx)> {
         self.members
             .borrow()
             .values()
@@ -253,7 +246,7 @@ impl Memberlist {
         self.dead_node(&me, inc, &me);
         let deadline = self.proc.mono_us() + timeout.as_micros() as u64;
         while self.proc.mono_us() < deadline
-            && self.queue.borrow().iter().any(|(b, _)| b.subject() == me)
+            && self.queue.borrow().iter().any(|(b, _)| b.subject() == &*me)
         {
             self.proc.sleep(GOSSIP_INTERVAL).await;
         }
@@ -314,7 +307,7 @@ impl Memberlist {
 
     fn alive_node(&self, name: &str, addr: NodeIx, inc: u32) {
         let known = self.members.borrow().get(name).map(|m| m.st.incarnation);
-        if name == self.name {
+        if name == &*self.name {
             match known {
                 // Another life of ours is remembered with a newer incarnation: refute it.
                 Some(mine) if inc > mine => self.refute(inc),
@@ -349,11 +342,12 @@ impl Memberlist {
     }
 
     fn insert(&self, name: &str, addr: NodeIx, inc: u32) {
+        let name: Name = name.into();
         self.members.borrow_mut().insert(
-            name.to_string(),
+            name.clone(),
             Member {
                 st: NodeState {
-                    name: name.to_string(),
+                    name: name.clone(),
                     addr,
                     incarnation: inc,
                     state: State::Alive,
@@ -364,9 +358,9 @@ impl Memberlist {
         // A new member goes to a random place of the probe list.
         let mut order = self.order.borrow_mut();
         let at = self.rng.borrow_mut().random_range(0..=order.len());
-        order.insert(at, name.to_string());
+        order.insert(at, name.clone());
         drop(order);
-        self.emit(name, "alive", inc);
+        self.emit(&name, "alive", inc);
     }
 
     /// The state of a known member, unless `inc` is older than what we know (then the message is
@@ -385,7 +379,7 @@ impl Memberlist {
             .suspicions
             .borrow_mut()
             .get_mut(name)
-            .map(|s| s.confirmers.insert(from.to_string()));
+            .map(|s| s.confirmers.insert(from.into()));
         if let Some(new) = confirmed {
             if new {
                 self.suspicions_changed.notify();
@@ -400,7 +394,7 @@ impl Memberlist {
         if state != State::Alive {
             return;
         }
-        if name == self.name {
+        if name == &*self.name {
             self.refute(inc);
             return;
         }
@@ -415,13 +409,13 @@ impl Memberlist {
         let k = if (n as u32) < k + 2 { 0 } else { k };
         let min = suspicion_timeout(SUSPICION_MULT, n, PROBE_INTERVAL);
         self.suspicions.borrow_mut().insert(
-            name.to_string(),
+            name.into(),
             Suspicion {
                 start_us: self.now(),
                 k,
                 min,
                 max: min * SUSPICION_MAX_TIMEOUT_MULT,
-                confirmers: BTreeSet::from([from.to_string()]),
+                confirmers: BTreeSet::from([from.into()]),
             },
         );
         self.suspicions_changed.notify();
@@ -435,7 +429,7 @@ impl Memberlist {
         if matches!(state, State::Dead | State::Left) {
             return;
         }
-        if name == self.name && !self.leaving.get() {
+        if name == &*self.name && !self.leaving.get() {
             self.refute(inc);
             return;
         }
@@ -606,7 +600,7 @@ impl Memberlist {
     fn reset_nodes(&self) {
         let now = self.now();
         let retention = GOSSIP_TO_THE_DEAD.as_micros() as u64;
-        let gone: Vec<(String, u32)> = self
+        let gone: Vec<(Name, u32)> = self
             .members
             .borrow()
             .values()
