@@ -56,8 +56,23 @@ impl ArcWake for Relay {
         arc.fired.store(true, Ordering::Relaxed);
         if !arc.gone.load(Ordering::Relaxed) {
             arc.waker.wake();
+        } else {
+            // Its sleep let go of it, and madsim drops its waker after this call: spare it.
+            spare(arc.clone());
         }
     }
+}
+
+/// Keeps a relay that nothing else will use for the thread's next sleep.
+fn spare(r: Arc<Relay>) {
+    r.gone.store(false, Ordering::Relaxed);
+    r.fired.store(false, Ordering::Relaxed);
+    let _ = SPARE.try_with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_MAX {
+            s.push(r);
+        }
+    });
 }
 
 /// A sleep until a simulated instant that adds one timer, however often it is polled.
@@ -148,16 +163,10 @@ impl Sleep {
         if let Some((_, r)) = self.armed.take() {
             r.gone.store(true, Ordering::Relaxed);
             r.waker.take();
-            // Only this sleep holds it: its timer went off and madsim dropped the waker.
+            // Only this sleep holds it: its timer went off and madsim dropped the waker. (Else
+            // the timer still holds it, and spares it when it goes off.)
             if Arc::strong_count(&r) == 1 {
-                r.gone.store(false, Ordering::Relaxed);
-                r.fired.store(false, Ordering::Relaxed);
-                let _ = SPARE.try_with(|s| {
-                    let mut s = s.borrow_mut();
-                    if s.len() < SPARE_MAX {
-                        s.push(r);
-                    }
-                });
+                spare(r);
             }
         }
     }
@@ -244,6 +253,31 @@ mod tests {
         });
         // The first poll, three wake-ups in the timeout, one at the end of the long sleep.
         assert_eq!(polls, 5);
+    }
+
+    #[test]
+    fn a_relay_serves_again_once_its_timer_has_gone_off() {
+        let spare = || SPARE.with(|s| s.borrow().len());
+        let polls = polls_of(async move {
+            let start = madsim::time::Instant::now();
+            // Beaten at 1 s: the timeout's relay stays with its timer (10 s); the inner sleep's
+            // timer has gone off, so its relay is spare.
+            let r = timeout(Duration::from_secs(10), sleep(Duration::from_secs(1))).await;
+            assert!(r.is_ok());
+            assert_eq!(spare(), 1);
+            // This sleep takes that relay; the timeout's is spared when its timer goes off at
+            // 10 s (waking nobody), this sleep's own when it ends.
+            sleep(Duration::from_secs(20)).await;
+            assert_eq!(spare(), 2);
+            // Later sleeps reuse them, end on time and wake their task once each.
+            for _ in 0..3 {
+                sleep(Duration::from_secs(1)).await;
+                assert_eq!(spare(), 2);
+            }
+            assert_eq!(start.elapsed().as_secs(), 24);
+        });
+        // The first poll, 1 s, 21 s, 22 s, 23 s, 24 s.
+        assert_eq!(polls, 6);
     }
 
     #[test]
