@@ -155,7 +155,7 @@ impl Elector {
             let mut w = self.etcd.watch(&self.key, false, start).await?;
             loop {
                 if let WatchMsg::Events(mut evs) = w.next().await {
-                    return Ok(evs.swap_remove(0));
+                    return Ok(std::rc::Rc::unwrap_or_clone(evs.swap_remove(0)));
                 }
             }
         };

@@ -152,8 +152,8 @@ type Reply = Result<Response, EtcdError>;
 /// A message on a watch stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchMsg {
-    /// Changes, in revision order.
-    Events(Vec<WatchEvent>),
+    /// Changes, in revision order (shared by every watcher they match, not copied for each).
+    Events(Vec<Rc<WatchEvent>>),
     /// The watch was cancelled because its start revision was compacted.
     Canceled { compact_revision: i64 },
 }
@@ -342,7 +342,7 @@ impl Server {
                     .txn(&txn)
                     .map_err(store_err)?;
                 self.publish(
-                    &events,
+                    events,
                     |_| DeleteCause::Client {
                         client: caller.to_string(),
                     },
@@ -375,7 +375,7 @@ impl Server {
                     .revoke(lease)
                     .map_err(store_err)?;
                 self.publish(
-                    &events,
+                    events,
                     |_| DeleteCause::LeaseRevoked {
                         lease,
                         client: caller.to_string(),
@@ -441,7 +441,7 @@ impl Server {
                     Vec::new()
                 };
                 if !past.is_empty() {
-                    tx.send(WatchMsg::Events(past));
+                    tx.send(WatchMsg::Events(past.into_iter().map(Rc::new).collect()));
                 }
                 self.watchers.borrow_mut().push(Watcher { key, prefix, tx });
                 Ok(Response::Watch)
@@ -452,14 +452,14 @@ impl Server {
     /// Emits trace events for changes and pushes them to matching watchers.
     fn publish(
         &self,
-        events: &[WatchEvent],
+        events: Vec<WatchEvent>,
         cause: impl Fn(&WatchEvent) -> DeleteCause,
         client: &str,
     ) {
         if events.is_empty() {
             return;
         }
-        for e in events {
+        for e in &events {
             let ev = match e.kind {
                 EventKind::Put => Event::EtcdPut {
                     key: e.kv.key.clone(),
@@ -480,8 +480,9 @@ impl Server {
         }
         let mut watchers = self.watchers.borrow_mut();
         watchers.retain(|w| !w.tx.is_closed());
+        let events: Vec<Rc<WatchEvent>> = events.into_iter().map(Rc::new).collect();
         for w in watchers.iter() {
-            let mine: Vec<WatchEvent> = events
+            let mine: Vec<Rc<WatchEvent>> = events
                 .iter()
                 .filter(|e| store::in_range(&e.kv.key, &w.key, w.prefix))
                 .cloned()
@@ -498,7 +499,7 @@ impl Server {
         for (lease, events) in expired {
             self.world
                 .emit(self.node(), Event::EtcdLeaseExpire { lease });
-            self.publish(&events, |_| DeleteCause::LeaseExpired { lease }, "etcd");
+            self.publish(events, |_| DeleteCause::LeaseExpired { lease }, "etcd");
         }
     }
 
