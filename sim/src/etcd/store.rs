@@ -391,39 +391,47 @@ impl Store {
     }
 
     fn put_at(&mut self, rev: i64, sub: i64, key: &str, value: &str, lease: i64) -> WatchEvent {
-        let prev = self.live(key).cloned();
-        if let Some(p) = &prev {
-            if p.lease != 0 && p.lease != lease {
-                if let Some(l) = self.leases.get_mut(&p.lease) {
+        // (create revision, version, lease, value) of the live key.
+        let prev = self
+            .live(key)
+            .map(|p| (p.create_revision, p.version, p.lease, p.value.clone()));
+        if let Some((_, _, prev_lease, _)) = prev {
+            if prev_lease != 0 && prev_lease != lease {
+                if let Some(l) = self.leases.get_mut(&prev_lease) {
                     l.keys.remove(key);
                 }
             }
         }
         if lease != 0 {
-            self.leases
-                .get_mut(&lease)
-                .expect("validated")
-                .keys
-                .insert(key.to_string());
+            let keys = &mut self.leases.get_mut(&lease).expect("validated").keys;
+            if !keys.contains(key) {
+                keys.insert(key.to_string());
+            }
         }
         let kv = KeyValue {
             key: key.to_string(),
             value: value.to_string(),
-            create_revision: prev.as_ref().map_or(rev, |p| p.create_revision),
+            create_revision: prev.as_ref().map_or(rev, |p| p.0),
             mod_revision: rev,
-            version: prev.as_ref().map_or(1, |p| p.version + 1),
+            version: prev.as_ref().map_or(1, |p| p.1 + 1),
             lease,
         };
-        self.keys.entry(key.to_string()).or_default().push(Version {
+        let version = Version {
             main: rev,
             sub,
             kv: Some(kv.clone()),
-        });
+        };
+        match self.keys.get_mut(key) {
+            Some(versions) => versions.push(version),
+            None => {
+                self.keys.insert(key.to_string(), vec![version]);
+            }
+        }
         WatchEvent {
             kind: EventKind::Put,
             kv,
             sub,
-            prev_value: prev.map(|p| p.value).unwrap_or_default(),
+            prev_value: prev.map(|p| p.3).unwrap_or_default(),
         }
     }
 
