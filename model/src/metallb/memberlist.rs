@@ -24,7 +24,6 @@
 //! Lifeguard's awareness-scaled probe timeouts and nacks, and metadata/protocol versions.
 
 use super::*;
-use futures::channel::oneshot;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -136,10 +135,39 @@ impl Suspicion {
 
 /// Who waits for an ack.
 enum AckWaiter {
-    /// A probe of ours.
-    Local(oneshot::Sender<()>),
+    /// A probe of ours (it waits on [`Memberlist::probe_wait`]).
+    Local,
     /// An indirect probe we run for `to`: forward the ack with its sequence number.
     Forward { to: NodeIx, seq: u32, since_us: u64 },
+}
+
+/// The probe under way: its sequence number, whether its ack came, and the probing task's waker
+/// (what a oneshot channel would hold, without allocating one per probe).
+#[derive(Default)]
+struct ProbeWait {
+    seq: Option<u32>,
+    acked: bool,
+    waker: Option<std::task::Waker>,
+}
+
+/// Marks a probe as under way for as long as it lives (a probe dropped with its task is no longer
+/// waited for: its ack wakes nobody, and an indirect ping's clean-up forgets its entry).
+struct ProbeGuard<'a>(&'a Memberlist);
+
+impl<'a> ProbeGuard<'a> {
+    fn new(ml: &'a Memberlist, seq: u32) -> Self {
+        *ml.probe_wait.borrow_mut() = ProbeWait {
+            seq: Some(seq),
+            ..Default::default()
+        };
+        ProbeGuard(ml)
+    }
+}
+
+impl Drop for ProbeGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.probe_wait.borrow_mut() = ProbeWait::default();
+    }
 }
 
 /// One speaker's memberlist.
@@ -157,6 +185,8 @@ pub struct Memberlist {
     queue: RefCell<Vec<(Broadcast, u32)>>,
     queued: Notify,
     acks: RefCell<BTreeMap<u32, AckWaiter>>,
+    /// The probe under way (the probe loop runs one at a time) and whether its ack came.
+    probe_wait: RefCell<ProbeWait>,
     seq: Cell<u32>,
     rng: RefCell<ChaCha8Rng>,
     leaving: Cell<bool>,
@@ -183,6 +213,7 @@ impl Memberlist {
             queue: RefCell::default(),
             queued: Notify::new(),
             acks: RefCell::default(),
+            probe_wait: RefCell::default(),
             seq: Cell::new(0),
             rng: RefCell::new(proc.rng("memberlist")),
             leaving: Cell::new(false),
@@ -494,9 +525,10 @@ impl Memberlist {
                 let now = self.now();
                 let mut acks = self.acks.borrow_mut();
                 // Forgotten forwards (their probe ended long ago) are dropped.
-                acks.retain(|_, w| match w {
+                let probing = self.probe_wait.borrow().seq;
+                acks.retain(|s, w| match w {
                     AckWaiter::Forward { since_us, .. } => now - *since_us < 5_000_000,
-                    AckWaiter::Local(tx) => !tx.is_canceled(),
+                    AckWaiter::Local => probing == Some(*s),
                 });
                 acks.insert(
                     mine,
@@ -516,8 +548,14 @@ impl Memberlist {
                 );
             }
             Packet::Ack { seq } => match self.acks.borrow_mut().remove(&seq) {
-                Some(AckWaiter::Local(tx)) => {
-                    let _ = tx.send(());
+                Some(AckWaiter::Local) => {
+                    let mut w = self.probe_wait.borrow_mut();
+                    if w.seq == Some(seq) {
+                        w.acked = true;
+                        if let Some(k) = w.waker.take() {
+                            k.wake();
+                        }
+                    }
                 }
                 Some(AckWaiter::Forward { to, seq, .. }) => self.send(to, Packet::Ack { seq }),
                 None => {}
@@ -528,6 +566,21 @@ impl Memberlist {
                 }
             }
         }
+    }
+
+    /// Until the ack of the probe under way has come.
+    fn ack(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(|cx| {
+            let mut w = self.probe_wait.borrow_mut();
+            if w.acked {
+                return std::task::Poll::Ready(());
+            }
+            match &w.waker {
+                Some(k) if k.will_wake(cx.waker()) => {}
+                _ => w.waker = Some(cx.waker().clone()),
+            }
+            std::task::Poll::Pending
+        })
     }
 
     fn next_seq(&self) -> u32 {
@@ -622,8 +675,8 @@ impl Memberlist {
     async fn probe(&self, target: NodeState) {
         let start = self.now();
         let seq = self.next_seq();
-        let (tx, mut rx) = oneshot::channel();
-        self.acks.borrow_mut().insert(seq, AckWaiter::Local(tx));
+        let _waiting = ProbeGuard::new(self, seq);
+        self.acks.borrow_mut().insert(seq, AckWaiter::Local);
         self.send(
             target.addr,
             Packet::Ping {
@@ -631,7 +684,7 @@ impl Memberlist {
                 target: target.name.clone(),
             },
         );
-        let acked = sim::time::timeout(PROBE_TIMEOUT, &mut rx).await.is_ok();
+        let acked = sim::time::timeout(PROBE_TIMEOUT, self.ack()).await.is_ok();
         if !acked {
             let helpers = self.random_members(INDIRECT_CHECKS, |m| {
                 m.st.state == State::Alive && m.st.name != target.name
@@ -647,7 +700,7 @@ impl Memberlist {
                 );
             }
             let left = (start + PROBE_INTERVAL.as_micros() as u64).saturating_sub(self.now());
-            let acked = sim::time::timeout(Duration::from_micros(left), rx)
+            let acked = sim::time::timeout(Duration::from_micros(left), self.ack())
                 .await
                 .is_ok();
             self.acks.borrow_mut().remove(&seq);
