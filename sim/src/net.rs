@@ -401,8 +401,8 @@ pub struct Datagrams<T>(Rc<DatagramsInner<T>>);
 
 struct DatagramsInner<T> {
     node: NodeIx,
-    /// Datagrams on the wire, delivered in arrival order (ties: sending order). A heap keeps its
-    /// storage between datagrams (a map allocated a node whenever it went from empty to one).
+    /// Datagrams on the wire, delivered in arrival order (ties: sending order). A heap, which
+    /// does less work per datagram than the sorted map it replaced.
     queue: RefCell<std::collections::BinaryHeap<Queued<T>>>,
     seq: Cell<u64>,
     listening: Cell<bool>,

@@ -34,7 +34,8 @@ thread_local! {
     static SPARE: std::cell::RefCell<Vec<Arc<Relay>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Spare relays kept at most (enough for every sleep of a busy run to find one).
+/// Spare relays kept per thread at most (a bound, so that a burst of finished sleeps cannot grow
+/// the list without limit; beyond it a relay is freed as before).
 const SPARE_MAX: usize = 64;
 
 /// Timers registered with madsim on this thread so far.
