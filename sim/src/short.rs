@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// A string of at most [`Short::MAX`] bytes and no NUL byte, stored inline (NUL-padded).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct Short([u8; 24]);
 
 /// A string that does not fit a [`Short`].
@@ -108,7 +108,14 @@ impl PartialOrd for Short {
     }
 }
 
-/// Sound because equality and order agree with the text's (a map keyed by `Short` can be
+/// Hashes as its text, as `Borrow<str>` requires.
+impl std::hash::Hash for Short {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+/// Sound because equality, order and hash agree with the text's (a map keyed by `Short` can be
 /// searched with a `&str`).
 impl Borrow<str> for Short {
     fn borrow(&self) -> &str {
@@ -198,6 +205,14 @@ mod tests {
         .prop_filter("fits", |s| s.len() <= Short::MAX)
     }
 
+    /// A fixed-key hash (every `DefaultHasher::new()` hashes alike).
+    fn hash_of<T: std::hash::Hash + ?Sized>(t: &T) -> u64 {
+        use std::hash::Hasher;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        t.hash(&mut h);
+        h.finish()
+    }
+
     proptest! {
         #[test]
         fn orders_and_compares_as_its_text(a in text(), b in text()) {
@@ -207,6 +222,7 @@ mod tests {
             prop_assert_eq!(x.as_str(), a.as_str());
             prop_assert_eq!(x.len(), a.len());
             prop_assert_eq!(x.is_empty(), a.is_empty());
+            prop_assert_eq!(hash_of(&x), hash_of(a.as_str()));
         }
     }
 
