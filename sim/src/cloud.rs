@@ -146,7 +146,7 @@ impl Cloud {
                     .expect("a dotted address fits")
             })
             .collect();
-        ips.extend(new.iter().cloned());
+        ips.extend(new.iter().copied());
         Ok(new)
     }
 

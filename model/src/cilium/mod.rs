@@ -225,7 +225,7 @@ mod tests {
         assert!(excess_ips(&p, |ip| used.contains(ip), 8, 2).is_empty());
         assert!(excess_ips(&p, |ip| used.contains(ip), 10, 0).is_empty());
         // Used IPs are never chosen, whatever the interface.
-        let all_used: BTreeSet<Short> = p.keys().cloned().collect();
+        let all_used: BTreeSet<Short> = p.keys().copied().collect();
         assert!(excess_ips(&p, |ip| all_used.contains(ip), 0, 0).is_empty());
     }
 

@@ -264,7 +264,7 @@ impl Operator {
             for ip in pool
                 .keys()
                 .filter(|ip| !held(ip))
-                .cloned()
+                .copied()
                 .collect::<Vec<_>>()
             {
                 pool.remove(&ip);
