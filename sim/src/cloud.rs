@@ -142,7 +142,7 @@ impl Cloud {
             .map(|_| {
                 let n = *counter;
                 *counter += 1;
-                Short::new(&format!("10.{base}.{}.{}", n / 250, n % 250 + 1))
+                Short::from_fmt(format_args!("10.{base}.{}.{}", n / 250, n % 250 + 1))
                     .expect("a dotted address fits")
             })
             .collect();
@@ -238,7 +238,7 @@ impl Cloud {
 
 /// The name of an instance's interface `i` ("eni-0", "eni-1", ...).
 pub fn eni_name(i: u32) -> Short {
-    Short::new(&format!("eni-{i}")).expect("an interface name fits")
+    Short::from_fmt(format_args!("eni-{i}")).expect("an interface name fits")
 }
 
 /// A process's cloud API client.

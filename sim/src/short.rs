@@ -50,6 +50,29 @@ impl Short {
         Ok(Short(a))
     }
 
+    /// Formats `args` straight into a `Short` (no heap string in between): `Short::from_fmt(
+    /// format_args!("eni-{i}"))`. Fails, with the text written so far, if it does not fit.
+    pub fn from_fmt(args: fmt::Arguments<'_>) -> Result<Short, TooLong> {
+        struct Fill([u8; 24], usize);
+        impl fmt::Write for Fill {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                let b = s.as_bytes();
+                let end = self.1 + b.len();
+                if end > Short::MAX || b.contains(&0) {
+                    return Err(fmt::Error);
+                }
+                self.0[self.1..end].copy_from_slice(b);
+                self.1 = end;
+                Ok(())
+            }
+        }
+        let mut fill = Fill([0; 24], 0);
+        match fmt::write(&mut fill, args) {
+            Ok(()) => Ok(Short(fill.0)),
+            Err(_) => Err(TooLong(args.to_string())),
+        }
+    }
+
     /// A string known to fit (a literal in the code), usable in constants. Panics if it does not.
     pub const fn lit(s: &str) -> Short {
         let b = s.as_bytes();
@@ -240,6 +263,23 @@ mod tests {
         v.sort();
         s.sort();
         assert_eq!(s.iter().map(|x| x.as_str()).collect::<Vec<_>>(), v);
+    }
+
+    #[test]
+    fn formats_in_place_as_format_does() {
+        for i in [0u32, 7, 42, 123_456] {
+            let s = Short::from_fmt(format_args!("eni-{i}")).unwrap();
+            assert_eq!(s.as_str(), format!("eni-{i}"));
+            assert_eq!(s, Short::new(&format!("eni-{i}")).unwrap());
+        }
+        let long = Short::from_fmt(format_args!("{}-{}", "n".repeat(20), 1234));
+        assert_eq!(long, Err(TooLong(format!("{}-1234", "n".repeat(20)))));
+        assert!(Short::from_fmt(format_args!("a{}b", '\0')).is_err());
+        let max = "x".repeat(Short::MAX);
+        assert_eq!(
+            Short::from_fmt(format_args!("{max}")).unwrap().as_str(),
+            max
+        );
     }
 
     #[test]

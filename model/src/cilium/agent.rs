@@ -253,22 +253,27 @@ impl Agent {
                 .filter(|(_, ip)| ip.is_none())
                 .map(|(pod, _)| *pod)
                 .collect();
-            for pod in pending {
-                let free = {
-                    let (spec, used, view) =
-                        (self.spec.borrow(), self.used.borrow(), self.view.borrow());
-                    spec.pool
-                        .keys()
-                        .find(|ip| {
-                            !used.contains_key(*ip)
-                                && !matches!(
-                                    view.get(*ip).map(Short::as_str),
-                                    Some(MARKED | READY | RELEASED)
-                                )
-                        })
-                        .copied()
-                };
-                let Some(ip) = free else { break };
+            // Each pending pod, in name order, gets the first free IP in pool order. Only this
+            // pass takes IPs, each the first left, so one walk of the pool finds them all.
+            let free: Vec<Short> = if pending.is_empty() {
+                Vec::new()
+            } else {
+                let (spec, used, view) =
+                    (self.spec.borrow(), self.used.borrow(), self.view.borrow());
+                spec.pool
+                    .keys()
+                    .filter(|ip| {
+                        !used.contains_key(*ip)
+                            && !matches!(
+                                view.get(*ip).map(Short::as_str),
+                                Some(MARKED | READY | RELEASED)
+                            )
+                    })
+                    .take(pending.len())
+                    .copied()
+                    .collect()
+            };
+            for (pod, ip) in pending.into_iter().zip(free) {
                 self.used.borrow_mut().insert(ip, pod);
                 if let Some(slot) = self.pods.pods.borrow_mut().get_mut(&pod) {
                     *slot = Some(ip);
