@@ -1,7 +1,9 @@
 //! The benchmark behind `faultline bench` and `cargo bench`: for one scenario, seeds per second
 //! on one core, the simulated-time speedup, events per second, peak memory, the `--jobs N` speedup,
 //! and the ratio to a raw madsim program with the same nodes, timers and messages (no world,
-//! monitor, trace or model logic), measured in the same process.
+//! monitor, trace or model logic), measured in the same process: `baseline_ratio` against the
+//! program handing its messages over in memory, `baseline_net_ratio` against the same program
+//! sending them over madsim's own network.
 
 use crate::explore::{explore, ExploreConfig};
 use crate::Scenario;
@@ -17,6 +19,8 @@ pub struct BenchRow {
     pub events_per_sec: f64,
     pub peak_rss_mb: f64,
     pub baseline_ratio: f64,
+    /// The ratio to the same raw-madsim program with its messages over madsim's network.
+    pub baseline_net_ratio: f64,
     pub ms_per_seed: f64,
     pub timers_per_seed: u64,
     pub messages_per_seed: u64,
@@ -73,23 +77,25 @@ pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u3
         s1.timers / n,
         s1.messages / n,
     );
-    let baseline = || {
+    let baseline = |program: fn(u64, usize, u64, u64, u64) -> u64| {
         let t0 = Instant::now();
         sim::runtime::pool(
             seeds as usize,
             1,
             std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            move |i| sim::runtime::baseline(i as u64, nodes, sim_ms, timers, messages),
+            move |i| program(i as u64, nodes, sim_ms, timers, messages),
             |_, _| {},
         );
         t0.elapsed().as_secs_f64()
     };
     let mut wn = measure(jobs).0;
-    let mut wb = baseline();
+    let mut wb = baseline(sim::runtime::baseline);
+    let mut wbn = baseline(sim::runtime::baseline_net);
     for _ in 1..repeat.max(1) {
         w1 = w1.min(measure(1).0);
         wn = wn.min(measure(jobs).0);
-        wb = wb.min(baseline());
+        wb = wb.min(baseline(sim::runtime::baseline));
+        wbn = wbn.min(baseline(sim::runtime::baseline_net));
     }
     BenchRow {
         scenario: sc.name,
@@ -98,6 +104,7 @@ pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u3
         events_per_sec: s1.events as f64 / w1,
         peak_rss_mb: peak_rss_mb(),
         baseline_ratio: w1 / wb,
+        baseline_net_ratio: w1 / wbn,
         ms_per_seed: w1 * 1000.0 / seeds as f64,
         timers_per_seed: timers,
         messages_per_seed: messages,
@@ -116,6 +123,7 @@ impl BenchRow {
             "events_per_sec": self.events_per_sec,
             "peak_rss_mb": self.peak_rss_mb,
             "baseline_ratio": self.baseline_ratio,
+            "baseline_net_ratio": self.baseline_net_ratio,
             "ms_per_seed": self.ms_per_seed,
             "timers_per_seed": self.timers_per_seed,
             "messages_per_seed": self.messages_per_seed,
@@ -127,13 +135,14 @@ impl BenchRow {
     /// One human-readable line.
     pub fn line(&self) -> String {
         format!(
-            "{:<28} {:>6.0} seeds/s/core {:>8.0}x real time {:>8.0} events/s {:>6.2} ms/seed  baseline x{:.2} ({} timers, {} messages)  --jobs {}: {:.2}x",
+            "{:<28} {:>6.0} seeds/s/core {:>8.0}x real time {:>8.0} events/s {:>6.2} ms/seed  baseline x{:.2} (over madsim's network x{:.2}; {} timers, {} messages)  --jobs {}: {:.2}x",
             self.scenario,
             self.seeds_per_sec,
             self.sim_speedup,
             self.events_per_sec,
             self.ms_per_seed,
             self.baseline_ratio,
+            self.baseline_net_ratio,
             self.timers_per_seed,
             self.messages_per_seed,
             self.jobs,

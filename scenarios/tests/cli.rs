@@ -421,6 +421,7 @@ fn bench_json_has_every_figure() {
         "events_per_sec",
         "peak_rss_mb",
         "baseline_ratio",
+        "baseline_net_ratio",
     ] {
         let v = r[k].as_f64().unwrap_or_else(|| panic!("{k} missing: {r}"));
         assert!(v.is_finite() && v > 0.0, "{k} = {v}");

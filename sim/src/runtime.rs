@@ -240,33 +240,93 @@ pub async fn sleep(d: Duration) {
 
 /// A raw madsim program with the given load and none of the harness (no world, monitor, trace or
 /// model logic): `nodes` nodes, each running one task that wakes on `timers / nodes` timers spread
-/// over `sim_ms` and sends its share of `messages` to the next node's task over a channel.
-/// Returns the simulated time it covered (ms). Used to express the harness's cost as a ratio.
-#[allow(clippy::disallowed_methods)] // raw madsim on purpose: no harness
+/// over `sim_ms` and sends its share of `messages` to the next node's task over a channel (a
+/// hand-off in memory: the arrival timers of the run's messages are among its `timers`). Returns
+/// the messages received. Used to express the harness's cost as a ratio.
 pub fn baseline(seed: u64, nodes: usize, sim_ms: u64, timers: u64, messages: u64) -> u64 {
+    baseline_program(seed, nodes, sim_ms, timers, messages, false)
+}
+
+/// The program of [`baseline`] with its messages sent over madsim's own network
+/// (`madsim::net::Endpoint`, each to the next node) instead of a channel: the same nodes, timers
+/// and messages as a madsim user would write them. madsim's network arms each message's arrival
+/// timer itself, so the nodes sleep on `timers - messages` timers of their own. Returns the
+/// messages received.
+pub fn baseline_net(seed: u64, nodes: usize, sim_ms: u64, timers: u64, messages: u64) -> u64 {
+    baseline_program(seed, nodes, sim_ms, timers, messages, true)
+}
+
+#[allow(clippy::disallowed_methods)] // raw madsim on purpose: no harness
+fn baseline_program(
+    seed: u64,
+    nodes: usize,
+    sim_ms: u64,
+    timers: u64,
+    messages: u64,
+    over_net: bool,
+) -> u64 {
     use futures::StreamExt;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
     let rt = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let received = Arc::new(AtomicU64::new(0));
+    let got = received.clone();
     rt.block_on(async move {
         let handle = madsim::runtime::Handle::current();
         let n = nodes.max(1);
-        let per_timers = (timers / n as u64).max(1);
         let per_msgs = messages / n as u64;
+        let own_timers = if over_net {
+            timers.saturating_sub(messages)
+        } else {
+            timers
+        };
+        let per_timers = (own_timers / n as u64).max(per_msgs).max(1);
         let tick = Duration::from_micros((sim_ms * 1000 / per_timers).max(1_000));
+        let every = (per_timers / per_msgs.max(1)).max(1);
+        let addr = |i: usize| {
+            std::net::SocketAddr::from(([10, (i / 250) as u8, 0, (i % 250 + 1) as u8], 1))
+        };
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..n)
             .map(|_| futures::channel::mpsc::unbounded::<u64>())
             .unzip();
         let mut joins = Vec::new();
         for (i, mut rx) in receivers.into_iter().enumerate() {
-            let next = senders[(i + 1) % n].clone();
-            let node = handle.create_node().name(format!("b{i}")).build();
-            // A receiver woken by every message, as a harness service is.
-            node.spawn(async move { while rx.next().await.is_some() {} });
-            joins.push(node.spawn(async move {
-                let every = (per_timers / per_msgs.max(1)).max(1);
+            let (next, to, got) = (senders[(i + 1) % n].clone(), addr((i + 1) % n), got.clone());
+            let node = handle.create_node().name(format!("b{i}"));
+            if !over_net {
+                let node = node.build();
+                // A receiver woken by every message, as a harness service is.
+                node.spawn(async move {
+                    while rx.next().await.is_some() {
+                        got.fetch_add(1, Relaxed);
+                    }
+                });
+                joins.push(node.spawn(async move {
+                    for k in 0..per_timers {
+                        madsim::time::sleep(tick).await;
+                        if per_msgs > 0 && k % every == 0 {
+                            let _ = next.unbounded_send(k);
+                        }
+                    }
+                }));
+                continue;
+            }
+            joins.push(node.ip(addr(i).ip()).build().spawn(async move {
+                let ep = Arc::new(
+                    madsim::net::Endpoint::bind(addr(i))
+                        .await
+                        .expect("a fresh node's port is free"),
+                );
+                let rx = ep.clone();
+                madsim::task::spawn(async move {
+                    while rx.recv_from_raw(0).await.is_ok() {
+                        got.fetch_add(1, Relaxed);
+                    }
+                });
                 for k in 0..per_timers {
                     madsim::time::sleep(tick).await;
                     if per_msgs > 0 && k % every == 0 {
-                        let _ = next.unbounded_send(k);
+                        let _ = ep.send_to_raw(to, 0, Box::new(k)).await;
                     }
                 }
             }));
@@ -274,6 +334,8 @@ pub fn baseline(seed: u64, nodes: usize, sim_ms: u64, timers: u64, messages: u64
         for j in joins {
             let _ = j.await;
         }
+        // Let the last messages arrive.
+        madsim::time::sleep(Duration::from_secs(1)).await;
     });
-    sim_ms
+    received.load(Relaxed)
 }
