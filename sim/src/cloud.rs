@@ -173,7 +173,7 @@ impl Cloud {
                 if ambiguous {
                     p.emit(Event::CloudAmbiguous {
                         op: op.into(),
-                        client: caller,
+                        client: caller.to_string(),
                     });
                     reply.lose();
                 } else {

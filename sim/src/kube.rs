@@ -307,7 +307,7 @@ impl Kube {
             name: name.into(),
             rv: obj.rv,
             part: "status".into(),
-            client: p.ident(),
+            client: p.ident().to_string(),
         });
         self.publish(WatchEvent::Upsert(obj));
     }

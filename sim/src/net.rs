@@ -81,7 +81,7 @@ impl Reader {
 /// A request as a server sees it.
 pub struct Call<Req, Resp> {
     /// The caller's identity (`host:pid`).
-    pub caller: String,
+    pub caller: Rc<str>,
     /// The caller's node.
     pub from: NodeIx,
     /// The request.
@@ -206,7 +206,7 @@ impl<Req, Resp> Endpoint<Req, Resp> {
         &self,
         world: &World,
         from: NodeIx,
-        caller: String,
+        caller: Rc<str>,
         req: Req,
         timeout: Duration,
     ) -> Result<Resp, RpcError> {

@@ -1012,8 +1012,8 @@ impl Proc {
     }
 
     /// `host:pid`, the identity used in traces.
-    pub fn ident(&self) -> String {
-        self.ident.to_string()
+    pub fn ident(&self) -> Rc<str> {
+        self.ident.clone()
     }
 
     pub(crate) fn world(&self) -> &World {

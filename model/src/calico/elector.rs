@@ -62,7 +62,7 @@ impl Elector {
         sw: Switches,
     ) -> Rc<Elector> {
         Rc::new(Elector {
-            id: proc.ident(),
+            id: proc.ident().to_string(),
             rng: RefCell::new(proc.rng("elector")),
             proc: proc.clone(),
             etcd,

@@ -296,7 +296,7 @@ impl Server {
                     Event::EtcdAmbiguous {
                         op,
                         applied,
-                        client: caller,
+                        client: caller.to_string(),
                     },
                 );
                 continue;
