@@ -166,7 +166,12 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Measure seeds per second per core and simulated-time speedup for each scenario.
+    /// Measure each scenario's speed, memory and cost against raw madsim.
+    ///
+    /// Seeds per second per core, simulated-time speedup, events per second, peak memory, `--jobs`
+    /// scaling, and the time ratio to two raw-madsim programs with the run's nodes, timers and
+    /// messages: `baseline_ratio` (messages handed over in memory) and `baseline_net_ratio`
+    /// (messages sent over madsim's network).
     Bench {
         scenarios: Vec<String>,
         /// Seeds per measurement.
