@@ -8,6 +8,7 @@
 
 use crate::fault::FaultKind;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// How a process ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,10 +79,11 @@ pub enum Event {
     ClockDrift { ppm: i64 },
 
     // ---- the simulated etcd ----
-    /// A key was created or updated.
+    /// A key was created or updated (key and value shared with the store: an event costs no copy
+    /// of them; `Arc`, so that events stay `Send` for monitors that hand them to other threads).
     EtcdPut {
-        key: String,
-        value: String,
+        key: Arc<str>,
+        value: Arc<str>,
         rev: i64,
         version: i64,
         lease: i64,
@@ -89,9 +91,9 @@ pub enum Event {
     },
     /// A key was deleted.
     EtcdDelete {
-        key: String,
+        key: Arc<str>,
         rev: i64,
-        prev_value: String,
+        prev_value: Arc<str>,
         cause: DeleteCause,
     },
     /// A lease was granted.

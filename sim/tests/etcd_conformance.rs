@@ -377,8 +377,8 @@ impl<'a> Pair<'a> {
 
     fn sim_kv(&self, kv: &sim::etcd::KeyValue) -> Kv {
         Kv {
-            key: kv.key.clone(),
-            value: kv.value.clone(),
+            key: kv.key.to_string(),
+            value: kv.value.to_string(),
             create: kv.create_revision - self.sim_base,
             modr: kv.mod_revision - self.sim_base,
             version: kv.version,
@@ -537,8 +537,8 @@ impl<'a> Pair<'a> {
                                 };
                                 (
                                     kind.to_string(),
-                                    e.kv.key.clone(),
-                                    e.kv.value.clone(),
+                                    e.kv.key.to_string(),
+                                    e.kv.value.to_string(),
                                     e.kv.mod_revision - self.sim_base,
                                     e.kv.version,
                                 )

@@ -214,7 +214,7 @@ fn etcd_restart_keeps_data_and_resets_lease_ttls() {
         c.put("/d", "durable", 0).await.unwrap();
         p.sleep(Duration::from_secs(40)).await;
         // Back at 35 s with a fresh 60 s TTL: the key lives until ~95 s instead of ~60 s.
-        let durable = c.get("/d").await.unwrap().unwrap().value;
+        let durable = c.get("/d").await.unwrap().unwrap().value.to_string();
         log.borrow_mut().push(durable);
         let mut watch = c.watch("/r", false, 0).await.unwrap();
         if let WatchMsg::Events(ev) = watch.next().await {

@@ -626,8 +626,8 @@ impl Monitor for CalicoMonitor {
                 }
                 None
             }
-            Event::EtcdPut { key, value, lease, .. } if *key == self.key => match &self.holder {
-                Some(h) if h.value != *value => Some(Failure {
+            Event::EtcdPut { key, value, lease, .. } if **key == *self.key => match &self.holder {
+                Some(h) if *h.value != **value => Some(Failure {
                     invariant: "election-key-single-holder",
                     kind: Kind::Safety,
                     node: self.parse_id(value).0,
@@ -636,17 +636,17 @@ impl Monitor for CalicoMonitor {
                 Some(_) => None,
                 None => {
                     let (n, pid) = self.parse_id(value);
-                    if !self.winners.is_empty() && !self.winners.contains(value) {
+                    if !self.winners.is_empty() && !self.winners.contains(&**value) {
                         self.reach("handover");
                     }
-                    self.winners.insert(value.clone());
-                    self.holder = Some(Holder { value: value.clone(), node: n, pid, since_us: t, lease: *lease });
+                    self.winners.insert(value.to_string());
+                    self.holder = Some(Holder { value: value.to_string(), node: n, pid, since_us: t, lease: *lease });
                     None
                 }
             },
-            Event::EtcdDelete { key, prev_value, cause, .. } if *key == self.key => {
+            Event::EtcdDelete { key, prev_value, cause, .. } if **key == *self.key => {
                 let failure = match cause {
-                    DeleteCause::Client { client } | DeleteCause::LeaseRevoked { client, .. } if client != prev_value => {
+                    DeleteCause::Client { client } | DeleteCause::LeaseRevoked { client, .. } if **client != **prev_value => {
                         let (cn, _) = self.parse_id(client);
                         let (vn, vpid) = self.parse_id(prev_value);
                         let dead_pid_cleanup = cn.is_some() && cn == vn && !self.alive.contains(&(vn.unwrap(), vpid));

@@ -16,12 +16,15 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// A key's state as etcd returns it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyValue {
-    pub key: String,
-    pub value: String,
+    /// Key and value are shared: a put stores one copy, and every version, read, watch event and
+    /// trace event refers to it.
+    pub key: Arc<str>,
+    pub value: Arc<str>,
     pub create_revision: i64,
     pub mod_revision: i64,
     pub version: i64,
@@ -39,7 +42,7 @@ pub struct WatchEvent {
     /// Sub-revision (order within the transaction).
     pub sub: i64,
     /// The value before a delete (for traces; etcd returns it with `prev_kv`).
-    pub prev_value: String,
+    pub prev_value: Arc<str>,
 }
 
 /// Kind of change.
@@ -312,7 +315,7 @@ impl Store {
         let kv = self.live(&c.key);
         let ord = match (&c.target, kv) {
             (Target::Value(_), None) => return false,
-            (Target::Value(v), Some(kv)) => kv.value.as_str().cmp(v.as_str()),
+            (Target::Value(v), Some(kv)) => (*kv.value).cmp(v.as_str()),
             (Target::Version(n), kv) => kv.map_or(0, |k| k.version).cmp(n),
             (Target::CreateRevision(n), kv) => kv.map_or(0, |k| k.create_revision).cmp(n),
             (Target::ModRevision(n), kv) => kv.map_or(0, |k| k.mod_revision).cmp(n),
@@ -391,11 +394,17 @@ impl Store {
     }
 
     fn put_at(&mut self, rev: i64, sub: i64, key: &str, value: &str, lease: i64) -> WatchEvent {
-        // (create revision, version, lease, value) of the live key.
-        let prev = self
-            .live(key)
-            .map(|p| (p.create_revision, p.version, p.lease, p.value.clone()));
-        if let Some((_, _, prev_lease, _)) = prev {
+        // (create revision, version, lease, value, key) of the live key.
+        let prev = self.live(key).map(|p| {
+            (
+                p.create_revision,
+                p.version,
+                p.lease,
+                p.value.clone(),
+                p.key.clone(),
+            )
+        });
+        if let Some((_, _, prev_lease, _, _)) = prev {
             if prev_lease != 0 && prev_lease != lease {
                 if let Some(l) = self.leases.get_mut(&prev_lease) {
                     l.keys.remove(key);
@@ -409,8 +418,10 @@ impl Store {
             }
         }
         let kv = KeyValue {
-            key: key.to_string(),
-            value: value.to_string(),
+            key: prev
+                .as_ref()
+                .map_or_else(|| Arc::from(key), |p| p.4.clone()),
+            value: Arc::from(value),
             create_revision: prev.as_ref().map_or(rev, |p| p.0),
             mod_revision: rev,
             version: prev.as_ref().map_or(1, |p| p.1 + 1),
@@ -448,7 +459,7 @@ impl Store {
             kv: None,
         });
         let kv = KeyValue {
-            key: key.to_string(),
+            key: prev.key.clone(),
             mod_revision: rev,
             ..Default::default()
         };
@@ -635,7 +646,7 @@ impl Store {
                         .map(|p| p.value.clone())
                         .unwrap_or_default()
                 } else {
-                    String::new()
+                    Arc::from("")
                 };
                 out.push(match &v.kv {
                     Some(kv) => WatchEvent {
@@ -647,7 +658,7 @@ impl Store {
                     None => WatchEvent {
                         kind: EventKind::Delete,
                         kv: KeyValue {
-                            key: k.clone(),
+                            key: Arc::from(k.as_str()),
                             mod_revision: v.main,
                             ..Default::default()
                         },

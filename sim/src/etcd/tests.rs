@@ -92,7 +92,7 @@ fn put_if_absent_only_once() {
     let (r, _) = s.txn(&put_if_absent("/e", "h2:1", 0)).unwrap();
     assert!(!r.succeeded);
     match &r.results[0] {
-        OpResult::Range { kvs } => assert_eq!(kvs[0].value, "h1:1"),
+        OpResult::Range { kvs } => assert_eq!(&*kvs[0].value, "h1:1"),
         other => panic!("{other:?}"),
     }
 }
@@ -182,7 +182,7 @@ fn watch_history_and_compaction() {
             .collect::<Vec<_>>(),
         vec![(EventKind::Put, 3), (EventKind::Delete, 4)]
     );
-    assert_eq!(ev[1].prev_value, "1");
+    assert_eq!(&*ev[1].prev_value, "1");
     // Compaction: below it, reads and watches fail; at it they work.
     assert_eq!(s.compact(4), Ok(5));
     assert_eq!(
@@ -200,7 +200,7 @@ fn watch_history_and_compaction() {
     );
     let (kvs, _) = s.range("/w/", true, 4).unwrap();
     assert_eq!(
-        kvs.iter().map(|k| k.key.as_str()).collect::<Vec<_>>(),
+        kvs.iter().map(|k| &*k.key).collect::<Vec<_>>(),
         vec!["/w/b"]
     );
     // Compaction never goes backwards or into the future.
@@ -218,8 +218,8 @@ fn historical_reads_see_old_values() {
     let mut s = Store::default();
     s.put("/h", "old", 0).unwrap(); // 2
     s.put("/h", "new", 0).unwrap(); // 3
-    assert_eq!(s.range("/h", false, 2).unwrap().0[0].value, "old");
-    assert_eq!(s.range("/h", false, 3).unwrap().0[0].value, "new");
+    assert_eq!(s.range("/h", false, 2).unwrap().0[0].value.as_ref(), "old");
+    assert_eq!(s.range("/h", false, 3).unwrap().0[0].value.as_ref(), "new");
     assert_eq!(s.range("/h", false, 4), Err(StoreError::FutureRevision));
 }
 
