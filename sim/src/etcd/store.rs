@@ -394,19 +394,11 @@ impl Store {
     }
 
     fn put_at(&mut self, rev: i64, sub: i64, key: &str, value: &str, lease: i64) -> WatchEvent {
-        // (create revision, version, lease, value, key) of the live key.
-        let prev = self.live(key).map(|p| {
-            (
-                p.create_revision,
-                p.version,
-                p.lease,
-                p.value.clone(),
-                p.key.clone(),
-            )
-        });
-        if let Some((_, _, prev_lease, _, _)) = prev {
-            if prev_lease != 0 && prev_lease != lease {
-                if let Some(l) = self.leases.get_mut(&prev_lease) {
+        // The live key (a cheap copy: its key and value are shared).
+        let prev = self.live(key).cloned();
+        if let Some(p) = &prev {
+            if p.lease != 0 && p.lease != lease {
+                if let Some(l) = self.leases.get_mut(&p.lease) {
                     l.keys.remove(key);
                 }
             }
@@ -420,11 +412,11 @@ impl Store {
         let kv = KeyValue {
             key: prev
                 .as_ref()
-                .map_or_else(|| Arc::from(key), |p| p.4.clone()),
+                .map_or_else(|| Arc::from(key), |p| p.key.clone()),
             value: Arc::from(value),
-            create_revision: prev.as_ref().map_or(rev, |p| p.0),
+            create_revision: prev.as_ref().map_or(rev, |p| p.create_revision),
             mod_revision: rev,
-            version: prev.as_ref().map_or(1, |p| p.1 + 1),
+            version: prev.as_ref().map_or(1, |p| p.version + 1),
             lease,
         };
         let version = Version {
@@ -442,7 +434,7 @@ impl Store {
             kind: EventKind::Put,
             kv,
             sub,
-            prev_value: prev.map(|p| p.3).unwrap_or_default(),
+            prev_value: prev.map(|p| p.value).unwrap_or_default(),
         }
     }
 
