@@ -452,9 +452,8 @@ impl Default for TraceHasher {
 impl TraceHasher {
     /// Folds one line into the hash.
     pub fn add(&mut self, line: &TraceLineRef<'_>) {
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        self.buf = postcard::to_extend(line, buf).expect("trace lines encode");
+        self.buf.clear();
+        crate::wire::encode(line, &mut self.buf).expect("trace lines encode");
         self.hasher.update(&self.buf);
     }
 

@@ -26,6 +26,7 @@ pub mod runtime;
 pub mod short;
 pub mod sync;
 pub mod time;
+pub mod wire;
 pub mod world;
 
 pub use event::{Event, NodeIx, Record};
