@@ -28,15 +28,19 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use sim::net::{Call, Endpoint};
+use sim::short::Short;
 use sim::sync::Notify;
 use sim::{Event, Proc};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-/// A member's name. Shared, not copied: it travels in every probe and gossip message and sits in
-/// every member record, and copying a `String` each time was most of the protocol's allocations.
-pub type Name = Rc<str>;
+/// A member's name: a node name, inline and `Copy`. It travels in every probe and gossip message,
+/// sits in every member record and keys the member and suspicion maps; an inline string compares
+/// in registers (a shared `Rc<str>` went through `memcmp` on every map step and counted references
+/// on every copy). Node names are short (`n1`.. in the MetalLB scenarios; at most [`Short::MAX`]
+/// bytes, checked when the memberlist starts).
+pub type Name = Short;
 
 /// A member's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +68,7 @@ impl State {
 }
 
 /// What a push/pull exchange carries about one member.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct NodeState {
     pub name: Name,
     pub addr: NodeIx,
@@ -73,7 +77,7 @@ pub struct NodeState {
 }
 
 /// A gossiped broadcast.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Broadcast {
     Alive { name: Name, addr: NodeIx, inc: u32 },
     Suspect { name: Name, inc: u32, from: Name },
@@ -81,11 +85,11 @@ pub enum Broadcast {
 }
 
 impl Broadcast {
-    fn subject(&self) -> &str {
+    fn subject(&self) -> Name {
         match self {
             Broadcast::Alive { name, .. }
             | Broadcast::Suspect { name, .. }
-            | Broadcast::Dead { name, .. } => name,
+            | Broadcast::Dead { name, .. } => *name,
         }
     }
 }
@@ -201,7 +205,8 @@ impl Memberlist {
         let addr = proc.node();
         let ml = Rc::new(Memberlist {
             proc: proc.clone(),
-            name: proc.host_name().into(),
+            name: Short::new(&proc.host_name())
+                .expect("a speaker's node name fits a Short (at most 23 bytes)"),
             addr,
             peers,
             incarnation: Cell::new(0),
@@ -219,7 +224,7 @@ impl Memberlist {
             leaving: Cell::new(false),
             changed: Notify::new(),
         });
-        ml.alive_node(&ml.name.clone(), addr, 0);
+        ml.alive_node(ml.name, addr, 0);
         ml.peers.udp[&addr].open();
         let mut tcp_inbox = ml.peers.tcp[&addr].open();
         let m = ml.clone();
@@ -254,7 +259,7 @@ impl Memberlist {
             .borrow()
             .values()
             .filter(|m| m.st.state.is_member())
-            .map(|m| (m.st.name.clone(), m.st.addr))
+            .map(|m| (m.st.name, m.st.addr))
             .collect()
     }
 
@@ -273,11 +278,11 @@ impl Memberlist {
     pub async fn leave(&self, timeout: Duration) {
         self.leaving.set(true);
         let inc = self.incarnation.get();
-        let me = self.name.clone();
-        self.dead_node(&me, inc, &me);
+        let me = self.name;
+        self.dead_node(me, inc, me);
         let deadline = self.proc.mono_us() + timeout.as_micros() as u64;
         while self.proc.mono_us() < deadline
-            && self.queue.borrow().iter().any(|(b, _)| b.subject() == &*me)
+            && self.queue.borrow().iter().any(|(b, _)| b.subject() == me)
         {
             self.proc.sleep(GOSSIP_INTERVAL).await;
         }
@@ -289,11 +294,11 @@ impl Memberlist {
         self.proc.mono_us()
     }
 
-    fn set_state(&self, name: &str, state: State, inc: u32) {
+    fn set_state(&self, name: Name, state: State, inc: u32) {
         let now = self.now();
         let changed = {
             let mut members = self.members.borrow_mut();
-            let m = members.get_mut(name).expect("known member");
+            let m = members.get_mut(&name).expect("known member");
             let changed = m.st.state != state;
             m.st.incarnation = inc;
             if changed {
@@ -307,9 +312,9 @@ impl Memberlist {
         }
     }
 
-    fn emit(&self, member: &str, state: &str, inc: u32) {
+    fn emit(&self, member: Name, state: &str, inc: u32) {
         self.proc.emit(Event::MlMember {
-            member: member.to_string(),
+            member: member.as_str().to_string(),
             state: state.to_string(),
             incarnation: inc,
         });
@@ -327,8 +332,8 @@ impl Memberlist {
     fn refute(&self, accused: u32) {
         let inc = (self.incarnation.get() + 1).max(accused + 1);
         self.incarnation.set(inc);
-        let me = self.name.clone();
-        self.set_state(&me, State::Alive, inc);
+        let me = self.name;
+        self.set_state(me, State::Alive, inc);
         self.broadcast(Broadcast::Alive {
             name: me,
             addr: self.addr,
@@ -336,9 +341,9 @@ impl Memberlist {
         });
     }
 
-    fn alive_node(&self, name: &str, addr: NodeIx, inc: u32) {
-        let known = self.members.borrow().get(name).map(|m| m.st.incarnation);
-        if name == &*self.name {
+    fn alive_node(&self, name: Name, addr: NodeIx, inc: u32) {
+        let known = self.members.borrow().get(&name).map(|m| m.st.incarnation);
+        if name == self.name {
             match known {
                 // Another life of ours is remembered with a newer incarnation: refute it.
                 Some(mine) if inc > mine => self.refute(inc),
@@ -352,33 +357,24 @@ impl Memberlist {
         match known {
             None => {
                 self.insert(name, addr, inc);
-                self.broadcast(Broadcast::Alive {
-                    name: name.into(),
-                    addr,
-                    inc,
-                });
+                self.broadcast(Broadcast::Alive { name, addr, inc });
             }
             Some(k) if inc <= k => {}
             Some(_) => {
-                self.suspicions.borrow_mut().remove(name);
-                self.members.borrow_mut().get_mut(name).unwrap().st.addr = addr;
+                self.suspicions.borrow_mut().remove(&name);
+                self.members.borrow_mut().get_mut(&name).unwrap().st.addr = addr;
                 self.set_state(name, State::Alive, inc);
-                self.broadcast(Broadcast::Alive {
-                    name: name.into(),
-                    addr,
-                    inc,
-                });
+                self.broadcast(Broadcast::Alive { name, addr, inc });
             }
         }
     }
 
-    fn insert(&self, name: &str, addr: NodeIx, inc: u32) {
-        let name: Name = name.into();
+    fn insert(&self, name: Name, addr: NodeIx, inc: u32) {
         self.members.borrow_mut().insert(
-            name.clone(),
+            name,
             Member {
                 st: NodeState {
-                    name: name.clone(),
+                    name,
                     addr,
                     incarnation: inc,
                     state: State::Alive,
@@ -389,78 +385,70 @@ impl Memberlist {
         // A new member goes to a random place of the probe list.
         let mut order = self.order.borrow_mut();
         let at = self.rng.borrow_mut().random_range(0..=order.len());
-        order.insert(at, name.clone());
+        order.insert(at, name);
         drop(order);
-        self.emit(&name, "alive", inc);
+        self.emit(name, "alive", inc);
     }
 
     /// The state of a known member, unless `inc` is older than what we know (then the message is
     /// stale and ignored).
-    fn current(&self, name: &str, inc: u32) -> Option<State> {
+    fn current(&self, name: Name, inc: u32) -> Option<State> {
         let members = self.members.borrow();
-        let m = members.get(name)?;
+        let m = members.get(&name)?;
         (inc >= m.st.incarnation).then_some(m.st.state)
     }
 
-    fn suspect_node(&self, name: &str, inc: u32, from: &str) {
+    fn suspect_node(&self, name: Name, inc: u32, from: Name) {
         let Some(state) = self.current(name, inc) else {
             return;
         };
         let confirmed = self
             .suspicions
             .borrow_mut()
-            .get_mut(name)
-            .map(|s| s.confirmers.insert(from.into()));
+            .get_mut(&name)
+            .map(|s| s.confirmers.insert(from));
         if let Some(new) = confirmed {
             if new {
                 self.suspicions_changed.notify();
-                self.broadcast(Broadcast::Suspect {
-                    name: name.into(),
-                    inc,
-                    from: from.into(),
-                });
+                self.broadcast(Broadcast::Suspect { name, inc, from });
             }
             return;
         }
         if state != State::Alive {
             return;
         }
-        if name == &*self.name {
+        if name == self.name {
             self.refute(inc);
             return;
         }
         self.set_state(name, State::Suspect, inc);
-        self.broadcast(Broadcast::Suspect {
-            name: name.into(),
-            inc,
-            from: from.into(),
-        });
+        self.broadcast(Broadcast::Suspect { name, inc, from });
         let n = self.members.borrow().len();
         let k = SUSPICION_MULT - 2;
         let k = if (n as u32) < k + 2 { 0 } else { k };
         let min = suspicion_timeout(SUSPICION_MULT, n, PROBE_INTERVAL);
         self.suspicions.borrow_mut().insert(
-            name.into(),
+            name,
             Suspicion {
                 start_us: self.now(),
                 k,
                 min,
                 max: min * SUSPICION_MAX_TIMEOUT_MULT,
-                confirmers: BTreeSet::from([from.into()]),
+                confirmers: BTreeSet::from([from]),
             },
         );
         self.suspicions_changed.notify();
     }
 
-    fn dead_node(&self, name: &str, inc: u32, from: &str) {
+    fn dead_node(&self, name: Name, inc: u32, from: Name) {
         let Some(state) = self.current(name, inc) else {
             return;
         };
-        self.suspicions.borrow_mut().remove(name);
+        self.suspicions.borrow_mut().remove(&name);
         if matches!(state, State::Dead | State::Left) {
             return;
         }
-        if name == &*self.name && !self.leaving.get() {
+        if name == self.name && !self.leaving.get() {
             self.refute(inc);
             return;
         }
@@ -470,18 +458,14 @@ impl Memberlist {
             State::Dead
         };
         self.set_state(name, st, inc);
-        self.broadcast(Broadcast::Dead {
-            name: name.into(),
-            inc,
-            from: from.into(),
-        });
+        self.broadcast(Broadcast::Dead { name, inc, from });
     }
 
     fn apply(&self, b: Broadcast) {
         match b {
-            Broadcast::Alive { name, addr, inc } => self.alive_node(&name, addr, inc),
-            Broadcast::Suspect { name, inc, from } => self.suspect_node(&name, inc, &from),
-            Broadcast::Dead { name, inc, from } => self.dead_node(&name, inc, &from),
+            Broadcast::Alive { name, addr, inc } => self.alive_node(name, addr, inc),
+            Broadcast::Suspect { name, inc, from } => self.suspect_node(name, inc, from),
+            Broadcast::Dead { name, inc, from } => self.dead_node(name, inc, from),
         }
     }
 
@@ -489,18 +473,18 @@ impl Memberlist {
         self.members
             .borrow()
             .values()
-            .map(|m| m.st.clone())
+            .map(|m| m.st)
             .collect()
     }
 
     fn merge_state(&self, remote: Vec<NodeState>) {
-        let me = self.name.clone();
+        let me = self.name;
         for r in remote {
             match r.state {
-                State::Alive => self.alive_node(&r.name, r.addr, r.incarnation),
-                State::Left => self.dead_node(&r.name, r.incarnation, &r.name),
+                State::Alive => self.alive_node(r.name, r.addr, r.incarnation),
+                State::Left => self.dead_node(r.name, r.incarnation, r.name),
                 // A remote "dead" is only a suspicion here.
-                State::Dead | State::Suspect => self.suspect_node(&r.name, r.incarnation, &me),
+                State::Dead | State::Suspect => self.suspect_node(r.name, r.incarnation, me),
             }
         }
     }
@@ -596,7 +580,7 @@ impl Memberlist {
             .borrow()
             .values()
             .filter(|m| m.st.name != self.name && keep(m))
-            .map(|m| m.st.clone())
+            .map(|m| m.st)
             .collect();
         v.shuffle(&mut *self.rng.borrow_mut());
         v.truncate(k);
@@ -642,7 +626,7 @@ impl Memberlist {
                 continue;
             }
             match self.members.borrow().get(name) {
-                Some(m) if m.st.state.is_member() => return Some(m.st.clone()),
+                Some(m) if m.st.state.is_member() => return Some(m.st),
                 _ => continue,
             }
         }
@@ -660,15 +644,15 @@ impl Memberlist {
             .filter(|m| {
                 matches!(m.st.state, State::Dead | State::Left) && now - m.change_us >= retention
             })
-            .map(|m| (m.st.name.clone(), m.st.incarnation))
+            .map(|m| (m.st.name, m.st.incarnation))
             .collect();
-        for (name, inc) in &gone {
-            self.members.borrow_mut().remove(name);
-            self.emit(name, "forgotten", *inc);
+        for &(name, inc) in &gone {
+            self.members.borrow_mut().remove(&name);
+            self.emit(name, "forgotten", inc);
         }
         let mut order = self.order.borrow_mut();
         order.clear();
-        order.extend(self.members.borrow().keys().cloned());
+        order.extend(self.members.borrow().keys().copied());
         order.shuffle(&mut *self.rng.borrow_mut());
     }
 
@@ -681,7 +665,7 @@ impl Memberlist {
             target.addr,
             Packet::Ping {
                 seq,
-                target: target.name.clone(),
+                target: target.name,
             },
         );
         let acked = sim::time::timeout(PROBE_TIMEOUT, self.ack()).await.is_ok();
@@ -695,7 +679,7 @@ impl Memberlist {
                     Packet::IndirectPing {
                         seq,
                         target: target.addr,
-                        name: target.name.clone(),
+                        name: target.name,
                     },
                 );
             }
@@ -705,8 +689,7 @@ impl Memberlist {
                 .is_ok();
             self.acks.borrow_mut().remove(&seq);
             if !acked {
-                let me = self.name.clone();
-                self.suspect_node(&target.name, target.incarnation, &me);
+                self.suspect_node(target.name, target.incarnation, self.name);
             }
         }
     }
@@ -734,7 +717,7 @@ impl Memberlist {
         for t in targets {
             let msgs: Vec<Broadcast> = {
                 let mut q = self.queue.borrow_mut();
-                let msgs = q.iter().map(|(b, _)| b.clone()).collect();
+                let msgs = q.iter().map(|(b, _)| *b).collect();
                 for (_, n) in q.iter_mut() {
                     *n += 1;
                 }
@@ -779,7 +762,7 @@ impl Memberlist {
                 .suspicions
                 .borrow()
                 .iter()
-                .map(|(n, s)| (s.deadline_us(), n.clone()))
+                .map(|(n, s)| (s.deadline_us(), *n))
                 .min();
             match next {
                 None => self.suspicions_changed.changed_since(g).await,
@@ -787,8 +770,7 @@ impl Memberlist {
                     let inc = self.members.borrow().get(&name).map(|m| m.st.incarnation);
                     self.suspicions.borrow_mut().remove(&name);
                     if let Some(inc) = inc {
-                        let me = self.name.clone();
-                        self.dead_node(&name, inc, &me);
+                        self.dead_node(name, inc, self.name);
                     }
                 }
                 Some((at, _)) => {
