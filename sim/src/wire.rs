@@ -429,12 +429,22 @@ mod tests {
         same(&Pair(-2, u128::MAX));
         same(&(1u8, -1i8, true, 'é', 1.5f32, -2.25f64));
         same(&serde_bytes_like());
-        same(&vec![Shape::Unit, Shape::Newtype(-5), Shape::Tuple(7, "x".into())]);
+        same(&vec![
+            Shape::Unit,
+            Shape::Newtype(-5),
+            Shape::Tuple(7, "x".into()),
+        ]);
         same(&Shape::Struct {
             a: Some(1 << 20),
             b: vec![true, false],
         });
-        same(&[Tagged::Plain, Tagged::Fields { n: 1 << 40, s: "é".into() }]);
+        same(&[
+            Tagged::Plain,
+            Tagged::Fields {
+                n: 1 << 40,
+                s: "é".into(),
+            },
+        ]);
         same(&Tagged::Inner(Inner { x: i32::MIN }));
         same(&BTreeMap::from([("a", 1i128), ("b", i128::MIN)]));
         same(&serde_json::json!({"k": [1, -2, 3.5, null, "s", {"n": true}]}));

@@ -470,11 +470,7 @@ impl Memberlist {
     }
 
     fn local_state(&self) -> Vec<NodeState> {
-        self.members
-            .borrow()
-            .values()
-            .map(|m| m.st)
-            .collect()
+        self.members.borrow().values().map(|m| m.st).collect()
     }
 
     fn merge_state(&self, remote: Vec<NodeState>) {
