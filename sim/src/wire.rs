@@ -55,13 +55,14 @@ impl Wire<'_> {
         self.out.push(v as u8);
     }
 
-    #[inline]
+    /// The same LEB128 for 128 bits: the low groups while the rest is wider than 64 bits (each
+    /// then has a continuation bit), the rest as a `u64`.
     fn varint128(&mut self, mut v: u128) {
-        while v >= 0x80 {
+        while v > u64::MAX as u128 {
             self.out.push(v as u8 | 0x80);
             v >>= 7;
         }
-        self.out.push(v as u8);
+        self.varint(v as u64);
     }
 
     #[inline]
@@ -427,6 +428,15 @@ mod tests {
         same(&Unit);
         same(&Wrap(300));
         same(&Pair(-2, u128::MAX));
+        // Where a 128-bit varint hands over to the 64-bit one.
+        for v in [
+            u64::MAX as u128 - 1,
+            u64::MAX as u128,
+            u64::MAX as u128 + 1,
+            1 << 70,
+        ] {
+            same(&v);
+        }
         same(&(1u8, -1i8, true, 'é', 1.5f32, -2.25f64));
         same(&serde_bytes_like());
         same(&vec![
