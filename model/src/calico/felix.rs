@@ -48,10 +48,15 @@ pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, regi
                     let mut rng = p.rng("felix");
                     let mut first_update = true;
                     let mut lease = 0i64;
-                    let ports: Vec<String> = (0..cfg.ports)
-                        .map(|i| format!("{}-port-{i}", p.host_name()))
+                    // Keys made once: a report and its port writes repeat them every interval.
+                    let status_key = format!("{base}/status");
+                    let port_keys: Vec<String> = (0..cfg.ports)
+                        .map(|i| {
+                            let port = format!("{}-port-{i}", p.host_name());
+                            format!("{base}/workload/openstack/{port}/endpoint/{port}")
+                        })
                         .collect();
-                    let mut port_up = vec![false; ports.len()];
+                    let mut port_up = vec![false; port_keys.len()];
                     p.sleep(Duration::from_millis(rng.random_range(0..30_000)))
                         .await;
                     loop {
@@ -73,16 +78,12 @@ pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, regi
                         };
                         if let Ok(l) = alive {
                             lease = l;
-                            if client
-                                .put(&format!("{base}/status"), &value, lease)
-                                .await
-                                .is_ok()
-                            {
+                            if client.put(&status_key, &value, lease).await.is_ok() {
                                 first_update = false;
                             }
                         }
                         // Ports come up after boot and sometimes flip.
-                        for (i, port) in ports.iter().enumerate() {
+                        for (i, port_key) in port_keys.iter().enumerate() {
                             let flip = !port_up[i] || rng.random_range(0..100) < 5;
                             if flip {
                                 let up = if port_up[i] {
@@ -95,17 +96,7 @@ pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, regi
                                 } else {
                                     r#"{"status":"down"}"#
                                 };
-                                if client
-                                    .put(
-                                        &format!(
-                                            "{base}/workload/openstack/{port}/endpoint/{port}"
-                                        ),
-                                        status,
-                                        0,
-                                    )
-                                    .await
-                                    .is_ok()
-                                {
+                                if client.put(port_key, status, 0).await.is_ok() {
                                     port_up[i] = up;
                                 }
                             }

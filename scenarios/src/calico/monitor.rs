@@ -688,8 +688,7 @@ impl Monitor for CalicoMonitor {
                 })
             }
             Event::CalicoAgentForward { host, rev, in_snapshot, time } => {
-                let (h, r, s2, tm) = (host.clone(), *rev, *in_snapshot, time.clone());
-                self.on_forward(rec, &h, r, s2, &tm)
+                self.on_forward(rec, host, *rev, *in_snapshot, time)
             }
             Event::TaskDeath { pid, task } => {
                 self.dead_tasks[node as usize].push((t, *pid, task.clone()));
@@ -747,8 +746,7 @@ impl Monitor for CalicoMonitor {
                 None
             }
             Event::CalicoMasterOnly { pid, worker, action } => {
-                let (w, a, p) = (worker.clone(), action.clone(), *pid);
-                self.on_master_only(rec, &w, &a, p)
+                self.on_master_only(rec, worker, action, *pid)
             }
             _ => None,
         };
