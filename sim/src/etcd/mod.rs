@@ -264,10 +264,7 @@ impl Server {
         percent > 0 && self.rng.borrow_mut().random_range(0..100) < percent
     }
 
-    async fn serve(
-        &self,
-        mut inbox: futures::channel::mpsc::UnboundedReceiver<Call<Request, Reply>>,
-    ) {
+    async fn serve(&self, mut inbox: crate::net::Requests<Request, Reply>) {
         while let Some(call) = inbox.next().await {
             let faults = self.world.service_faults(self.node());
             let Call {
