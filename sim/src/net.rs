@@ -105,7 +105,11 @@ pub struct Responder<Resp> {
 /// Where a response waits for its caller: (arrival µs, response).
 struct ReplySlot<Resp> {
     answer: RefCell<Option<(u64, Resp)>>,
-    reader: Reader,
+    /// The caller's task, waiting. A call has one answer and one waiting task, registered before
+    /// the server can run (the caller waits as soon as it has sent), so the answer's arrival timer
+    /// can wake that task directly: the relay a [`Reader`] puts between a timer and whichever task
+    /// waits last, needed where many messages and timers share one reader, would wake the same task.
+    waiter: Cell<Option<Waker>>,
 }
 
 impl<Resp> Responder<Resp> {
@@ -114,7 +118,11 @@ impl<Resp> Responder<Resp> {
         let at =
             self.world.now_us() + self.world.latency(self.server, self.caller).as_micros() as u64;
         *self.slot.answer.borrow_mut() = Some((at, resp));
-        self.slot.reader.wake_at(&self.world, at);
+        let waiter = self.slot.waiter.take();
+        debug_assert!(waiter.is_some(), "a caller waits as soon as it has sent");
+        // (One timer per answer in any case, as the run's timer count expects.)
+        let waker = waiter.as_ref().unwrap_or(Waker::noop());
+        crate::time::wake_at(self.world.instant_at(at), waker);
     }
 
     /// Drops the response on the floor: the caller times out (used for ambiguous failures).
@@ -308,7 +316,7 @@ impl<Req, Resp> Endpoint<Req, Resp> {
             let delivered = world.reachable(from, to) && world.node_up(to);
             let slot = Rc::new(ReplySlot {
                 answer: RefCell::new(None),
-                reader: Reader::new(),
+                waiter: Cell::new(None),
             });
             let queued = match (delivered, sender) {
                 (true, Some(s)) => s
@@ -338,7 +346,7 @@ impl<Req, Resp> Endpoint<Req, Resp> {
                     return Poll::Ready(resp);
                 }
                 if !arrived {
-                    slot.reader.wait(cx);
+                    slot.waiter.set(Some(cx.waker().clone()));
                 }
                 Poll::Pending
             })
