@@ -556,13 +556,13 @@ impl Monitor for CiliumMonitor {
                 None
             }
             Event::CiliumPodCreated { pod } => {
-                self.pending.insert(short(pod), (node, t));
+                self.pending.insert(*pod, (node, t));
                 None
             }
             Event::CiliumPodIp { pod, ip } => {
-                self.pending.remove(&short(pod));
-                let key = (node, short(ip));
-                self.pod_ips.insert(key, (short(pod), t));
+                self.pending.remove(pod);
+                let key = (node, *ip);
+                self.pod_ips.insert(key, (*pod, t));
                 let state = self.agent_state.get(&key).copied();
                 if !self.assigned.contains(&key) {
                     let gone = match self.unassigned.get(&key) {
@@ -602,9 +602,9 @@ impl Monitor for CiliumMonitor {
                 None
             }
             Event::CiliumPodDeleted { pod, ip } => {
-                self.pending.remove(&short(pod));
+                self.pending.remove(pod);
                 if let Some(ip) = ip {
-                    self.pod_ips.remove(&(node, short(ip)));
+                    self.pod_ips.remove(&(node, *ip));
                 }
                 None
             }

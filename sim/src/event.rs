@@ -7,6 +7,7 @@
 //! depending on the models.
 
 use crate::fault::FaultKind;
+use crate::short::Short;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -163,12 +164,14 @@ pub enum Event {
     CloudAmbiguous { op: String, client: String },
 
     // ---- Cilium ENI IPAM ----
+    // (Pod names and addresses are `Short`s, the agent's own type for them: these are most of a
+    // Cilium run's events, and they serialize as the same text as a `String`.)
     /// The kubelet created a pod (it needs an IP).
-    CiliumPodCreated { pod: String },
+    CiliumPodCreated { pod: Short },
     /// The agent gave a pod an IP.
-    CiliumPodIp { pod: String, ip: String },
+    CiliumPodIp { pod: Short, ip: Short },
     /// The kubelet deleted a pod (which had `ip`, if any).
-    CiliumPodDeleted { pod: String, ip: Option<String> },
+    CiliumPodDeleted { pod: Short, ip: Option<Short> },
     /// An entry of the agent's `release-ips` view changed (`state` none: removed).
     CiliumAgentState {
         ip: String,

@@ -127,11 +127,11 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
         if count < target || burst {
             let n = if burst { rng.random_range(2..=6) } else { 1 };
             for _ in 0..n {
-                let name = format!("{host}-pod-{}", pods.next.get());
+                let pod = Short::from_fmt(format_args!("{host}-pod-{}", pods.next.get()))
+                    .expect("a node's pod names fit a Short");
                 pods.next.set(pods.next.get() + 1);
-                let pod = Short::new(&name).expect("a node's pod names fit a Short");
                 pods.pods.borrow_mut().insert(pod, None);
-                proc.emit(Event::CiliumPodCreated { pod: name });
+                proc.emit(Event::CiliumPodCreated { pod });
             }
         } else if count > target && count > 0 {
             let victim = {
@@ -141,10 +141,7 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
             if let Some(pod) = victim {
                 let ip = pods.pods.borrow_mut().remove(&pod).flatten();
                 pods.deleted.set(pods.deleted.get() + 1);
-                proc.emit(Event::CiliumPodDeleted {
-                    pod: pod.into(),
-                    ip: ip.map(Into::into),
-                });
+                proc.emit(Event::CiliumPodDeleted { pod, ip });
             }
         }
         pods.changed.notify();
@@ -278,10 +275,7 @@ impl Agent {
                 if let Some(slot) = self.pods.pods.borrow_mut().get_mut(&pod) {
                     *slot = Some(ip);
                 }
-                self.proc.emit(Event::CiliumPodIp {
-                    pod: pod.into(),
-                    ip: ip.into(),
-                });
+                self.proc.emit(Event::CiliumPodIp { pod, ip });
                 changed = true;
             }
             if changed {
