@@ -65,6 +65,13 @@ impl Wire<'_> {
         self.varint(v as u64);
     }
 
+    /// A tuple or struct variant: its index, then its fields (postcard writes no length).
+    #[inline]
+    fn variant_start(&mut self, index: u32) -> Result<&mut Self, Error> {
+        self.varint(index as u64);
+        Ok(self)
+    }
+
     #[inline]
     fn bytes(&mut self, b: &[u8]) {
         self.varint(b.len() as u64);
@@ -266,8 +273,7 @@ impl<'a, 'b> ser::Serializer for &'a mut Wire<'b> {
         _variant: &'static str,
         _len: usize,
     ) -> Result<Self, Error> {
-        self.varint(index as u64);
-        Ok(self)
+        self.variant_start(index)
     }
 
     #[inline]
@@ -289,8 +295,7 @@ impl<'a, 'b> ser::Serializer for &'a mut Wire<'b> {
         _variant: &'static str,
         _len: usize,
     ) -> Result<Self, Error> {
-        self.varint(index as u64);
-        Ok(self)
+        self.variant_start(index)
     }
 
     fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
