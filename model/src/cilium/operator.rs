@@ -156,6 +156,49 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: Ope
     );
 }
 
+/// The instance resync's two differences between the pool and the cloud's interfaces: the pool's
+/// IPs the cloud no longer holds, and the (IP, interface) pairs the cloud holds that the pool
+/// lacks, each in IP order. (An IP is on at most one interface: the cloud never hands out an
+/// address twice.) One walk over the sorted lists instead of a set lookup per IP per interface.
+fn resync(
+    pool: &BTreeMap<Short, Short>,
+    ifs: &sim::cloud::Interfaces,
+) -> (Vec<Short>, Vec<(Short, Short)>) {
+    // The interfaces' IP sets merged in IP order (each set is sorted already); were an IP on two
+    // interfaces, the first interface by name would count, as a lookup in interface order finds.
+    let mut heads: Vec<_> = ifs
+        .iter()
+        .map(|(eni, ips)| (*eni, ips.iter().peekable()))
+        .collect();
+    let held = std::iter::from_fn(move || {
+        let mut min: Option<(Short, Short)> = None;
+        for (eni, ips) in &mut heads {
+            if let Some(&&ip) = ips.peek() {
+                if min.is_none_or(|m| ip < m.0) {
+                    min = Some((ip, *eni));
+                }
+            }
+        }
+        let (ip, _) = min?;
+        for (_, ips) in &mut heads {
+            ips.next_if_eq(&&ip);
+        }
+        min
+    });
+    let (mut gone, mut new) = (Vec::new(), Vec::new());
+    let mut held = held.peekable();
+    for ip in pool.keys() {
+        while let Some(h) = held.next_if(|h| h.0 < *ip) {
+            new.push(h);
+        }
+        if held.next_if(|h| h.0 == *ip).is_none() {
+            gone.push(*ip);
+        }
+    }
+    new.extend(held);
+    (gone, new)
+}
+
 /// `map[node]`, made empty if missing (without making a key string when it is there).
 fn entry<'a, V: Default>(map: &'a mut BTreeMap<String, V>, node: &str) -> &'a mut V {
     if !map.contains_key(node) {
@@ -259,14 +302,8 @@ impl Operator {
         let (mut added, mut removed) = (BTreeMap::new(), BTreeSet::new());
         // Instance resync: the cloud is the truth about which IPs the node holds.
         if let Ok(ifs) = self.cloud.describe(node).await {
-            // (An IP is on at most one interface: the cloud never hands out an address twice.)
-            let held = |ip: &Short| ifs.values().any(|ips| ips.contains(ip));
-            for ip in pool
-                .keys()
-                .filter(|ip| !held(ip))
-                .copied()
-                .collect::<Vec<_>>()
-            {
+            let (gone, new) = resync(&pool, &ifs);
+            for ip in gone {
                 pool.remove(&ip);
                 removed.insert(ip);
                 let mut st = self.state.borrow_mut();
@@ -276,13 +313,9 @@ impl Operator {
                 }
             }
             self.state.borrow_mut().uncertain.remove(node);
-            for (eni, ips) in &ifs {
-                for ip in ips {
-                    if !pool.contains_key(ip) {
-                        pool.insert(*ip, *eni);
-                        added.insert(*ip, *eni);
-                    }
-                }
+            for (ip, eni) in new {
+                pool.insert(ip, eni);
+                added.insert(ip, eni);
             }
         }
         // Allocation: keep pre-allocate IPs free.
@@ -513,6 +546,56 @@ impl Operator {
                 self.remember(node, obj);
                 return;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The resync as a lookup per pool IP and per held IP (what `resync` replaces).
+    fn resync_by_lookup(
+        pool: &BTreeMap<Short, Short>,
+        ifs: &sim::cloud::Interfaces,
+    ) -> (Vec<Short>, Vec<(Short, Short)>) {
+        let gone = pool
+            .keys()
+            .filter(|ip| !ifs.values().any(|ips| ips.contains(*ip)))
+            .copied()
+            .collect();
+        let mut new = BTreeMap::new();
+        for (eni, ips) in ifs {
+            for ip in ips {
+                if !pool.contains_key(ip) {
+                    new.entry(*ip).or_insert(*eni);
+                }
+            }
+        }
+        (gone, new.into_iter().collect())
+    }
+
+    fn ip(i: u8) -> Short {
+        Short::from_fmt(format_args!("10.0.{}.{}", i / 16, i % 16)).unwrap()
+    }
+
+    proptest! {
+        /// Pools and interfaces that overlap in every way (including an IP on two interfaces,
+        /// which the cloud never does) give the same differences as per-IP lookups.
+        #[test]
+        fn resync_walk_matches_lookups(
+            pool in proptest::collection::btree_map(0u8..40, 0u32..3, 0..25),
+            held in proptest::collection::vec(proptest::collection::btree_set(0u8..40, 0..15), 0..4),
+        ) {
+            let pool: BTreeMap<Short, Short> =
+                pool.into_iter().map(|(i, e)| (ip(i), eni_name(e))).collect();
+            let ifs: sim::cloud::Interfaces = held
+                .into_iter()
+                .enumerate()
+                .map(|(e, ips)| (eni_name(e as u32), ips.into_iter().map(ip).collect()))
+                .collect();
+            prop_assert_eq!(resync(&pool, &ifs), resync_by_lookup(&pool, &ifs));
         }
     }
 }
