@@ -257,14 +257,14 @@ impl Agent {
             } else {
                 let (spec, used, view) =
                     (self.spec.borrow(), self.used.borrow(), self.view.borrow());
+                // The pool and the used IPs are both in IP order: one walk over the two.
+                let mut used = used.keys().peekable();
+                let taken = [MARKED, READY, RELEASED].map(Short::lit);
                 spec.pool
                     .keys()
                     .filter(|ip| {
-                        !used.contains_key(*ip)
-                            && !matches!(
-                                view.get(*ip).map(Short::as_str),
-                                Some(MARKED | READY | RELEASED)
-                            )
+                        while used.next_if(|u| *u < *ip).is_some() {}
+                        used.peek() != Some(ip) && view.get(*ip).is_none_or(|s| !taken.contains(s))
                     })
                     .take(pending.len())
                     .copied()
