@@ -98,31 +98,43 @@ pub fn status_of(obj: &sim::kube::Object) -> Rc<Status> {
         .unwrap_or_else(|| Rc::new(Status::deserialize(obj.status.json()).unwrap_or_default()))
 }
 
+/// The pool's (IP, interface) entries whose IP is not in `used`, in IP order. One walk over the
+/// two sorted maps: a lookup per pool IP was most of a maintenance pass's comparisons.
+pub fn unused<'a, V>(
+    pool: &'a BTreeMap<Short, Short>,
+    used: &'a BTreeMap<Short, V>,
+) -> impl Iterator<Item = (Short, Short)> + 'a {
+    let mut used = used.keys().peekable();
+    pool.iter()
+        .filter(move |(ip, _)| {
+            while used.next_if(|u| u < ip).is_some() {}
+            used.peek() != Some(ip)
+        })
+        .map(|(ip, eni)| (*ip, *eni))
+}
+
 /// The operator's excess decision for one node: which IPs to release, chosen from the interface
-/// with the most free IPs, never one `used` says is in use. Excess = available - used -
+/// with the most free IPs, never one in use. `free` is the pool's entries not in use, in IP order
+/// ([`unused`]). Excess = available - used - pre_allocate - max_above_watermark, that is, free -
 /// pre_allocate - max_above_watermark (none while within pre_allocate + max_above_watermark of
 /// used).
 pub fn excess_ips(
-    pool: &BTreeMap<Short, Short>,
-    used: impl Fn(&Short) -> bool,
+    free: &[(Short, Short)],
     pre_allocate: usize,
     max_above_watermark: usize,
 ) -> Vec<Short> {
-    let in_use = pool.keys().filter(|ip| used(ip)).count();
-    let excess = pool
+    let excess = free
         .len()
-        .saturating_sub(in_use + pre_allocate + max_above_watermark);
+        .saturating_sub(pre_allocate + max_above_watermark);
     if excess == 0 {
         return Vec::new();
     }
-    let mut free: BTreeMap<Short, Vec<Short>> = BTreeMap::new();
-    for (ip, eni) in pool {
-        if !used(ip) {
-            free.entry(*eni).or_default().push(*ip);
-        }
+    let mut by_eni: BTreeMap<Short, Vec<Short>> = BTreeMap::new();
+    for (ip, eni) in free {
+        by_eni.entry(*eni).or_default().push(*ip);
     }
     // The interface with the most free IPs (ties: the first by name), so that it may be emptied.
-    let Some((_, ips)) = free
+    let Some((_, ips)) = by_eni
         .iter()
         .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0)))
     else {
@@ -215,24 +227,45 @@ mod tests {
                 )
             })
             .collect();
-        let used: BTreeSet<Short> = [Short::lit("10.0.0.00"), Short::lit("10.0.0.05")].into();
+        let used: BTreeMap<Short, ()> =
+            [(Short::lit("10.0.0.00"), ()), (Short::lit("10.0.0.05"), ())].into();
+        let free: Vec<_> = unused(&p, &used).collect();
         // 12 available - 2 used - 8 pre-allocate = 2 excess, from eni-1 (7 free vs 3).
-        assert_eq!(
-            excess_ips(&p, |ip| used.contains(ip), 8, 0),
-            vec!["10.0.0.04", "10.0.0.06"]
-        );
+        assert_eq!(excess_ips(&free, 8, 0), vec!["10.0.0.04", "10.0.0.06"]);
         // Within the watermark: nothing.
-        assert!(excess_ips(&p, |ip| used.contains(ip), 8, 2).is_empty());
-        assert!(excess_ips(&p, |ip| used.contains(ip), 10, 0).is_empty());
+        assert!(excess_ips(&free, 8, 2).is_empty());
+        assert!(excess_ips(&free, 10, 0).is_empty());
         // Used IPs are never chosen, whatever the interface.
-        let all_used: BTreeSet<Short> = p.keys().copied().collect();
-        assert!(excess_ips(&p, |ip| all_used.contains(ip), 0, 0).is_empty());
+        let all_used: BTreeMap<Short, ()> = p.keys().map(|ip| (*ip, ())).collect();
+        assert_eq!(unused(&p, &all_used).count(), 0);
+        assert!(excess_ips(&[], 0, 0).is_empty());
+    }
+
+    proptest::proptest! {
+        /// The walk finds exactly the pool entries a lookup per IP finds unused.
+        #[test]
+        fn unused_is_the_pool_minus_used(
+            pool in proptest::collection::btree_map(0u8..60, 0u8..3, 0..30),
+            used in proptest::collection::btree_set(0u8..60, 0..30),
+        ) {
+            let ip = |i: u8| Short::from_fmt(format_args!("10.0.{}.{}", i / 10, i % 10)).unwrap();
+            let eni = |e: u8| Short::from_fmt(format_args!("eni-{e}")).unwrap();
+            let pool: BTreeMap<Short, Short> = pool.into_iter().map(|(i, e)| (ip(i), eni(e))).collect();
+            let used: BTreeMap<Short, ()> = used.into_iter().map(|i| (ip(i), ())).collect();
+            let by_lookup: Vec<(Short, Short)> = pool
+                .iter()
+                .filter(|(ip, _)| !used.contains_key(*ip))
+                .map(|(a, b)| (*a, *b))
+                .collect();
+            proptest::prop_assert_eq!(unused(&pool, &used).collect::<Vec<_>>(), by_lookup);
+        }
     }
 
     #[test]
     fn excess_prefers_the_interface_with_most_free() {
         let p = pool(&[("a", "eni-0"), ("b", "eni-0"), ("c", "eni-1")]);
-        assert_eq!(excess_ips(&p, |_| false, 1, 0), vec!["a", "b"]);
+        let free: Vec<_> = p.iter().map(|(a, b)| (*a, *b)).collect();
+        assert_eq!(excess_ips(&free, 1, 0), vec!["a", "b"]);
     }
 
     #[test]

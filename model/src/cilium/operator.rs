@@ -319,7 +319,7 @@ impl Operator {
             }
         }
         // Allocation: keep pre-allocate IPs free.
-        let free = pool.keys().filter(|ip| !used.contains_key(*ip)).count();
+        let free = unused(&pool, used).count();
         if free < self.cfg.pre_allocate {
             let need = (self.cfg.pre_allocate - free) as u32;
             let counts: BTreeMap<Short, usize> = (0..self.cfg.enis)
@@ -344,12 +344,8 @@ impl Operator {
             }
         }
         if self.cfg.release_excess {
-            let candidates = excess_ips(
-                &pool,
-                |ip| used.contains_key(ip),
-                self.cfg.pre_allocate,
-                self.cfg.max_above_watermark,
-            );
+            let free: Vec<(Short, Short)> = unused(&pool, used).collect();
+            let candidates = excess_ips(&free, self.cfg.pre_allocate, self.cfg.max_above_watermark);
             let mut to_release = Vec::new();
             {
                 let mut st = self.state.borrow_mut();
