@@ -435,8 +435,10 @@ pub struct CiliumMonitor {
     agent_state: BTreeMap<NodeIp, Short>,
     /// (node, ip) -> the operator's decision (time, observed rv, state seen).
     decisions: BTreeMap<NodeIp, (u64, u64, String)>,
-    /// (node, rv) -> (time written, client) for CiliumNode status writes.
-    writes: BTreeMap<(String, u64), (u64, String)>,
+    /// CiliumNode status writes, in order: (node, rv, time written, client). Read only to
+    /// explain a failure ([`CiliumMonitor::writes_by_version`]); appending is much cheaper than
+    /// keeping a map sorted on every write.
+    writes: Vec<(Short, u64, u64, String)>,
     /// pod -> (node, since) for pods waiting for an IP.
     pending: BTreeMap<Short, (Short, u64)>,
     marked: BTreeSet<NodeIp>,
@@ -465,13 +467,22 @@ impl CiliumMonitor {
             pod_ips: BTreeMap::new(),
             agent_state: BTreeMap::new(),
             decisions: BTreeMap::new(),
-            writes: BTreeMap::new(),
+            writes: Vec::new(),
             pending: BTreeMap::new(),
             marked: BTreeSet::new(),
             pods_deadline: None,
             reached: BTreeSet::new(),
             catalog,
         }
+    }
+
+    /// The status writes by (node, resourceVersion), the last write of each.
+    fn writes_by_version(&self) -> BTreeMap<(Short, u64), (u64, &str)> {
+        let mut by = BTreeMap::new();
+        for (n, rv, t, c) in &self.writes {
+            by.insert((*n, *rv), (*t, c.as_str()));
+        }
+        by
     }
 
     fn unassign(
@@ -492,7 +503,7 @@ impl CiliumMonitor {
             .position(|n| n == instance)
             .map(|i| i as NodeIx);
         let view = match self.decisions.get(&key) {
-            Some((t, rv, _)) => match self.writes.get(&(instance.to_string(), *rv)) {
+            Some((t, rv, _)) => match self.writes_by_version().get(&(key.0, *rv)) {
                 Some((tw, by)) => format!(
                     "the operator decided at {} from {instance}'s status at resourceVersion {rv}, written by {by} at {} ({} before the pod got the IP), whose used IPs did not include {ip}",
                     secs(*t),
@@ -552,7 +563,7 @@ impl Monitor for CiliumMonitor {
                 part,
                 client,
             } if kind == KIND && part == "status" => {
-                self.writes.insert((name.clone(), *rv), (t, client.clone()));
+                self.writes.push((short(name), *rv, t, client.clone()));
                 None
             }
             Event::CiliumPodCreated { pod } => {
@@ -572,9 +583,9 @@ impl Monitor for CiliumMonitor {
                     let erased = match self.entry_removed.get(&key) {
                         Some((te, prev)) => {
                             let by = self
-                                .writes
+                                .writes_by_version()
                                 .iter()
-                                .filter(|((n, _), (tw, _))| n.as_str() == node.as_str() && tw <= te)
+                                .filter(|((n, _), (tw, _))| *n == node && tw <= te)
                                 .max_by_key(|(_, (tw, _))| *tw)
                                 .map(|(_, (tw, c))| {
                                     format!(" by {c}'s status write at {}", secs(*tw))
