@@ -51,12 +51,12 @@ pub struct OperatorConfig {
 #[derive(Default)]
 struct State {
     /// node -> IPs of unassigns whose outcome is unknown.
-    uncertain: BTreeMap<String, BTreeSet<Short>>,
-    observed: BTreeMap<String, Rc<Observed>>,
-    release: BTreeMap<String, BTreeMap<Short, Short>>,
-    first_seen: BTreeMap<String, BTreeMap<Short, u64>>,
+    uncertain: BTreeMap<Short, BTreeSet<Short>>,
+    observed: BTreeMap<Short, Rc<Observed>>,
+    release: BTreeMap<Short, BTreeMap<Short, Short>>,
+    first_seen: BTreeMap<Short, BTreeMap<Short, u64>>,
     /// Nodes seen short of IPs since the last pass (their pool maintainer was triggered).
-    short: BTreeSet<String>,
+    short: BTreeSet<Short>,
 }
 
 /// A CiliumNode as the operator last saw it, each part parsed when first needed (most versions
@@ -199,12 +199,9 @@ fn resync(
     (gone, new)
 }
 
-/// `map[node]`, made empty if missing (without making a key string when it is there).
-fn entry<'a, V: Default>(map: &'a mut BTreeMap<String, V>, node: &str) -> &'a mut V {
-    if !map.contains_key(node) {
-        map.insert(node.to_string(), V::default());
-    }
-    map.get_mut(node).expect("just made")
+/// A CiliumNode's name as a map key (node names are short).
+fn key(name: &str) -> Short {
+    Short::new(name).expect("CiliumNode names (node names) fit a Short")
 }
 
 impl Operator {
@@ -216,15 +213,15 @@ impl Operator {
         self.kube
             .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
                 WatchEvent::Upsert(obj) => {
-                    let o = self.remember(&obj.name, obj.clone());
+                    let o = self.remember(key(&obj.name), obj.clone());
                     if o.short(self.cfg.pre_allocate) {
                         let mut st = self.state.borrow_mut();
-                        st.short.insert(obj.name.clone());
+                        st.short.insert(key(&obj.name));
                         self.trigger.notify();
                     }
                 }
                 WatchEvent::Deleted { name, .. } => {
-                    self.state.borrow_mut().observed.remove(&name);
+                    self.state.borrow_mut().observed.remove(&key(&name));
                 }
             })
             .await;
@@ -244,8 +241,8 @@ impl Operator {
             );
             let short = std::mem::take(&mut self.state.borrow_mut().short);
             if !self.cfg.standby || self.proc.service_faults().active {
-                for node in &self.cfg.nodes {
-                    if all || short.contains(node) {
+                for node in self.cfg.nodes.iter().map(|n| key(n)) {
+                    if all || short.contains(&node) {
                         self.maintain(node).await;
                     }
                 }
@@ -256,8 +253,8 @@ impl Operator {
         }
     }
 
-    async fn maintain(&self, node: &str) {
-        let Some(obj) = self.state.borrow().observed.get(node).cloned() else {
+    async fn maintain(&self, node: Short) {
+        let Some(obj) = self.state.borrow().observed.get(&node).cloned() else {
             return;
         };
         let (spec, status) = (obj.spec(), obj.status());
@@ -266,7 +263,7 @@ impl Operator {
         // Fold the agent's answers (and its removal of released entries) into the local state.
         {
             let mut st = self.state.borrow_mut();
-            let local = entry(&mut st.release, node);
+            let local = st.release.entry(node).or_default();
             for (ip, s) in &status.release_ips {
                 if local.get(ip).map(Short::as_str) == Some(MARKED)
                     && (*s == READY || *s == DO_NOT_RELEASE)
@@ -292,7 +289,7 @@ impl Operator {
             self.state
                 .borrow()
                 .release
-                .get(node)
+                .get(&node)
                 .cloned()
                 .unwrap_or_default()
         } else {
@@ -301,18 +298,18 @@ impl Operator {
         let mut pool = spec.pool.clone();
         let (mut added, mut removed) = (BTreeMap::new(), BTreeSet::new());
         // Instance resync: the cloud is the truth about which IPs the node holds.
-        if let Ok(ifs) = self.cloud.describe(node).await {
+        if let Ok(ifs) = self.cloud.describe(&node).await {
             let (gone, new) = resync(&pool, &ifs);
             for ip in gone {
                 pool.remove(&ip);
                 removed.insert(ip);
                 let mut st = self.state.borrow_mut();
-                let local = entry(&mut st.release, node);
+                let local = st.release.entry(node).or_default();
                 if matches!(local.get(&ip).map(Short::as_str), Some(READY)) {
                     local.insert(ip, Short::lit(RELEASED));
                 }
             }
-            self.state.borrow_mut().uncertain.remove(node);
+            self.state.borrow_mut().uncertain.remove(&node);
             for (ip, eni) in new {
                 pool.insert(ip, eni);
                 added.insert(ip, eni);
@@ -335,7 +332,7 @@ impl Operator {
                 .filter(|(_, n)| (**n as u32) < self.cfg.eni_capacity)
                 .min_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)))
             {
-                if let Ok(ips) = self.cloud.assign(node, eni, need).await {
+                if let Ok(ips) = self.cloud.assign(&node, eni, need).await {
                     for ip in ips {
                         pool.insert(ip, *eni);
                         added.insert(ip, *eni);
@@ -355,11 +352,11 @@ impl Operator {
                     uncertain,
                     ..
                 } = &mut *st;
-                let local = entry(release, node);
-                let seen = entry(first_seen, node);
+                let local = release.entry(node).or_default();
+                let seen = first_seen.entry(node).or_default();
                 seen.retain(|ip, _| candidates.contains(ip));
                 if !self.cfg.switches.no_handshake {
-                    let uncertain = uncertain.get(node);
+                    let uncertain = uncertain.get(&node);
                     let aborted: Vec<Short> = local
                         .iter()
                         .filter(|(ip, s)| {
@@ -415,13 +412,18 @@ impl Operator {
                     observed_rv: obj.obj.rv,
                     handshake: !self.cfg.switches.no_handshake,
                 });
-                let done = match self.cloud.unassign(node, &eni, vec![ip]).await {
+                let done = match self.cloud.unassign(&node, &eni, vec![ip]).await {
                     Ok(()) => true,
                     // An earlier attempt that timed out was applied after all.
                     Err(CloudError::Invalid(_)) => true,
                     Err(CloudError::Timeout) => {
                         if self.cfg.switches.hold_unknown_release {
-                            entry(&mut self.state.borrow_mut().uncertain, node).insert(ip);
+                            self.state
+                                .borrow_mut()
+                                .uncertain
+                                .entry(node)
+                                .or_default()
+                                .insert(ip);
                         }
                         false
                     }
@@ -431,15 +433,18 @@ impl Operator {
                     pool.remove(&ip);
                     removed.insert(ip);
                     let mut st = self.state.borrow_mut();
-                    entry(&mut st.first_seen, node).remove(&ip);
+                    st.first_seen.entry(node).or_default().remove(&ip);
                     if !self.cfg.switches.no_handshake {
-                        entry(&mut st.release, node).insert(ip, Short::lit(RELEASED));
+                        st.release
+                            .entry(node)
+                            .or_default()
+                            .insert(ip, Short::lit(RELEASED));
                     }
                 }
             }
         }
         // Status first, then spec; each write tried twice from a fresh read.
-        let differs = match self.state.borrow().release.get(node) {
+        let differs = match self.state.borrow().release.get(&node) {
             Some(local) => *local != status.release_ips,
             None => !status.release_ips.is_empty(),
         };
@@ -449,7 +454,7 @@ impl Operator {
                 .state
                 .borrow()
                 .release
-                .get(node)
+                .get(&node)
                 .cloned()
                 .unwrap_or_default();
             if self.cfg.switches.merge_release_ips {
@@ -482,22 +487,31 @@ impl Operator {
 
     /// `obj` as an observed version of `node` (sharing the parts it has in common with the
     /// version observed before; a part this operator wrote is its own typed value).
-    fn remember(&self, node: &str, obj: Rc<sim::kube::Object>) -> Rc<Observed> {
+    fn remember(&self, node: Short, obj: Rc<sim::kube::Object>) -> Rc<Observed> {
         let mut st = self.state.borrow_mut();
-        let o = Observed::of(obj, st.observed.get(node).map(|o| &**o));
-        st.observed.insert(node.into(), o.clone());
-        o
+        // (A node's entry is replaced in place: no key string per version.)
+        match st.observed.get_mut(&node) {
+            Some(slot) => {
+                *slot = Observed::of(obj, Some(&**slot));
+                slot.clone()
+            }
+            None => {
+                let o = Observed::of(obj, None);
+                st.observed.insert(node, o.clone());
+                o
+            }
+        }
     }
 
     /// A fresh read of `node` (parsed as needed, sharing what it has in common with the version
     /// observed last).
-    async fn fresh(&self, node: &str) -> Option<Rc<Observed>> {
-        let obj = self.kube.get(KIND, node).await.ok()?;
+    async fn fresh(&self, node: Short) -> Option<Rc<Observed>> {
+        let obj = self.kube.get(KIND, &node).await.ok()?;
         let st = self.state.borrow();
-        Some(Observed::of(obj, st.observed.get(node).map(|o| &**o)))
+        Some(Observed::of(obj, st.observed.get(&node).map(|o| &**o)))
     }
 
-    async fn write(&self, node: &str, f: impl Fn(&mut Status)) -> bool {
+    async fn write(&self, node: Short, f: impl Fn(&mut Status)) -> bool {
         for _ in 0..WRITE_ATTEMPTS {
             let Some(fresh) = self.fresh(node).await else {
                 continue;
@@ -507,7 +521,7 @@ impl Operator {
             let value = Body::of(Rc::new(status));
             match self
                 .kube
-                .update(KIND, node, fresh.obj.rv, Part::Status, value)
+                .update(KIND, &node, fresh.obj.rv, Part::Status, value)
                 .await
             {
                 Ok(obj) => {
@@ -522,7 +536,7 @@ impl Operator {
 
     async fn write_spec(
         &self,
-        node: &str,
+        node: Short,
         added: &BTreeMap<Short, Short>,
         removed: &BTreeSet<Short>,
     ) {
@@ -536,7 +550,7 @@ impl Operator {
             let value = Body::of(Rc::new(spec));
             if let Ok(obj) = self
                 .kube
-                .update(KIND, node, fresh.obj.rv, Part::Spec, value)
+                .update(KIND, &node, fresh.obj.rv, Part::Spec, value)
                 .await
             {
                 self.remember(node, obj);
