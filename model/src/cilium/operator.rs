@@ -121,12 +121,15 @@ struct Operator {
     kube: KubeClient,
     cloud: CloudClient,
     cfg: Rc<OperatorConfig>,
+    /// The interfaces' names, `eni-0` .. (made once, not per pass).
+    enis: Rc<[Short]>,
     state: RefCell<State>,
     trigger: Notify,
 }
 
 /// Installs an operator instance as the services of `node`.
 pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: OperatorConfig) {
+    let enis: Rc<[Short]> = (0..cfg.enis).map(eni_name).collect();
     let (kube, cloud, cfg) = (kube.clone(), cloud.clone(), Rc::new(cfg));
     world.set_services(
         node,
@@ -134,6 +137,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: Ope
             // The deployment's supervisor: restart the operator (new pid, empty state) when it dies.
             let sup = host.spawn_process("supervisor");
             let (k, c, cfg, s) = (kube.clone(), cloud.clone(), cfg.clone(), sup.clone());
+            let enis = enis.clone();
             sup.spawn("restart", async move {
                 loop {
                     let proc = s.spawn_child("cilium-operator");
@@ -142,6 +146,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: Ope
                         cloud: c.client(&proc),
                         proc: proc.clone(),
                         cfg: cfg.clone(),
+                        enis: enis.clone(),
                         state: RefCell::default(),
                         trigger: Notify::new(),
                     });
@@ -319,17 +324,17 @@ impl Operator {
         let free = unused(&pool, used).count();
         if free < self.cfg.pre_allocate {
             let need = (self.cfg.pre_allocate - free) as u32;
-            let counts: BTreeMap<Short, usize> = (0..self.cfg.enis)
-                .map(|i| {
-                    let eni = eni_name(i);
-                    let n = pool.values().filter(|e| **e == eni).count();
-                    (eni, n)
-                })
-                .collect();
+            // IPs per interface, in one pass over the pool.
+            let mut counts: Vec<(Short, usize)> = self.enis.iter().map(|e| (*e, 0)).collect();
+            for eni in pool.values() {
+                if let Some(c) = counts.iter_mut().find(|c| c.0 == *eni) {
+                    c.1 += 1;
+                }
+            }
             // The interface with the fewest IPs that has room (ties: the first by name).
             if let Some((eni, _)) = counts
                 .iter()
-                .filter(|(_, n)| (**n as u32) < self.cfg.eni_capacity)
+                .filter(|(_, n)| (*n as u32) < self.cfg.eni_capacity)
                 .min_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)))
             {
                 if let Ok(ips) = self.cloud.assign(&node, eni, need).await {
