@@ -133,7 +133,7 @@ async fn drive(world: &World, cfg: &SimConfig) -> u64 {
         let seen = world.0.stopped.generation();
         if at_us > world.now_us() {
             let sleep = crate::time::sleep_until(world.instant_at(at_us));
-            futures::future::select(Box::pin(sleep), world.0.stopped.changed_since(seen)).await;
+            futures::future::select(sleep, world.0.stopped.changed_since(seen)).await;
         }
         if world.violated() {
             return world.now_us() / 1000;
