@@ -242,7 +242,7 @@ impl Announcer {
             match next {
                 Some(t) => {
                     let wait = Duration::from_micros(t - now);
-                    futures::future::select(Box::pin(self.proc.sleep(wait)), changed).await;
+                    futures::future::select(std::pin::pin!(self.proc.sleep(wait)), changed).await;
                 }
                 None => {
                     changed.await;

@@ -772,7 +772,7 @@ impl Memberlist {
                 Some((at, _)) => {
                     let wait = Duration::from_micros(at - self.now());
                     futures::future::select(
-                        Box::pin(self.proc.sleep(wait)),
+                        std::pin::pin!(self.proc.sleep(wait)),
                         self.suspicions_changed.changed_since(g),
                     )
                     .await;

@@ -145,7 +145,7 @@ impl SpeakerList {
                 let g = self.slot.notify.generation();
                 let wait = Duration::from_micros(next_tick - self.proc.mono_us());
                 futures::future::select(
-                    Box::pin(self.proc.sleep(wait)),
+                    std::pin::pin!(self.proc.sleep(wait)),
                     self.slot.notify.changed_since(g),
                 )
                 .await;

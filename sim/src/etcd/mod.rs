@@ -520,7 +520,7 @@ impl Server {
                 Some(ms) => {
                     let at = self.world.true_time_for_wall(node, ms * 1000);
                     let sleep = crate::time::sleep_until(self.world.instant_at(at));
-                    futures::future::select(Box::pin(sleep), wake).await;
+                    futures::future::select(sleep, wake).await;
                 }
                 None => {
                     wake.await;
