@@ -145,6 +145,27 @@ enum AckWaiter {
     Forward { to: NodeIx, seq: u32, since_us: u64 },
 }
 
+/// The acks a member awaits: (sequence number, waiter) pairs with distinct numbers, in no
+/// particular order (nothing iterates them in order).
+#[derive(Default)]
+struct Acks(Vec<(u32, AckWaiter)>);
+
+impl Acks {
+    /// Awaits `seq` (replacing a waiter for the same number, as a map would).
+    fn insert(&mut self, seq: u32, w: AckWaiter) {
+        match self.0.iter_mut().find(|(s, _)| *s == seq) {
+            Some(slot) => slot.1 = w,
+            None => self.0.push((seq, w)),
+        }
+    }
+
+    /// Stops awaiting `seq`, returning its waiter.
+    fn remove(&mut self, seq: u32) -> Option<AckWaiter> {
+        let i = self.0.iter().position(|(s, _)| *s == seq)?;
+        Some(self.0.swap_remove(i).1)
+    }
+}
+
 /// The probe under way: its sequence number, whether its ack came, and the probing task's waker
 /// (what a oneshot channel would hold, without allocating one per probe).
 #[derive(Default)]
@@ -188,7 +209,8 @@ pub struct Memberlist {
     suspicions_changed: Notify,
     queue: RefCell<Vec<(Broadcast, u32)>>,
     queued: Notify,
-    acks: RefCell<BTreeMap<u32, AckWaiter>>,
+    /// Acks awaited, by sequence number (a handful at most: a list, no map node per probe).
+    acks: RefCell<Acks>,
     /// The probe under way (the probe loop runs one at a time) and whether its ack came.
     probe_wait: RefCell<ProbeWait>,
     seq: Cell<u32>,
@@ -506,7 +528,7 @@ impl Memberlist {
                 let mut acks = self.acks.borrow_mut();
                 // Forgotten forwards (their probe ended long ago) are dropped.
                 let probing = self.probe_wait.borrow().seq;
-                acks.retain(|s, w| match w {
+                acks.0.retain(|(s, w)| match w {
                     AckWaiter::Forward { since_us, .. } => now - *since_us < 5_000_000,
                     AckWaiter::Local => probing == Some(*s),
                 });
@@ -527,7 +549,7 @@ impl Memberlist {
                     },
                 );
             }
-            Packet::Ack { seq } => match self.acks.borrow_mut().remove(&seq) {
+            Packet::Ack { seq } => match self.acks.borrow_mut().remove(seq) {
                 Some(AckWaiter::Local) => {
                     let mut w = self.probe_wait.borrow_mut();
                     if w.seq == Some(seq) {
@@ -683,7 +705,7 @@ impl Memberlist {
             let acked = sim::time::timeout(Duration::from_micros(left), self.ack())
                 .await
                 .is_ok();
-            self.acks.borrow_mut().remove(&seq);
+            self.acks.borrow_mut().remove(seq);
             if !acked {
                 self.suspect_node(target.name, target.incarnation, self.name);
             }
