@@ -257,17 +257,12 @@ impl Agent {
             } else {
                 let (spec, used, view) =
                     (self.spec.borrow(), self.used.borrow(), self.view.borrow());
-                // The pool and the used IPs are both in IP order: one walk over the two.
-                let mut used = used.keys().peekable();
+                // Free: not used (one walk over the pool and the used IPs) and not in a handshake.
                 let taken = [MARKED, READY, RELEASED].map(Short::lit);
-                spec.pool
-                    .keys()
-                    .filter(|ip| {
-                        while used.next_if(|u| *u < *ip).is_some() {}
-                        used.peek() != Some(ip) && view.get(*ip).is_none_or(|s| !taken.contains(s))
-                    })
+                unused(&spec.pool, &used)
+                    .filter(|(ip, _)| view.get(ip).is_none_or(|s| !taken.contains(s)))
                     .take(pending.len())
-                    .copied()
+                    .map(|(ip, _)| ip)
                     .collect()
             };
             for (pod, ip) in pending.into_iter().zip(free) {

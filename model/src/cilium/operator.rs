@@ -218,10 +218,11 @@ impl Operator {
         self.kube
             .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
                 WatchEvent::Upsert(obj) => {
-                    let o = self.remember(key(&obj.name), obj.clone());
+                    let node = key(&obj.name);
+                    let o = self.remember(node, obj.clone());
                     if o.short(self.cfg.pre_allocate) {
                         let mut st = self.state.borrow_mut();
-                        st.short.insert(key(&obj.name));
+                        st.short.insert(node);
                         self.trigger.notify();
                     }
                 }
