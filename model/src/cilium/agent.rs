@@ -43,8 +43,10 @@ struct Pods {
     pods: RefCell<BTreeMap<Short, Option<Short>>>,
     changed: Notify,
     next: Cell<u32>,
-    /// Pods deleted so far (the CNI frees their IPs when this moves).
-    deleted: Cell<u64>,
+    /// Pods without an IP yet (the CNI looks for them only when there are some).
+    pending: Cell<u32>,
+    /// Deleted pods that held an IP, as (pod, IP), until the CNI frees the IP.
+    gone: RefCell<Vec<(Short, Short)>>,
 }
 
 struct Agent {
@@ -131,6 +133,7 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
                     .expect("a node's pod names fit a Short");
                 pods.next.set(pods.next.get() + 1);
                 pods.pods.borrow_mut().insert(pod, None);
+                pods.pending.set(pods.pending.get() + 1);
                 proc.emit(Event::CiliumPodCreated { pod });
             }
         } else if count > target && count > 0 {
@@ -140,7 +143,10 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
             };
             if let Some(pod) = victim {
                 let ip = pods.pods.borrow_mut().remove(&pod).flatten();
-                pods.deleted.set(pods.deleted.get() + 1);
+                match ip {
+                    Some(ip) => pods.gone.borrow_mut().push((pod, ip)),
+                    None => pods.pending.set(pods.pending.get() - 1),
+                }
                 proc.emit(Event::CiliumPodDeleted { pod, ip });
             }
         }
@@ -229,27 +235,29 @@ impl Agent {
 
     /// CNI: give pending pods an IP, take IPs back from deleted pods.
     async fn cni(&self) {
-        let mut deletions_seen = None;
         loop {
             let seen = self.pods.changed.generation();
-            // IPs of pods that are gone go back to the pool (only deletions make any).
-            let deleted = self.pods.deleted.get();
-            let mut changed = deletions_seen != Some(deleted) && {
-                let pods = self.pods.pods.borrow();
+            // IPs of deleted pods go back to the pool, each only while it is still that pod's
+            // (endpoint restore took the IPs of the pods that existed then).
+            let mut changed = false;
+            for (pod, ip) in self.pods.gone.take() {
                 let mut used = self.used.borrow_mut();
-                let before = used.len();
-                used.retain(|_, pod| pods.contains_key(pod));
-                used.len() != before
+                if used.get(&ip) == Some(&pod) {
+                    used.remove(&ip);
+                    changed = true;
+                }
+            }
+            let pending: Vec<Short> = if self.pods.pending.get() == 0 {
+                Vec::new()
+            } else {
+                self.pods
+                    .pods
+                    .borrow()
+                    .iter()
+                    .filter(|(_, ip)| ip.is_none())
+                    .map(|(pod, _)| *pod)
+                    .collect()
             };
-            deletions_seen = Some(deleted);
-            let pending: Vec<Short> = self
-                .pods
-                .pods
-                .borrow()
-                .iter()
-                .filter(|(_, ip)| ip.is_none())
-                .map(|(pod, _)| *pod)
-                .collect();
             // Each pending pod, in name order, gets the first free IP in pool order. Only this
             // pass takes IPs, each the first left, so one walk of the pool finds them all.
             let free: Vec<Short> = if pending.is_empty() {
@@ -269,6 +277,7 @@ impl Agent {
                 self.used.borrow_mut().insert(ip, pod);
                 if let Some(slot) = self.pods.pods.borrow_mut().get_mut(&pod) {
                     *slot = Some(ip);
+                    self.pods.pending.set(self.pods.pending.get() - 1);
                 }
                 self.proc.emit(Event::CiliumPodIp { pod, ip });
                 changed = true;
