@@ -301,13 +301,14 @@ impl Operator {
         } else {
             BTreeMap::new()
         };
-        let mut pool = spec.pool.clone();
+        // The pool as this pass changes it (copied only if it does).
+        let mut pool = std::borrow::Cow::Borrowed(&spec.pool);
         let (mut added, mut removed) = (BTreeMap::new(), BTreeSet::new());
         // Instance resync: the cloud is the truth about which IPs the node holds.
         if let Ok(ifs) = self.cloud.describe(&node).await {
             let (gone, new) = resync(&pool, &ifs);
             for ip in gone {
-                pool.remove(&ip);
+                pool.to_mut().remove(&ip);
                 removed.insert(ip);
                 let mut st = self.state.borrow_mut();
                 let local = st.release.entry(node).or_default();
@@ -317,14 +318,14 @@ impl Operator {
             }
             self.state.borrow_mut().uncertain.remove(&node);
             for (ip, eni) in new {
-                pool.insert(ip, eni);
+                pool.to_mut().insert(ip, eni);
                 added.insert(ip, eni);
             }
         }
         // Allocation: keep pre-allocate IPs free.
-        let free = unused(&pool, used).count();
-        if free < self.cfg.pre_allocate {
-            let need = (self.cfg.pre_allocate - free) as u32;
+        let mut free: Vec<(Short, Short)> = unused(&pool, used).collect();
+        if free.len() < self.cfg.pre_allocate {
+            let need = (self.cfg.pre_allocate - free.len()) as u32;
             // IPs per interface, in one pass over the pool.
             let mut counts: Vec<(Short, usize)> = self.enis.iter().map(|e| (*e, 0)).collect();
             for eni in pool.values() {
@@ -340,14 +341,14 @@ impl Operator {
             {
                 if let Ok(ips) = self.cloud.assign(&node, eni, need).await {
                     for ip in ips {
-                        pool.insert(ip, *eni);
+                        pool.to_mut().insert(ip, *eni);
                         added.insert(ip, *eni);
                     }
+                    free = unused(&pool, used).collect();
                 }
             }
         }
         if self.cfg.release_excess {
-            let free: Vec<(Short, Short)> = unused(&pool, used).collect();
             let candidates = excess_ips(&free, self.cfg.pre_allocate, self.cfg.max_above_watermark);
             let mut to_release = Vec::new();
             {
@@ -436,7 +437,7 @@ impl Operator {
                     Err(_) => false,
                 };
                 if done {
-                    pool.remove(&ip);
+                    pool.to_mut().remove(&ip);
                     removed.insert(ip);
                     let mut st = self.state.borrow_mut();
                     st.first_seen.entry(node).or_default().remove(&ip);
