@@ -8,7 +8,8 @@
 
 use crate::event::NodeIx;
 use crate::world::World;
-use futures::task::{ArcWake, AtomicWaker};
+use crate::sync::ThreadWaker;
+use futures::task::ArcWake;
 use rand::Rng;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -55,7 +56,7 @@ impl World {
 /// woken once per message, when it arrives, and not also when it is sent.
 struct Reader(Arc<ReaderWaker>);
 
-struct ReaderWaker(AtomicWaker);
+struct ReaderWaker(ThreadWaker);
 
 impl ArcWake for ReaderWaker {
     fn wake_by_ref(arc: &Arc<Self>) {
@@ -65,7 +66,7 @@ impl ArcWake for ReaderWaker {
 
 impl Reader {
     fn new() -> Self {
-        Reader(Arc::new(ReaderWaker(AtomicWaker::new())))
+        Reader(Arc::new(ReaderWaker(ThreadWaker::new())))
     }
 
     /// Wakes the reader at true time `at_us` (at least 1 ms from now, as any sleep).

@@ -13,7 +13,8 @@
 //! sleep is dropped or has fired, so a timer left behind by a finished `timeout` wakes no task.
 //! The deadline semantics are madsim's (at least 1 ms, as `tokio::time::sleep`).
 
-use futures::task::{ArcWake, AtomicWaker};
+use crate::sync::ThreadWaker;
+use futures::task::ArcWake;
 use madsim::time::Instant;
 use std::future::Future;
 use std::pin::Pin;
@@ -45,7 +46,7 @@ pub(crate) fn armed() -> u64 {
 
 /// Where a registered madsim timer delivers its wake-up.
 struct Relay {
-    waker: AtomicWaker,
+    waker: ThreadWaker,
     /// The sleep is gone (dropped or re-armed): the wake-up goes nowhere.
     gone: AtomicBool,
     /// The timer has gone off.
@@ -193,13 +194,14 @@ impl Future for Sleep {
                     .flatten()
                     .unwrap_or_else(|| {
                         Arc::new(Relay {
-                            waker: AtomicWaker::new(),
+                            waker: ThreadWaker::new(),
                             gone: AtomicBool::new(false),
                             fired: AtomicBool::new(false),
                         })
                     });
                 relay.waker.register(cx.waker());
-                let waker = futures::task::waker(relay.clone());
+                // Borrowed: madsim keeps its own clone (one reference count operation, not three).
+                let waker = futures::task::waker_ref(&relay);
                 ARMED.with(|a| a.set(a.get() + 1));
                 // Registers the one timer; it cannot be elapsed (checked above).
                 let _ = Pin::new(&mut self.inner).poll(&mut Context::from_waker(&waker));
