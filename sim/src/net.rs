@@ -7,8 +7,8 @@
 //! silent, a caller learns about a loss only through its own timeout.
 
 use crate::event::NodeIx;
-use crate::world::World;
 use crate::sync::ThreadWaker;
+use crate::world::World;
 use futures::task::ArcWake;
 use rand::Rng;
 use std::cell::{Cell, RefCell};

@@ -75,7 +75,9 @@ pub fn simulate(
 ) -> Outcome {
     let rt = madsim::runtime::Runtime::with_seed_and_config(cfg.seed, madsim::Config::default());
     let armed_before = crate::time::armed();
-    rt.block_on(async move {
+    let run = async move {
+        // The run's sleeps share one handle on madsim's clock (see `crate::time::RunClock`).
+        let _clock = crate::time::RunClock::enter();
         let world = World::new(
             cfg.seed,
             &cfg.nodes,
@@ -103,7 +105,13 @@ pub fn simulate(
             messages,
             nodes: cfg.nodes.len(),
         }
-    })
+    };
+    // The run's own future is one of its tasks for the world's reading of the time.
+    let mut run = std::pin::pin!(run);
+    rt.block_on(std::future::poll_fn(move |cx| {
+        crate::time::new_poll();
+        std::future::Future::poll(run.as_mut(), cx)
+    }))
 }
 
 async fn drive(world: &World, cfg: &SimConfig) -> u64 {

@@ -178,7 +178,10 @@ mod tests {
 
     #[test]
     fn a_thread_waker_wakes_the_last_registered_task_once() {
-        let (a, b) = (Arc::new(Count(AtomicU32::new(0))), Arc::new(Count(AtomicU32::new(0))));
+        let (a, b) = (
+            Arc::new(Count(AtomicU32::new(0))),
+            Arc::new(Count(AtomicU32::new(0))),
+        );
         let w = ThreadWaker::new();
         w.wake(); // nobody registered: nothing happens
         w.register(&futures::task::waker(a.clone()));

@@ -39,6 +39,24 @@ thread_local! {
 /// the list without limit; beyond it a relay is freed as before).
 const SPARE_MAX: usize = 64;
 
+thread_local! {
+    /// Counts the polls of the run's tasks on this thread (see [`new_poll`]).
+    static POLLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the start of a poll of one of the run's tasks (every task the world spawns, and the run's
+/// own future). Simulated time moves only between polls (madsim advances its clock when no task
+/// is ready, then fires timers, whose wake-ups read no time), so a time read once during a poll
+/// holds for the rest of it: [`poll_count`] tells a reader whether its cached reading is current.
+pub(crate) fn new_poll() {
+    POLLS.with(|p| p.set(p.get() + 1));
+}
+
+/// The number of polls begun on this thread (see [`new_poll`]).
+pub(crate) fn poll_count() -> u64 {
+    POLLS.with(|p| p.get())
+}
+
 /// Timers registered with madsim on this thread so far.
 pub(crate) fn armed() -> u64 {
     ARMED.with(|a| a.get())
@@ -77,40 +95,111 @@ fn spare(r: Arc<Relay>) {
     });
 }
 
+thread_local! {
+    /// The clock of the simulation running on this thread, if [`RunClock::enter`] set it.
+    static RUN_CLOCK: std::cell::RefCell<Option<Clock>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The runtime's time handle and one madsim sleep kept for registering timers.
+///
+/// Each madsim sleep holds a clone of the runtime's time handle (two `Arc`s), and creating one
+/// looks the handle up, clones it and drops the copy: eight atomic reference-count operations per
+/// timer, before the timer itself. A run registers every timer through this one sleep instead,
+/// moved to each timer's deadline (`reset`) and polled: madsim then adds exactly the timer a fresh
+/// sleep would, at the same instant, with the same callback.
+struct Clock {
+    time: madsim::time::TimeHandle,
+    registrar: madsim::time::Sleep,
+}
+
+/// Marks the simulation running on the current thread, for the span of the guard: its sleeps
+/// and timers go through one shared clock (see [`Clock`]). Outside one (a test on a bare madsim
+/// runtime), each sleep uses a madsim sleep of its own, as before.
+pub(crate) struct RunClock(());
+
+impl RunClock {
+    /// Must be called inside the run's madsim runtime.
+    #[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
+    pub(crate) fn enter() -> RunClock {
+        let time = madsim::time::TimeHandle::current();
+        let registrar = time.sleep(Duration::ZERO);
+        RUN_CLOCK.with(|c| *c.borrow_mut() = Some(Clock { time, registrar }));
+        RunClock(())
+    }
+}
+
+impl Drop for RunClock {
+    fn drop(&mut self) {
+        let _ = RUN_CLOCK.try_with(|c| c.borrow_mut().take());
+    }
+}
+
+/// Runs `f` with the run's clock, or with a fresh one outside a run.
+#[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
+fn with_clock<R>(f: impl FnOnce(&madsim::time::TimeHandle, &mut madsim::time::Sleep) -> R) -> R {
+    RUN_CLOCK.with(|c| match &mut *c.borrow_mut() {
+        Some(Clock { time, registrar }) => f(time, registrar),
+        None => {
+            let time = madsim::time::TimeHandle::current();
+            let mut registrar = time.sleep(Duration::ZERO);
+            f(&time, &mut registrar)
+        }
+    })
+}
+
+/// Simulated time now.
+fn now() -> Instant {
+    with_clock(|time, _| time.now_instant())
+}
+
+/// madsim's shortest sleep: a deadline is at least this far ahead when a sleep is made.
+const MIN_SLEEP: Duration = Duration::from_millis(1);
+
+/// Registers one madsim timer at `deadline` that wakes `waker`; false (and nothing registered) if
+/// the deadline has passed.
+fn register(deadline: Instant, waker: &Waker) -> bool {
+    with_clock(|_, registrar| {
+        Pin::new(&mut *registrar).reset(deadline);
+        let armed = Pin::new(registrar)
+            .poll(&mut Context::from_waker(waker))
+            .is_pending();
+        if armed {
+            ARMED.with(|a| a.set(a.get() + 1));
+        }
+        armed
+    })
+}
+
 /// A sleep until a simulated instant that adds one timer, however often it is polled.
 ///
 /// [`Sleep::reset`] to a later deadline keeps the timer already registered: it goes off early,
 /// and the poll it causes registers one for the new deadline. A deadline pushed forward on every
 /// event (an idle timeout) thus costs one timer per period, not one per event.
 pub struct Sleep {
-    /// madsim's sleep holds only a time handle and the deadline, so it is `Unpin` and lives
-    /// inline; it registers the timers.
-    inner: madsim::time::Sleep,
+    /// When it fires (madsim's deadline rules: at least [`MIN_SLEEP`] from its making; a reset
+    /// moves it as given).
+    deadline: Instant,
     /// The registered timer: its instant (at most the deadline) and where it delivers.
     armed: Option<(Instant, Arc<Relay>)>,
 }
 
 /// Sleeps for `d` of simulated time (at least 1 ms).
-#[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
 pub fn sleep(d: Duration) -> Sleep {
-    Sleep::new(madsim::time::sleep(d))
+    let now = now();
+    Sleep::new((now + d).max(now + MIN_SLEEP))
 }
 
 /// Sleeps until `deadline` (at least 1 ms from now).
-#[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    Sleep::new(madsim::time::sleep_until(deadline))
+    Sleep::new(deadline.max(now() + MIN_SLEEP))
 }
 
 /// Arms one timer that wakes `waker` at `deadline` (at least 1 ms from now, as a sleep). Nothing
 /// cancels it: for a sender that knows when its receiver must look again (a datagram's arrival),
 /// so the receiver is woken once, at that time, and not also when the item is queued.
-#[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
 pub fn wake_at(deadline: Instant, waker: &Waker) {
-    let mut s = madsim::time::sleep_until(deadline);
-    ARMED.with(|a| a.set(a.get() + 1));
-    // A sleep is at least 1 ms long, so this registers the timer and is never ready.
-    let _ = Pin::new(&mut s).poll(&mut Context::from_waker(waker));
+    // At least 1 ms ahead, so this always registers the timer.
+    register(deadline.max(now() + MIN_SLEEP), waker);
 }
 
 /// `future`'s output, or `Err(())` if `d` of simulated time passes first. Like madsim's `timeout`,
@@ -140,22 +229,25 @@ impl std::fmt::Display for Elapsed {
 impl std::error::Error for Elapsed {}
 
 impl Sleep {
-    fn new(inner: madsim::time::Sleep) -> Self {
-        Sleep { inner, armed: None }
+    fn new(deadline: Instant) -> Self {
+        Sleep {
+            deadline,
+            armed: None,
+        }
     }
 
     /// When it fires.
     pub fn deadline(&self) -> Instant {
-        self.inner.deadline()
+        self.deadline
     }
 
     /// Moves the deadline. A later one keeps the registered timer (see the type's doc); an
     /// earlier one drops it, and the next poll registers one for the new deadline.
     pub fn reset(&mut self, deadline: Instant) {
-        if deadline == self.inner.deadline() {
+        if deadline == self.deadline {
             return;
         }
-        Pin::new(&mut self.inner).reset(deadline);
+        self.deadline = deadline;
         if self.armed.as_ref().is_some_and(|(at, _)| *at > deadline) {
             self.disarm();
         }
@@ -178,13 +270,15 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.inner.is_elapsed() {
-            self.disarm();
-            return Poll::Ready(());
-        }
         match &self.armed {
             // The timer is still to go off, at or before the deadline.
-            Some((_, r)) if !r.fired.load(Ordering::Relaxed) => r.waker.register(cx.waker()),
+            Some((_, r)) if !r.fired.load(Ordering::Relaxed) => {
+                if now() >= self.deadline {
+                    self.disarm();
+                    return Poll::Ready(());
+                }
+                r.waker.register(cx.waker());
+            }
             _ => {
                 // None yet, or it went off early (the deadline moved later since).
                 self.disarm();
@@ -199,13 +293,14 @@ impl Future for Sleep {
                             fired: AtomicBool::new(false),
                         })
                     });
+                // Lent: madsim keeps its own clone (one reference count operation, not three).
+                // Not registered if the deadline has passed: then nothing else holds the relay.
+                if !register(self.deadline, &futures::task::waker_ref(&relay)) {
+                    spare(relay);
+                    return Poll::Ready(());
+                }
                 relay.waker.register(cx.waker());
-                // Borrowed: madsim keeps its own clone (one reference count operation, not three).
-                let waker = futures::task::waker_ref(&relay);
-                ARMED.with(|a| a.set(a.get() + 1));
-                // Registers the one timer; it cannot be elapsed (checked above).
-                let _ = Pin::new(&mut self.inner).poll(&mut Context::from_waker(&waker));
-                self.armed = Some((self.inner.deadline(), relay));
+                self.armed = Some((self.deadline, relay));
             }
         }
         Poll::Pending
@@ -235,6 +330,86 @@ mod tests {
             f.as_mut().poll(cx)
         }));
         n.get()
+    }
+
+    /// A mix of sleeps, resets, timeouts and a bare timer, with or without a [`RunClock`]: the
+    /// instant (ms) after each step, the task's polls and the timers registered.
+    fn mix(run_clock: bool) -> (Vec<u128>, u32, u64) {
+        let armed_before = armed();
+        let log = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let l = log.clone();
+        let polls = polls_of(async move {
+            let _clock = run_clock.then(RunClock::enter);
+            let start = madsim::time::Instant::now();
+            let step = || l.borrow_mut().push(start.elapsed().as_millis());
+            sleep(Duration::ZERO).await; // 1 ms, madsim's shortest
+            step();
+            sleep(Duration::from_millis(7)).await;
+            step();
+            sleep_until(start).await; // in the past: 1 ms too
+            step();
+            let mut s = sleep(Duration::from_secs(5));
+            s.reset(madsim::time::Instant::now() + Duration::from_secs(2));
+            (&mut s).await;
+            step();
+            let mut s = sleep(Duration::from_secs(1));
+            let mut first = true;
+            std::future::poll_fn(|cx| {
+                if first {
+                    first = false;
+                    // Armed at 1 s, then moved later: it goes off early and re-arms.
+                    assert!(Pin::new(&mut s).poll(cx).is_pending());
+                    s.reset(s.deadline() + Duration::from_secs(2));
+                }
+                Pin::new(&mut s).poll(cx)
+            })
+            .await;
+            step();
+            assert!(
+                timeout(Duration::from_secs(3), sleep(Duration::from_secs(1)))
+                    .await
+                    .is_ok()
+            );
+            step();
+            assert!(
+                timeout(Duration::from_secs(1), sleep(Duration::from_secs(3)))
+                    .await
+                    .is_err()
+            );
+            step();
+            let at = madsim::time::Instant::now() + Duration::from_millis(4);
+            let mut first = true;
+            std::future::poll_fn(|cx| {
+                if std::mem::take(&mut first) {
+                    wake_at(at, cx.waker());
+                    return Poll::Pending;
+                }
+                Poll::Ready(())
+            })
+            .await;
+            step();
+            // Let the timers left behind go off.
+            sleep(Duration::from_secs(10)).await;
+        });
+        let steps = log.borrow().clone();
+        (steps, polls, armed() - armed_before)
+    }
+
+    #[test]
+    fn sleeps_do_the_same_through_the_run_clock_as_through_their_own() {
+        let (steps, polls, timers) = mix(true);
+        assert_eq!((steps.clone(), polls, timers), mix(false));
+        assert_eq!(steps, [1, 8, 9, 2009, 5009, 6009, 7009, 7013]);
+        assert!(timers >= 9, "{timers}");
+    }
+
+    #[test]
+    fn the_run_clock_ends_with_its_guard() {
+        mix(true);
+        assert!(RUN_CLOCK.with(|c| c.borrow().is_none()));
+        // A later runtime on the same thread must not reach the first one's clock (its sleeps
+        // would never wake, and madsim would stop with every task blocked).
+        assert_eq!(mix(false).0.len(), 8);
     }
 
     #[test]

@@ -122,6 +122,10 @@ pub(crate) struct Inner {
     start_elapsed: Duration,
     /// The runtime's clock, held so that reading true time skips the `clock_gettime` hook.
     time: madsim::time::TimeHandle,
+    /// The last reading of true time (µs) and the poll it was taken in (`crate::time::poll_count`):
+    /// valid for the rest of that poll. madsim's clock sits behind a mutex, so each reading costs
+    /// two atomic operations, and a poll often reads the time several times.
+    now: Cell<(u64, u64)>,
     handle: madsim::runtime::Handle,
     pub(crate) nodes: RefCell<Vec<NodeState>>,
     pub(crate) net: RefCell<Net>,
@@ -170,6 +174,7 @@ impl World {
             start: time.now_instant(),
             start_elapsed: time.elapsed(),
             time,
+            now: Cell::new((u64::MAX, 0)),
             handle,
             nodes: RefCell::new(states),
             net: RefCell::new(Net {
@@ -199,6 +204,19 @@ impl World {
 
     /// True time since the start of the run (µs).
     pub fn now_us(&self) -> u64 {
+        let poll = crate::time::poll_count();
+        let (at, us) = self.0.now.get();
+        if at == poll {
+            // Debug builds (every test) check that the reading is still current.
+            debug_assert_eq!(us, self.read_now_us(), "true time moved within a poll");
+            return us;
+        }
+        let us = self.read_now_us();
+        self.0.now.set((poll, us));
+        us
+    }
+
+    fn read_now_us(&self) -> u64 {
         (self.0.time.elapsed() - self.0.start_elapsed).as_micros() as u64
     }
 
@@ -933,6 +951,7 @@ struct Stallable {
 impl Future for Stallable {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        crate::time::new_poll();
         let until = self.until_us.get();
         // Zero: not stalled (the common case, decided without reading the clock).
         if until != 0 && until > self.world.now_us() {
