@@ -110,11 +110,17 @@ thread_local! {
 struct Clock {
     time: madsim::time::TimeHandle,
     registrar: madsim::time::Sleep,
+    /// The last reading of the clock and the poll it was taken in ([`poll_count`]): current for
+    /// the rest of that poll (madsim's clock sits behind a mutex: two atomic operations a read).
+    now: std::cell::Cell<(u64, Instant)>,
 }
 
 /// Marks the simulation running on the current thread, for the span of the guard: its sleeps
 /// and timers go through one shared clock (see [`Clock`]). Outside one (a test on a bare madsim
 /// runtime), each sleep uses a madsim sleep of its own, as before.
+///
+/// Every poll of the run's tasks (and of its own future) must begin with [`new_poll`], as the
+/// world's do: the clock's reading is kept for the rest of a poll. (Debug builds check it.)
 pub(crate) struct RunClock(());
 
 impl RunClock {
@@ -123,8 +129,29 @@ impl RunClock {
     pub(crate) fn enter() -> RunClock {
         let time = madsim::time::TimeHandle::current();
         let registrar = time.sleep(Duration::ZERO);
-        RUN_CLOCK.with(|c| *c.borrow_mut() = Some(Clock { time, registrar }));
+        let now = std::cell::Cell::new((u64::MAX, time.now_instant()));
+        RUN_CLOCK.with(|c| {
+            *c.borrow_mut() = Some(Clock {
+                time,
+                registrar,
+                now,
+            })
+        });
         RunClock(())
+    }
+}
+
+impl Clock {
+    fn now(&self) -> Instant {
+        let poll = poll_count();
+        let (at, t) = self.now.get();
+        if at == poll {
+            debug_assert_eq!(t, self.time.now_instant(), "time moved within a poll");
+            return t;
+        }
+        let t = self.time.now_instant();
+        self.now.set((poll, t));
+        t
     }
 }
 
@@ -138,7 +165,9 @@ impl Drop for RunClock {
 #[allow(clippy::disallowed_methods)] // the one place that creates madsim sleeps
 fn with_clock<R>(f: impl FnOnce(&madsim::time::TimeHandle, &mut madsim::time::Sleep) -> R) -> R {
     RUN_CLOCK.with(|c| match &mut *c.borrow_mut() {
-        Some(Clock { time, registrar }) => f(time, registrar),
+        Some(Clock {
+            time, registrar, ..
+        }) => f(time, registrar),
         None => {
             let time = madsim::time::TimeHandle::current();
             let mut registrar = time.sleep(Duration::ZERO);
@@ -148,8 +177,12 @@ fn with_clock<R>(f: impl FnOnce(&madsim::time::TimeHandle, &mut madsim::time::Sl
 }
 
 /// Simulated time now.
+#[allow(clippy::disallowed_methods)] // outside a run: madsim's own clock
 fn now() -> Instant {
-    with_clock(|time, _| time.now_instant())
+    RUN_CLOCK.with(|c| match &*c.borrow() {
+        Some(clock) => clock.now(),
+        None => madsim::time::TimeHandle::current().now_instant(),
+    })
 }
 
 /// madsim's shortest sleep: a deadline is at least this far ahead when a sleep is made.
@@ -326,6 +359,7 @@ mod tests {
         let m = n.clone();
         let mut f = Box::pin(f);
         rt.block_on(std::future::poll_fn(move |cx| {
+            new_poll();
             m.set(m.get() + 1);
             f.as_mut().poll(cx)
         }));
