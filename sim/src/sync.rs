@@ -94,7 +94,7 @@ impl<F: Future> Future for AssertSend<F> {
 /// is only ever used there; it remembers that thread and panics if used from another, which makes
 /// sharing it between threads (`Sync`) sound. The atomic read-modify-writes it saves (two or three
 /// per registration and per wake-up, on every sleep and message arrival) cost more time than
-/// their instruction count suggests: measured, 6-7 % of a Calico run's CPU time.
+/// their instruction count suggests: measured, 3-7 % of a run's CPU time.
 pub struct ThreadWaker {
     /// The thread that created it (the address of a thread-local: distinct among live threads).
     owner: usize,
