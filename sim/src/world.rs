@@ -142,8 +142,10 @@ pub(crate) struct Inner {
 pub struct World(pub(crate) Rc<Inner>);
 
 impl World {
-    /// Creates the world and its madsim nodes. Must be called inside the run's runtime.
-    pub fn new(
+    /// Creates the world and its madsim nodes. Must be called inside the run's runtime, by
+    /// [`crate::runtime::simulate`], whose polls (like those of the world's tasks) mark where true
+    /// time may have moved (see `now_us`).
+    pub(crate) fn new(
         seed: u64,
         nodes: &[NodeSpec],
         net: NetSpec,
@@ -208,7 +210,11 @@ impl World {
         let (at, us) = self.0.now.get();
         if at == poll {
             // Debug builds (every test) check that the reading is still current.
-            debug_assert_eq!(us, self.read_now_us(), "true time moved within a poll");
+            debug_assert_eq!(
+                us,
+                self.read_now_us(),
+                "true time moved within a poll: code reading it runs outside the world's tasks"
+            );
             return us;
         }
         let us = self.read_now_us();
