@@ -436,8 +436,7 @@ pub struct CiliumMonitor {
     /// (node, ip) -> the operator's decision (time, observed rv, state seen).
     decisions: BTreeMap<NodeIp, (u64, u64, String)>,
     /// CiliumNode status writes, in order: (node, rv, time written, client). Read only to
-    /// explain a failure ([`CiliumMonitor::writes_by_version`]); appending is much cheaper than
-    /// keeping a map sorted on every write.
+    /// explain a failure; appending is much cheaper than keeping a map sorted on every write.
     writes: Vec<(Short, u64, u64, String)>,
     /// pod -> (node, since) for pods waiting for an IP.
     pending: BTreeMap<Short, (Short, u64)>,
@@ -476,13 +475,13 @@ impl CiliumMonitor {
         }
     }
 
-    /// The status writes by (node, resourceVersion), the last write of each.
-    fn writes_by_version(&self) -> BTreeMap<(Short, u64), (u64, &str)> {
-        let mut by = BTreeMap::new();
-        for (n, rv, t, c) in &self.writes {
-            by.insert((*n, *rv), (*t, c.as_str()));
-        }
-        by
+    /// The status write that made `node`'s version `rv` (a resourceVersion names one write):
+    /// (time, client).
+    fn write_of(&self, node: Short, rv: u64) -> Option<(u64, &str)> {
+        self.writes
+            .iter()
+            .find(|(n, r, ..)| *n == node && *r == rv)
+            .map(|(_, _, t, c)| (*t, c.as_str()))
     }
 
     fn unassign(
@@ -503,12 +502,12 @@ impl CiliumMonitor {
             .position(|n| n == instance)
             .map(|i| i as NodeIx);
         let view = match self.decisions.get(&key) {
-            Some((t, rv, _)) => match self.writes_by_version().get(&(key.0, *rv)) {
+            Some((t, rv, _)) => match self.write_of(key.0, *rv) {
                 Some((tw, by)) => format!(
                     "the operator decided at {} from {instance}'s status at resourceVersion {rv}, written by {by} at {} ({} before the pod got the IP), whose used IPs did not include {ip}",
                     secs(*t),
-                    secs(*tw),
-                    secs(since.saturating_sub(*tw))
+                    secs(tw),
+                    secs(since.saturating_sub(tw))
                 ),
                 None => format!("the operator decided at {} from {instance}'s status at resourceVersion {rv}, whose used IPs did not include {ip}", secs(*t)),
             },
@@ -582,12 +581,13 @@ impl Monitor for CiliumMonitor {
                     };
                     let erased = match self.entry_removed.get(&key) {
                         Some((te, prev)) => {
+                            // The last status write of the node at or before the removal.
                             let by = self
-                                .writes_by_version()
+                                .writes
                                 .iter()
-                                .filter(|((n, _), (tw, _))| *n == node && tw <= te)
-                                .max_by_key(|(_, (tw, _))| *tw)
-                                .map(|(_, (tw, c))| {
+                                .filter(|(n, _, tw, _)| *n == node && tw <= te)
+                                .max_by_key(|(_, _, tw, _)| *tw)
+                                .map(|(_, _, tw, c)| {
                                     format!(" by {c}'s status write at {}", secs(*tw))
                                 })
                                 .unwrap_or_default();

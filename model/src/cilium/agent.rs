@@ -247,17 +247,25 @@ impl Agent {
                     changed = true;
                 }
             }
-            let pending: Vec<Short> = if self.pods.pending.get() == 0 {
+            let waiting = || -> Vec<Short> {
+                let pods = self.pods.pods.borrow();
+                let w = pods.iter().filter(|(_, ip)| ip.is_none());
+                w.map(|(pod, _)| *pod).collect()
+            };
+            let pending = if self.pods.pending.get() == 0 {
                 Vec::new()
             } else {
-                self.pods
-                    .pods
-                    .borrow()
-                    .iter()
-                    .filter(|(_, ip)| ip.is_none())
-                    .map(|(pod, _)| *pod)
-                    .collect()
+                waiting()
             };
+            // The count the kubelet and this loop keep must be the pods' own (debug builds check).
+            debug_assert_eq!(
+                self.pods.pending.get() as usize,
+                if pending.is_empty() {
+                    waiting().len()
+                } else {
+                    pending.len()
+                }
+            );
             // Each pending pod, in name order, gets the first free IP in pool order. Only this
             // pass takes IPs, each the first left, so one walk of the pool finds them all.
             let free: Vec<Short> = if pending.is_empty() {
