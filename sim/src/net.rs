@@ -7,15 +7,13 @@
 //! silent, a caller learns about a loss only through its own timeout.
 
 use crate::event::NodeIx;
-use crate::sync::ThreadWaker;
+use crate::sync::Relay;
 use crate::world::World;
-use futures::task::ArcWake;
 use rand::Rng;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -54,29 +52,21 @@ impl World {
 /// The task waiting for messages at one place (an inbox, a stream, a call's answer). The sender
 /// arms a timer for each message's arrival that wakes whichever task last waited, so a reader is
 /// woken once per message, when it arrives, and not also when it is sent.
-struct Reader(Arc<ReaderWaker>);
-
-struct ReaderWaker(ThreadWaker);
-
-impl ArcWake for ReaderWaker {
-    fn wake_by_ref(arc: &Arc<Self>) {
-        arc.0.wake();
-    }
-}
+struct Reader(Relay);
 
 impl Reader {
     fn new() -> Self {
-        Reader(Arc::new(ReaderWaker(ThreadWaker::new())))
+        Reader(Relay::new())
     }
 
     /// Wakes the reader at true time `at_us` (at least 1 ms from now, as any sleep).
     fn wake_at(&self, world: &World, at_us: u64) {
-        crate::time::wake_at(world.instant_at(at_us), &futures::task::waker_ref(&self.0));
+        crate::time::wake_at(world.instant_at(at_us), &self.0.waker());
     }
 
     /// The task of `cx` waits for the next arrival.
     fn wait(&self, cx: &std::task::Context<'_>) {
-        self.0 .0.register(cx.waker());
+        self.0.register(cx.waker());
     }
 }
 
@@ -618,6 +608,8 @@ impl<T> Datagrams<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::task::ArcWake;
+    use std::sync::Arc;
 
     #[test]
     fn datagrams_leave_the_wire_by_arrival_then_sending_order() {

@@ -13,13 +13,10 @@
 //! sleep is dropped or has fired, so a timer left behind by a finished `timeout` wakes no task.
 //! The deadline semantics are madsim's (at least 1 ms, as `tokio::time::sleep`).
 
-use crate::sync::ThreadWaker;
-use futures::task::ArcWake;
+use crate::sync::Relay;
 use madsim::time::Instant;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -28,16 +25,6 @@ thread_local! {
     /// over its own span for the benchmark's baseline; nothing in a simulation depends on it).
     static ARMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
-
-thread_local! {
-    /// Relays whose timer has gone off and whose sleep is gone, ready for another sleep (saves an
-    /// allocation per sleep; a relay holds no state once reset, so reuse is invisible).
-    static SPARE: std::cell::RefCell<Vec<Arc<Relay>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Spare relays kept per thread at most (a bound, so that a burst of finished sleeps cannot grow
-/// the list without limit; beyond it a relay is freed as before).
-const SPARE_MAX: usize = 64;
 
 thread_local! {
     /// Counts the polls of the run's tasks on this thread (see [`new_poll`]).
@@ -60,39 +47,6 @@ pub(crate) fn poll_count() -> u64 {
 /// Timers registered with madsim on this thread so far.
 pub(crate) fn armed() -> u64 {
     ARMED.with(|a| a.get())
-}
-
-/// Where a registered madsim timer delivers its wake-up.
-struct Relay {
-    waker: ThreadWaker,
-    /// The sleep is gone (dropped or re-armed): the wake-up goes nowhere.
-    gone: AtomicBool,
-    /// The timer has gone off.
-    fired: AtomicBool,
-}
-
-impl ArcWake for Relay {
-    fn wake_by_ref(arc: &Arc<Self>) {
-        arc.fired.store(true, Ordering::Relaxed);
-        if !arc.gone.load(Ordering::Relaxed) {
-            arc.waker.wake();
-        } else {
-            // Its sleep let go of it, and madsim drops its waker after this call: spare it.
-            spare(arc.clone());
-        }
-    }
-}
-
-/// Keeps a relay that nothing else will use for the thread's next sleep.
-fn spare(r: Arc<Relay>) {
-    r.gone.store(false, Ordering::Relaxed);
-    r.fired.store(false, Ordering::Relaxed);
-    let _ = SPARE.try_with(|s| {
-        let mut s = s.borrow_mut();
-        if s.len() < SPARE_MAX {
-            s.push(r);
-        }
-    });
 }
 
 thread_local! {
@@ -212,8 +166,9 @@ pub struct Sleep {
     /// When it fires (madsim's deadline rules: at least [`MIN_SLEEP`] from its making; a reset
     /// moves it as given).
     deadline: Instant,
-    /// The registered timer: its instant (at most the deadline) and where it delivers.
-    armed: Option<(Instant, Arc<Relay>)>,
+    /// The registered timer: its instant (at most the deadline) and where it delivers (the relay
+    /// wakes whichever task polled the sleep last, and nobody once the sleep lets go of it).
+    armed: Option<(Instant, Relay)>,
 }
 
 /// Sleeps for `d` of simulated time (at least 1 ms).
@@ -288,13 +243,8 @@ impl Sleep {
 
     fn disarm(&mut self) {
         if let Some((_, r)) = self.armed.take() {
-            r.gone.store(true, Ordering::Relaxed);
-            r.waker.take();
-            // Only this sleep holds it: its timer went off and madsim dropped the waker. (Else
-            // the timer still holds it, and spares it when it goes off.)
-            if Arc::strong_count(&r) == 1 {
-                spare(r);
-            }
+            // A timer yet to go off keeps the relay (madsim holds its waker) and wakes nobody.
+            r.close();
         }
     }
 }
@@ -305,34 +255,30 @@ impl Future for Sleep {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         match &self.armed {
             // The timer is still to go off, at or before the deadline.
-            Some((_, r)) if !r.fired.load(Ordering::Relaxed) => {
+            Some((_, r)) if !r.woken() => {
                 if now() >= self.deadline {
                     self.disarm();
                     return Poll::Ready(());
                 }
-                r.waker.register(cx.waker());
+                r.register(cx.waker());
             }
             _ => {
-                // None yet, or it went off early (the deadline moved later since).
+                // None yet, or it went off: at the deadline (the usual end of a sleep), or early
+                // (the deadline moved later since).
                 self.disarm();
-                let relay = SPARE
-                    .try_with(|s| s.borrow_mut().pop())
-                    .ok()
-                    .flatten()
-                    .unwrap_or_else(|| {
-                        Arc::new(Relay {
-                            waker: ThreadWaker::new(),
-                            gone: AtomicBool::new(false),
-                            fired: AtomicBool::new(false),
-                        })
-                    });
-                // Lent: madsim keeps its own clone (one reference count operation, not three).
-                // Not registered if the deadline has passed: then nothing else holds the relay.
-                if !register(self.deadline, &futures::task::waker_ref(&relay)) {
-                    spare(relay);
+                // Due: ready without a trip to madsim, which would find the same (its sleep is
+                // ready, registering nothing, once the clock reaches the deadline). Most sleeps
+                // end here, polled by the wake-up of the timer that went off at their deadline.
+                if now() >= self.deadline {
                     return Poll::Ready(());
                 }
-                relay.waker.register(cx.waker());
+                let relay = Relay::new();
+                // Lent: madsim keeps its own clone. Not registered if the deadline has passed
+                // (cannot happen after the check above; madsim's rule decides).
+                if !register(self.deadline, &relay.waker()) {
+                    return Poll::Ready(());
+                }
+                relay.register(cx.waker());
                 self.armed = Some((self.deadline, relay));
             }
         }
@@ -469,7 +415,7 @@ mod tests {
 
     #[test]
     fn a_relay_serves_again_once_its_timer_has_gone_off() {
-        let spare = || SPARE.with(|s| s.borrow().len());
+        let spare = crate::sync::spare_relays;
         let polls = polls_of(async move {
             let start = madsim::time::Instant::now();
             // Beaten at 1 s: the timeout's relay stays with its timer (10 s); the inner sleep's
