@@ -132,7 +132,7 @@ fn with_clock<R>(f: impl FnOnce(&madsim::time::TimeHandle, &mut madsim::time::Sl
 
 /// Simulated time now.
 #[allow(clippy::disallowed_methods)] // outside a run: madsim's own clock
-fn now() -> Instant {
+pub(crate) fn now() -> Instant {
     RUN_CLOCK.with(|c| match &*c.borrow() {
         Some(clock) => clock.now(),
         None => madsim::time::TimeHandle::current().now_instant(),
@@ -262,13 +262,17 @@ impl Future for Sleep {
                 }
                 r.register(cx.waker());
             }
+            // It went off at the deadline: the clock has reached it (the usual end of a sleep,
+            // polled by that timer's wake-up; no need to read the clock).
+            Some((at, _)) if *at == self.deadline => {
+                self.disarm();
+                return Poll::Ready(());
+            }
             _ => {
-                // None yet, or it went off: at the deadline (the usual end of a sleep), or early
-                // (the deadline moved later since).
+                // None yet, or it went off early (the deadline moved later since).
                 self.disarm();
                 // Due: ready without a trip to madsim, which would find the same (its sleep is
-                // ready, registering nothing, once the clock reaches the deadline). Most sleeps
-                // end here, polled by the wake-up of the timer that went off at their deadline.
+                // ready, registering nothing, once the clock reaches the deadline).
                 if now() >= self.deadline {
                     return Poll::Ready(());
                 }

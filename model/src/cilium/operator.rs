@@ -323,9 +323,10 @@ impl Operator {
             }
         }
         // Allocation: keep pre-allocate IPs free.
-        let mut free: Vec<(Short, Short)> = unused(&pool, used).collect();
-        if free.len() < self.cfg.pre_allocate {
-            let need = (self.cfg.pre_allocate - free.len()) as u32;
+        // (Counted: the free IPs themselves are needed only when some are in excess.)
+        let mut free = unused(&pool, used).count();
+        if free < self.cfg.pre_allocate {
+            let need = (self.cfg.pre_allocate - free) as u32;
             // IPs per interface, in one pass over the pool.
             let mut counts: Vec<(Short, usize)> = self.enis.iter().map(|e| (*e, 0)).collect();
             for eni in pool.values() {
@@ -344,12 +345,17 @@ impl Operator {
                         pool.to_mut().insert(ip, *eni);
                         added.insert(ip, *eni);
                     }
-                    free = unused(&pool, used).collect();
+                    free = unused(&pool, used).count();
                 }
             }
         }
         if self.cfg.release_excess {
-            let candidates = excess_ips(&free, self.cfg.pre_allocate, self.cfg.max_above_watermark);
+            let (pre, above) = (self.cfg.pre_allocate, self.cfg.max_above_watermark);
+            let candidates = if free > pre + above {
+                excess_ips(&unused(&pool, used).collect::<Vec<_>>(), pre, above)
+            } else {
+                Vec::new() // what `excess_ips` finds when none are in excess
+            };
             let mut to_release = Vec::new();
             {
                 let mut st = self.state.borrow_mut();
