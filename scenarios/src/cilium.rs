@@ -365,7 +365,7 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
         .collect();
     for (i, ips) in initial.iter().enumerate() {
         for ip in ips {
-            monitor.assigned.insert((short(&names[i]), short(ip)));
+            monitor.nodes[i].assigned.insert(short(ip));
         }
     }
     simulate(cfg, Box::new(monitor), move |world| {
@@ -424,15 +424,23 @@ fn short(s: &str) -> Short {
 /// (node, ip).
 type NodeIp = (Short, Short);
 
+/// What the monitor follows on one node, keyed by IP (most events concern one node's IPs: kept
+/// apart, each lookup compares addresses only, in smaller maps).
+#[derive(Default)]
+struct NodeView {
+    /// Ground truth: the IPs assigned to the node (the cloud instance) in the cloud.
+    assigned: BTreeSet<Short>,
+    /// ip -> (pod, since).
+    pod_ips: BTreeMap<Short, (Short, u64)>,
+    /// ip -> the agent's state.
+    agent_state: BTreeMap<Short, Short>,
+}
+
 /// The Cilium monitor (see the module documentation's table).
 pub struct CiliumMonitor {
     names: Vec<Short>,
-    /// Ground truth: (instance, ip) assigned in the cloud.
-    assigned: BTreeSet<NodeIp>,
-    /// (node, ip) -> (pod, since).
-    pod_ips: BTreeMap<NodeIp, (Short, u64)>,
-    /// (node, ip) -> the agent's state.
-    agent_state: BTreeMap<NodeIp, Short>,
+    /// Per node, in the order of `names` (the world's node indices).
+    nodes: Vec<NodeView>,
     /// (node, ip) -> the operator's decision (time, observed rv, state seen).
     decisions: BTreeMap<NodeIp, (u64, u64, String)>,
     /// CiliumNode status writes, in order: (node, rv, time written, client). Read only to
@@ -462,9 +470,7 @@ impl CiliumMonitor {
             entry_removed: BTreeMap::new(),
             dead_tasks: BTreeSet::new(),
             names: names.iter().map(|n| short(n)).collect(),
-            assigned: BTreeSet::new(),
-            pod_ips: BTreeMap::new(),
-            agent_state: BTreeMap::new(),
+            nodes: names.iter().map(|_| NodeView::default()).collect(),
             decisions: BTreeMap::new(),
             writes: Vec::new(),
             pending: BTreeMap::new(),
@@ -473,6 +479,11 @@ impl CiliumMonitor {
             reached: BTreeSet::new(),
             catalog,
         }
+    }
+
+    /// The index of the node named `name` (a cloud instance is a node).
+    fn index(&self, name: Short) -> Option<usize> {
+        self.names.iter().position(|n| *n == name)
     }
 
     /// The status write that made `node`'s version `rv` (a resourceVersion names one write):
@@ -493,14 +504,13 @@ impl CiliumMonitor {
     ) -> Option<Failure> {
         self.reached.insert("ip-released");
         let key = (short(instance), short(ip));
-        self.assigned.remove(&key);
+        let i = self.index(key.0);
+        if let Some(i) = i {
+            self.nodes[i].assigned.remove(&key.1);
+        }
         self.unassigned.insert(key, (rec.t_us, client.to_string()));
-        let (pod, since) = *self.pod_ips.get(&key)?;
-        let node = self
-            .names
-            .iter()
-            .position(|n| n == instance)
-            .map(|i| i as NodeIx);
+        let (pod, since) = *self.nodes[i?].pod_ips.get(&key.1)?;
+        let node = i.map(|i| i as NodeIx);
         let view = match self.decisions.get(&key) {
             Some((t, rv, _)) => match self.write_of(key.0, *rv) {
                 Some((tw, by)) => format!(
@@ -533,7 +543,9 @@ impl Monitor for CiliumMonitor {
         let node = self.names[rec.node as usize];
         match &rec.event {
             Event::CloudAssign { instance, ip, .. } => {
-                self.assigned.insert((short(instance), short(ip)));
+                if let Some(i) = self.index(short(instance)) {
+                    self.nodes[i].assigned.insert(short(ip));
+                }
                 None
             }
             Event::CloudUnassign {
@@ -572,9 +584,10 @@ impl Monitor for CiliumMonitor {
             Event::CiliumPodIp { pod, ip } => {
                 self.pending.remove(pod);
                 let key = (node, *ip);
-                self.pod_ips.insert(key, (*pod, t));
-                let state = self.agent_state.get(&key).copied();
-                if !self.assigned.contains(&key) {
+                let view = &mut self.nodes[rec.node as usize];
+                view.pod_ips.insert(*ip, (*pod, t));
+                let state = view.agent_state.get(ip).copied();
+                if !view.assigned.contains(ip) {
                     let gone = match self.unassigned.get(&key) {
                         Some((tu, by)) => format!(", {by} having unassigned it at {}", secs(*tu)),
                         None => String::new(),
@@ -615,7 +628,7 @@ impl Monitor for CiliumMonitor {
             Event::CiliumPodDeleted { pod, ip } => {
                 self.pending.remove(pod);
                 if let Some(ip) = ip {
-                    self.pod_ips.remove(&(node, *ip));
+                    self.nodes[rec.node as usize].pod_ips.remove(ip);
                 }
                 None
             }
@@ -629,9 +642,10 @@ impl Monitor for CiliumMonitor {
             }
             Event::NodeCrash => {
                 self.dead_tasks.remove(node.as_str());
-                self.pod_ips.retain(|(n, _), _| *n != node);
+                let view = &mut self.nodes[rec.node as usize];
+                view.pod_ips.clear();
+                view.agent_state.clear();
                 self.pending.retain(|_, (n, _)| *n != node);
-                self.agent_state.retain(|(n, _), _| *n != node);
                 None
             }
             Event::ProcessExit { name, .. } if name == "cilium-operator" => {
@@ -646,7 +660,7 @@ impl Monitor for CiliumMonitor {
             }
             Event::ProcessExit { name, .. } if name == "cilium-agent" => {
                 self.dead_tasks.remove(node.as_str());
-                self.agent_state.retain(|(n, _), _| *n != node);
+                self.nodes[rec.node as usize].agent_state.clear();
                 None
             }
             Event::CiliumAgentState {
@@ -655,12 +669,13 @@ impl Monitor for CiliumMonitor {
                 allocated,
             } => {
                 let key = (node, short(ip));
+                let agent_state = &mut self.nodes[rec.node as usize].agent_state;
                 match state {
                     Some(s) => {
                         if s == DO_NOT_RELEASE && *allocated {
                             self.reached.insert("ack-raced-with-allocation");
                         }
-                        self.agent_state.insert(key, short(s));
+                        agent_state.insert(key.1, short(s));
                         if s == READY && *allocated {
                             return Some(Failure {
                                 invariant: "agent-answers-truthfully",
@@ -671,7 +686,7 @@ impl Monitor for CiliumMonitor {
                         }
                     }
                     None => {
-                        if let Some(prev) = self.agent_state.remove(&key) {
+                        if let Some(prev) = agent_state.remove(&key.1) {
                             self.entry_removed.insert(key, (t, prev));
                         }
                     }
@@ -734,7 +749,7 @@ impl Monitor for CiliumMonitor {
             return None;
         }
         self.pods_deadline = None;
-        let holding = |n: &Short| self.pod_ips.keys().filter(|(m, _)| m == n).count();
+        let view = |n: &Short| &self.nodes[self.index(*n).expect("a pod's node is a node")];
         let operator_ok = !self.dead_tasks.contains("operator");
         let mut waiting = Vec::new();
         for (pod, (n, since)) in &self.pending {
@@ -742,15 +757,14 @@ impl Monitor for CiliumMonitor {
                 continue;
             }
             // IPs of the node that no pod uses but that sit in a handshake state.
-            let held: Vec<&Short> = self
+            let v = view(n);
+            let held: Vec<&Short> = v
                 .agent_state
                 .iter()
-                .filter(|((m, ip), s)| {
-                    m == n
-                        && matches!(s.as_str(), MARKED | READY)
-                        && !self.pod_ips.contains_key(&(*m, *ip))
+                .filter(|(ip, s)| {
+                    matches!(s.as_str(), MARKED | READY) && !v.pod_ips.contains_key(*ip)
                 })
-                .map(|((_, ip), _)| ip)
+                .map(|(ip, _)| ip)
                 .collect();
             if !operator_ok || self.dead_tasks.contains(n.as_str()) {
                 continue;
@@ -761,11 +775,11 @@ impl Monitor for CiliumMonitor {
                     secs(*since),
                     held
                 ));
-            } else if holding(n) < self.capacity {
+            } else if v.pod_ips.len() < self.capacity {
                 waiting.push(format!(
                     "{pod} on {n} (since {}; {n} holds {} of {} IPs)",
                     secs(*since),
-                    holding(n),
+                    v.pod_ips.len(),
                     self.capacity
                 ));
             }
