@@ -12,7 +12,8 @@ use crate::event::NodeIx;
 use crate::fault::Schedule;
 use crate::monitor::{Monitor, Violation};
 use crate::world::{NetSpec, NodeSpec, World};
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -56,6 +57,32 @@ pub struct Outcome {
     pub messages: u64,
     /// Nodes in the run.
     pub nodes: usize,
+}
+
+/// An agenda entry, ordered by its key alone (first in time, then in sequence, comes out first).
+struct Agendum {
+    key: Reverse<(u64, u64)>,
+    item: Item,
+}
+
+impl PartialEq for Agendum {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Agendum {}
+
+impl PartialOrd for Agendum {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Agendum {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
 }
 
 enum Item {
@@ -115,12 +142,16 @@ pub fn simulate(
 }
 
 async fn drive(world: &World, cfg: &SimConfig) -> u64 {
-    // Agenda keyed by (true time µs, sequence): deterministic order for simultaneous items.
-    let mut agenda: BTreeMap<(u64, u64), Item> = BTreeMap::new();
+    // Agenda in order of (true time µs, sequence): deterministic order for simultaneous items. (A
+    // heap: the loop only ever takes the first item, a tick every simulated second.)
+    let mut agenda: BinaryHeap<Agendum> = BinaryHeap::new();
     let mut seq = 0u64;
-    let mut push = |agenda: &mut BTreeMap<(u64, u64), Item>, at_us: u64, item: Item| {
+    let mut push = |agenda: &mut BinaryHeap<Agendum>, at_us: u64, item: Item| {
         seq += 1;
-        agenda.insert((at_us, seq), item);
+        agenda.push(Agendum {
+            key: Reverse((at_us, seq)),
+            item,
+        });
     };
     let window_us = cfg.fault_window_ms * 1000;
     let end_us = window_us + cfg.liveness_ms * 1000;
@@ -134,10 +165,7 @@ async fn drive(world: &World, cfg: &SimConfig) -> u64 {
     push(&mut agenda, end_us, Item::Finish);
     let mut in_window = true;
     loop {
-        let (&(at_us, key), _) = agenda
-            .iter()
-            .next()
-            .expect("the agenda always holds Finish");
+        let Reverse((at_us, _)) = agenda.peek().expect("the agenda always holds Finish").key;
         let seen = world.0.stopped.generation();
         if at_us > world.now_us() {
             let sleep = crate::time::sleep_until(world.instant_at(at_us));
@@ -146,7 +174,7 @@ async fn drive(world: &World, cfg: &SimConfig) -> u64 {
         if world.violated() {
             return world.now_us() / 1000;
         }
-        let item = agenda.remove(&(at_us, key)).unwrap();
+        let item = agenda.pop().expect("peeked").item;
         match item {
             Item::Tick => {
                 world.tick();
