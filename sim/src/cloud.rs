@@ -56,13 +56,16 @@ type Reply = Result<Response, CloudError>;
 pub enum Response {
     Assigned(Vec<Short>),
     Unassigned,
-    Interfaces(Interfaces),
+    /// Shared with the cloud's own record until the cloud next changes it (a describe, on every
+    /// pass of an IPAM operator, copies nothing).
+    Interfaces(Rc<Interfaces>),
 }
 
 struct Shared {
     node: NodeIx,
     capacity: u32,
-    instances: RefCell<BTreeMap<String, Interfaces>>,
+    /// Each instance's interfaces (copied on change while a describe's answer still shares them).
+    instances: RefCell<BTreeMap<String, Rc<Interfaces>>>,
     next_ip: RefCell<BTreeMap<String, u32>>,
     endpoint: Endpoint<Request, Reply>,
 }
@@ -97,7 +100,10 @@ impl Cloud {
     /// Gives an instance its interfaces (empty) before the run starts.
     pub fn add_instance(&self, instance: &str, enis: u32) {
         let ifs = (0..enis).map(|i| (eni_name(i), BTreeSet::new())).collect();
-        self.0.instances.borrow_mut().insert(instance.into(), ifs);
+        self.0
+            .instances
+            .borrow_mut()
+            .insert(instance.into(), Rc::new(ifs));
     }
 
     /// Assigns IPs directly (initial state, before anything runs); returns them.
@@ -125,9 +131,10 @@ impl Cloud {
         let ifs = inst
             .get_mut(instance)
             .ok_or_else(|| CloudError::Invalid(format!("no instance {instance}")))?;
-        let ips = ifs
-            .get_mut(eni)
-            .ok_or_else(|| CloudError::Invalid(format!("no interface {eni}")))?;
+        if !ifs.contains_key(eni) {
+            return Err(CloudError::Invalid(format!("no interface {eni}")));
+        }
+        let ips = Rc::make_mut(ifs).get_mut(eni).expect("checked above");
         let room = self.0.capacity.saturating_sub(ips.len() as u32);
         if room == 0 {
             return Err(CloudError::Invalid(format!("{eni} is full")));
@@ -203,13 +210,14 @@ impl Cloud {
             }
             Request::Unassign { instance, eni, ips } => {
                 let mut inst = self.0.instances.borrow_mut();
-                let set = inst
+                let ifs = inst
                     .get_mut(&instance)
-                    .and_then(|i| i.get_mut(&eni))
+                    .filter(|i| i.contains_key(&eni))
                     .ok_or_else(|| CloudError::Invalid(format!("no {instance}/{eni}")))?;
-                if let Some(missing) = ips.iter().find(|ip| !set.contains(*ip)) {
+                if let Some(missing) = ips.iter().find(|ip| !ifs[&eni].contains(*ip)) {
                     return Err(CloudError::Invalid(format!("{missing} is not on {eni}")));
                 }
+                let set = Rc::make_mut(ifs).get_mut(&eni).expect("checked above");
                 for ip in &ips {
                     set.remove(ip);
                 }
@@ -293,7 +301,7 @@ impl CloudClient {
     }
 
     /// The instance's interfaces.
-    pub async fn describe(&self, instance: &str) -> Result<Interfaces, CloudError> {
+    pub async fn describe(&self, instance: &str) -> Result<Rc<Interfaces>, CloudError> {
         match self
             .call(Request::Describe {
                 instance: instance.into(),
