@@ -64,9 +64,12 @@ thread_local! {
 struct Clock {
     time: madsim::time::TimeHandle,
     registrar: madsim::time::Sleep,
-    /// The last reading of the clock and the poll it was taken in ([`poll_count`]): current for
-    /// the rest of that poll (madsim's clock sits behind a mutex: two atomic operations a read).
-    now: std::cell::Cell<(u64, Instant)>,
+    /// The instant at which madsim's clock started (its readings are this plus the time elapsed).
+    base: Instant,
+    /// The last reading of the clock, as elapsed time and as an instant, and the poll it was taken
+    /// in ([`poll_count`]): current for the rest of that poll (madsim's clock sits behind a mutex:
+    /// two atomic operations a read).
+    now: std::cell::Cell<(u64, Duration, Instant)>,
 }
 
 /// Marks the simulation running on the current thread, for the span of the guard: its sleeps
@@ -83,11 +86,13 @@ impl RunClock {
     pub(crate) fn enter() -> RunClock {
         let time = madsim::time::TimeHandle::current();
         let registrar = time.sleep(Duration::ZERO);
-        let now = std::cell::Cell::new((u64::MAX, time.now_instant()));
+        let (elapsed, instant) = (time.elapsed(), time.now_instant());
+        let now = std::cell::Cell::new((u64::MAX, elapsed, instant));
         RUN_CLOCK.with(|c| {
             *c.borrow_mut() = Some(Clock {
                 time,
                 registrar,
+                base: instant - elapsed,
                 now,
             })
         });
@@ -96,16 +101,20 @@ impl RunClock {
 }
 
 impl Clock {
-    fn now(&self) -> Instant {
+    /// The reading for this poll: (elapsed, instant).
+    fn read(&self) -> (Duration, Instant) {
         let poll = poll_count();
-        let (at, t) = self.now.get();
+        let (at, e, t) = self.now.get();
         if at == poll {
             debug_assert_eq!(t, self.time.now_instant(), "time moved within a poll");
-            return t;
+            return (e, t);
         }
-        let t = self.time.now_instant();
-        self.now.set((poll, t));
-        t
+        // One trip to madsim's clock; the instant follows without a second.
+        let e = self.time.elapsed();
+        let t = self.base + e;
+        debug_assert_eq!(t, self.time.now_instant());
+        self.now.set((poll, e, t));
+        (e, t)
     }
 }
 
@@ -134,8 +143,17 @@ fn with_clock<R>(f: impl FnOnce(&madsim::time::TimeHandle, &mut madsim::time::Sl
 #[allow(clippy::disallowed_methods)] // outside a run: madsim's own clock
 pub(crate) fn now() -> Instant {
     RUN_CLOCK.with(|c| match &*c.borrow() {
-        Some(clock) => clock.now(),
+        Some(clock) => clock.read().1,
         None => madsim::time::TimeHandle::current().now_instant(),
+    })
+}
+
+/// Simulated time elapsed since the runtime started (as madsim's `TimeHandle::elapsed`).
+#[allow(clippy::disallowed_methods)] // outside a run: madsim's own clock
+pub(crate) fn elapsed() -> Duration {
+    RUN_CLOCK.with(|c| match &*c.borrow() {
+        Some(clock) => clock.read().0,
+        None => madsim::time::TimeHandle::current().elapsed(),
     })
 }
 

@@ -219,7 +219,7 @@ impl World {
         }
         // Through the run's clock, which keeps its own reading for the poll: a sleep's and the
         // world's reads of one poll share one trip to madsim's clock (a mutex).
-        let us = (crate::time::now() - self.0.start).as_micros() as u64;
+        let us = (crate::time::elapsed() - self.0.start_elapsed).as_micros() as u64;
         self.0.now.set((poll, us));
         us
     }
