@@ -49,9 +49,15 @@ pub fn peak_rss_mb() -> f64 {
 }
 
 /// Measures `seeds` seeds of `sc` (from seed 1,000,000) on one thread and on `jobs` threads, and
-/// the raw-madsim baseline with the same average load on one thread. With `repeat` > 1 the three
-/// measurements are taken that many times, interleaved, and the fastest of each is kept (on a
-/// shared or busy machine the minimum is the best estimate of the work itself).
+/// the raw-madsim baseline with the same average load on one thread.
+///
+/// After one warm-up run of the scenario (which also counts its timers and messages for the
+/// baseline), the measurements are taken in `repeat` rounds, each timing the scenario on one
+/// thread, then the two baselines, then the scenario on `jobs` threads. Times are the fastest of
+/// the rounds (on a shared or busy machine the minimum is the best estimate of the work itself).
+/// The baseline ratios are the median over the rounds of each round's own ratio: the two runs of a
+/// round are back to back, so a slow spell of the machine (a noisy neighbour, a frequency change)
+/// that lasts longer than a round weighs on both sides of the ratio alike instead of on one.
 pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u32) -> BenchRow {
     let measure = |jobs: usize| {
         let cfg = ExploreConfig {
@@ -69,7 +75,7 @@ pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u3
         let s = explore(&cfg, |_| {}).expect("bench config is valid");
         (t0.elapsed().as_secs_f64(), s)
     };
-    let (mut w1, s1) = measure(1);
+    let (_, s1) = measure(1);
     let n = s1.seeds_run.max(1);
     let (nodes, sim_ms, timers, messages) = (
         (s1.nodes / n) as usize,
@@ -88,14 +94,18 @@ pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u3
         );
         t0.elapsed().as_secs_f64()
     };
-    let mut wn = measure(jobs).0;
-    let mut wb = baseline(sim::runtime::baseline);
-    let mut wbn = baseline(sim::runtime::baseline_net);
-    for _ in 1..repeat.max(1) {
-        w1 = w1.min(measure(1).0);
+    let (mut w1, mut wn) = (f64::INFINITY, f64::INFINITY);
+    let (mut ratios, mut net_ratios) = (Vec::new(), Vec::new());
+    for _ in 0..repeat.max(1) {
+        let h = measure(1).0;
+        let (b, bn) = (
+            baseline(sim::runtime::baseline),
+            baseline(sim::runtime::baseline_net),
+        );
+        w1 = w1.min(h);
+        ratios.push(h / b);
+        net_ratios.push(h / bn);
         wn = wn.min(measure(jobs).0);
-        wb = wb.min(baseline(sim::runtime::baseline));
-        wbn = wbn.min(baseline(sim::runtime::baseline_net));
     }
     BenchRow {
         scenario: sc.name,
@@ -103,13 +113,24 @@ pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u3
         sim_speedup: s1.sim_time_ms as f64 / 1000.0 / w1,
         events_per_sec: s1.events as f64 / w1,
         peak_rss_mb: peak_rss_mb(),
-        baseline_ratio: w1 / wb,
-        baseline_net_ratio: w1 / wbn,
+        baseline_ratio: median(ratios),
+        baseline_net_ratio: median(net_ratios),
         ms_per_seed: w1 * 1000.0 / seeds as f64,
         timers_per_seed: timers,
         messages_per_seed: messages,
         jobs,
         jobs_speedup: w1 / wn,
+    }
+}
+
+/// The median (the mean of the middle two of an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
     }
 }
 
@@ -148,5 +169,17 @@ impl BenchRow {
             self.jobs,
             self.jobs_speedup
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(vec![1.5]), 1.5);
     }
 }
