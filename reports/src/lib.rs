@@ -412,10 +412,10 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
                 let held = handshake.entry(l.node.clone()).or_default();
                 match state.as_deref() {
                     Some("marked-for-release") | Some("ready-for-release") => {
-                        held.insert(ip.clone(), state.clone().unwrap());
+                        held.insert(ip.to_string(), state.unwrap().to_string());
                     }
                     _ => {
-                        held.remove(ip);
+                        held.remove(ip.as_str());
                     }
                 }
                 let row = rows.get_mut(&l.node).unwrap();
@@ -430,7 +430,7 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
                 }
             }
             Event::CloudUnassign { instance, ip, .. } => {
-                if let Some(r) = rows.get_mut(instance) {
+                if let Some(r) = rows.get_mut(instance.as_str()) {
                     r.mark("release", t, format!("{ip} unassigned"));
                 }
             }

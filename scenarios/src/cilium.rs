@@ -445,7 +445,7 @@ pub struct CiliumMonitor {
     decisions: BTreeMap<NodeIp, (u64, u64, String)>,
     /// CiliumNode status writes, in order: (node, rv, time written, client). Read only to
     /// explain a failure; appending is much cheaper than keeping a map sorted on every write.
-    writes: Vec<(Short, u64, u64, String)>,
+    writes: Vec<(Short, u64, u64, sim::event::Text)>,
     /// pod -> (node, since) for pods waiting for an IP.
     pending: BTreeMap<Short, (Short, u64)>,
     marked: BTreeSet<NodeIp>,
@@ -544,7 +544,7 @@ impl Monitor for CiliumMonitor {
         match &rec.event {
             Event::CloudAssign { instance, ip, .. } => {
                 if let Some(i) = self.index(short(instance)) {
-                    self.nodes[i].assigned.insert(short(ip));
+                    self.nodes[i].assigned.insert(*ip);
                 }
                 None
             }
@@ -668,14 +668,14 @@ impl Monitor for CiliumMonitor {
                 state,
                 allocated,
             } => {
-                let key = (node, short(ip));
+                let key = (node, *ip);
                 let agent_state = &mut self.nodes[rec.node as usize].agent_state;
                 match state {
                     Some(s) => {
                         if s == DO_NOT_RELEASE && *allocated {
                             self.reached.insert("ack-raced-with-allocation");
                         }
-                        agent_state.insert(key.1, short(s));
+                        agent_state.insert(key.1, *s);
                         if s == READY && *allocated {
                             return Some(Failure {
                                 invariant: "agent-answers-truthfully",

@@ -6,7 +6,7 @@
 //! applied), slow, and ambiguous, which here means APPLIED but reported to the caller as a timeout
 //! (the cloud changed, the caller does not know).
 
-use crate::event::{Event, NodeIx};
+use crate::event::{Event, NodeIx, Text};
 use crate::net::{Call, Endpoint};
 use crate::short::Short;
 use crate::world::{Host, Proc, World};
@@ -21,18 +21,18 @@ use std::time::Duration;
 pub enum Request {
     /// Assign up to `count` new secondary IPs to `eni` of `instance`.
     Assign {
-        instance: String,
+        instance: Text,
         eni: Short,
         count: u32,
     },
     /// Unassign these IPs from `eni` of `instance`.
     Unassign {
-        instance: String,
+        instance: Text,
         eni: Short,
         ips: Vec<Short>,
     },
     /// The instance's interfaces and their IPs.
-    Describe { instance: String },
+    Describe { instance: Text },
 }
 
 /// Cloud API errors.
@@ -180,7 +180,7 @@ impl Cloud {
                 if ambiguous {
                     p.emit(Event::CloudAmbiguous {
                         op: op.into(),
-                        client: caller.to_string(),
+                        client: (*caller).into(),
                     });
                     reply.lose();
                 } else {
@@ -211,7 +211,7 @@ impl Cloud {
             Request::Unassign { instance, eni, ips } => {
                 let mut inst = self.0.instances.borrow_mut();
                 let ifs = inst
-                    .get_mut(&instance)
+                    .get_mut(instance.as_str())
                     .filter(|i| i.contains_key(&eni))
                     .ok_or_else(|| CloudError::Invalid(format!("no {instance}/{eni}")))?;
                 if let Some(missing) = ips.iter().find(|ip| !ifs[&eni].contains(*ip)) {
@@ -236,7 +236,7 @@ impl Cloud {
                 self.0
                     .instances
                     .borrow()
-                    .get(&instance)
+                    .get(instance.as_str())
                     .cloned()
                     .unwrap_or_default(),
             )),

@@ -8,7 +8,7 @@
 //! of the kind, then stream each change; they travel over the simulated network, so they lag and a
 //! partition cuts them. The service can be unavailable, slow, or ambiguous like any service.
 
-use crate::event::{Event, NodeIx};
+use crate::event::{Event, NodeIx, Text};
 use crate::net::{stream, Call, Endpoint, StreamRx, StreamTx};
 use crate::world::{Host, Proc, World};
 use futures::StreamExt;
@@ -23,8 +23,8 @@ use std::time::Duration;
 /// the other (`Rc::ptr_eq` tells a reader that a part did not change).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Object {
-    pub kind: String,
-    pub name: String,
+    pub kind: Text,
+    pub name: Text,
     /// `metadata.resourceVersion`.
     pub rv: u64,
     pub spec: Rc<Body>,
@@ -114,37 +114,38 @@ pub enum Part {
     Status,
 }
 
-/// A request to the API server.
+/// A request to the API server (kinds and names are [`Text`]: most fit inline, so a request
+/// and the write event it makes allocate no strings).
 pub enum Request {
     Get {
-        kind: String,
-        name: String,
+        kind: Text,
+        name: Text,
     },
     List {
-        kind: String,
+        kind: Text,
     },
     Create {
-        kind: String,
-        name: String,
+        kind: Text,
+        name: Text,
         spec: Body,
         status: Body,
     },
     Update {
-        kind: String,
-        name: String,
+        kind: Text,
+        name: Text,
         rv: u64,
         part: Part,
         value: Body,
     },
     Delete {
-        kind: String,
-        name: String,
+        kind: Text,
+        name: Text,
     },
     /// An informer on a kind; with `name`, only that object (the field selector
     /// `metadata.name=NAME`).
     Watch {
-        kind: String,
-        name: Option<String>,
+        kind: Text,
+        name: Option<Text>,
         tx: StreamTx<WatchEvent>,
     },
 }
@@ -156,7 +157,7 @@ pub enum WatchEvent {
     /// informer of the kind gets the same copy.
     Upsert(Rc<Object>),
     /// The object was deleted.
-    Deleted { kind: String, name: String },
+    Deleted { kind: Text, name: Text },
 }
 
 /// API errors.
@@ -307,7 +308,7 @@ impl Kube {
             name: name.into(),
             rv: obj.rv,
             part: "status".into(),
-            client: p.ident().to_string(),
+            client: (*p.ident()).into(),
         });
         self.publish(WatchEvent::Upsert(obj));
     }
@@ -329,7 +330,7 @@ impl Kube {
                 // A Lease never renewed has no renewTime: any renewal is newer.
                 .map(|o| {
                     let renew = o.spec["renew_us"].as_i64().unwrap_or(i64::MIN);
-                    (o.name.clone(), renew)
+                    (o.name.to_string(), renew)
                 })
                 .collect();
             for (node, renew) in leases {
@@ -547,8 +548,8 @@ impl Kube {
 
 /// An open informer: its kind, its name selector, its stream.
 struct Watcher {
-    kind: String,
-    name: Option<String>,
+    kind: Text,
+    name: Option<Text>,
     tx: StreamTx<WatchEvent>,
 }
 
@@ -557,7 +558,7 @@ type Watchers = RefCell<Vec<Watcher>>;
 
 /// Objects by kind, then name (looked up by `&str`; iterated in (kind, name) order).
 #[derive(Default)]
-struct Store(BTreeMap<String, BTreeMap<String, Rc<Object>>>);
+struct Store(BTreeMap<Text, BTreeMap<Text, Rc<Object>>>);
 
 impl Store {
     fn get(&self, kind: &str, name: &str) -> Option<&Rc<Object>> {
@@ -784,7 +785,7 @@ impl KubeClient {
         let (tx, rx) = stream(world, self.endpoint.node(), self.proc.node());
         self.call(Request::Watch {
             kind: kind.into(),
-            name: name.map(str::to_string),
+            name: name.map(Text::from),
             tx,
         })
         .await?;

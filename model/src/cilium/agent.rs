@@ -165,11 +165,11 @@ impl Agent {
         }
     }
 
-    fn answer(&self, ip: &str, state: Option<&str>) {
+    fn answer(&self, ip: Short, state: Option<Short>) {
         self.proc.emit(Event::CiliumAgentState {
-            ip: ip.into(),
-            state: state.map(str::to_string),
-            allocated: self.used.borrow().contains_key(ip),
+            ip,
+            state,
+            allocated: self.used.borrow().contains_key(&ip),
         });
     }
 
@@ -208,11 +208,11 @@ impl Agent {
             let old = self.view.borrow();
             for (ip, s) in &view {
                 if old.get(ip) != Some(s) {
-                    self.answer(ip, Some(s));
+                    self.answer(*ip, Some(*s));
                 }
             }
             for ip in old.keys().filter(|ip| !view.contains_key(*ip)) {
-                self.answer(ip, None);
+                self.answer(*ip, None);
             }
         }
         let changed = view != *release_ips;

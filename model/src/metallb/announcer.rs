@@ -71,9 +71,9 @@ impl Views {
                 _ => false,
             },
             WatchEvent::Deleted { kind, name } => match kind.as_str() {
-                "Node" => self.nodes.borrow_mut().remove(&name).is_some(),
-                "Service" => self.services.borrow_mut().remove(&name).is_some(),
-                "Endpoints" => self.endpoints.borrow_mut().remove(&name).is_some(),
+                "Node" => self.nodes.borrow_mut().remove(name.as_str()).is_some(),
+                "Service" => self.services.borrow_mut().remove(name.as_str()).is_some(),
+                "Endpoints" => self.endpoints.borrow_mut().remove(name.as_str()).is_some(),
                 _ => false,
             },
         };
