@@ -554,7 +554,7 @@ impl Monitor for CiliumMonitor {
                 client,
                 ..
             } => {
-                let (i, p, c) = (instance.clone(), ip.clone(), client.clone());
+                let (i, p, c) = (instance.clone(), *ip, client.clone());
                 self.unassign(rec, &i, &p, &c)
             }
             Event::CloudAmbiguous { op, .. } => {

@@ -201,8 +201,8 @@ impl Cloud {
                 for ip in &ips {
                     p.emit(Event::CloudAssign {
                         instance: instance.clone(),
-                        eni: eni.into(),
-                        ip: (*ip).into(),
+                        eni,
+                        ip: *ip,
                         client: caller.into(),
                     });
                 }
@@ -225,8 +225,8 @@ impl Cloud {
                 for ip in ips {
                     p.emit(Event::CloudUnassign {
                         instance: instance.clone(),
-                        eni: eni.into(),
-                        ip: ip.into(),
+                        eni,
+                        ip,
                         client: caller.into(),
                     });
                 }
