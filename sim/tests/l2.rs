@@ -289,7 +289,7 @@ fn a_watch_on_one_name_sees_only_that_object_and_a_status_write_keeps_the_spec()
                         p.spawn("informer", async move {
                             c.run_informer("Thing", Some("a"), Duration::from_secs(30), |ev| {
                                 if let sim::kube::WatchEvent::Upsert(o) = ev {
-                                    seen.borrow_mut().push((o.name.clone(), o.rv));
+                                    seen.borrow_mut().push((o.name.to_string(), o.rv));
                                 }
                             })
                             .await
