@@ -106,9 +106,15 @@ pub fn unused<'a, V>(
 ) -> impl Iterator<Item = (Short, Short)> + 'a {
     let mut used = used.keys().peekable();
     pool.iter()
-        .filter(move |(ip, _)| {
-            while used.next_if(|u| u < ip).is_some() {}
-            used.peek() != Some(ip)
+        .filter(move |(ip, _)| loop {
+            // One comparison per step of the walk (not an order test, then an equality test).
+            match used.peek().map(|u| u.cmp(ip)) {
+                Some(std::cmp::Ordering::Less) => {
+                    used.next();
+                }
+                Some(std::cmp::Ordering::Equal) => return false,
+                _ => return true,
+            }
         })
         .map(|(ip, eni)| (*ip, *eni))
 }
