@@ -499,11 +499,11 @@ impl CiliumMonitor {
         &mut self,
         rec: &Record,
         instance: &str,
-        ip: &str,
+        ip: Short,
         client: &str,
     ) -> Option<Failure> {
         self.reached.insert("ip-released");
-        let key = (short(instance), short(ip));
+        let key = (short(instance), ip);
         let i = self.index(key.0);
         if let Some(i) = i {
             self.nodes[i].assigned.remove(&key.1);
@@ -553,10 +553,7 @@ impl Monitor for CiliumMonitor {
                 ip,
                 client,
                 ..
-            } => {
-                let (i, p, c) = (instance.clone(), *ip, client.clone());
-                self.unassign(rec, &i, &p, &c)
-            }
+            } => self.unassign(rec, instance, *ip, client),
             Event::CloudAmbiguous { op, .. } => {
                 if op == "unassign" {
                     self.reached.insert("ambiguous-unassign");

@@ -131,14 +131,16 @@ impl Cloud {
         let ifs = inst
             .get_mut(instance)
             .ok_or_else(|| CloudError::Invalid(format!("no instance {instance}")))?;
-        if !ifs.contains_key(eni) {
-            return Err(CloudError::Invalid(format!("no interface {eni}")));
-        }
-        let ips = Rc::make_mut(ifs).get_mut(eni).expect("checked above");
-        let room = self.0.capacity.saturating_sub(ips.len() as u32);
+        let held = ifs
+            .get(eni)
+            .ok_or_else(|| CloudError::Invalid(format!("no interface {eni}")))?
+            .len();
+        let room = self.0.capacity.saturating_sub(held as u32);
         if room == 0 {
             return Err(CloudError::Invalid(format!("{eni} is full")));
         }
+        // Copied here if a describe's answer still shares the interfaces.
+        let ips = Rc::make_mut(ifs).get_mut(eni).expect("checked above");
         let mut next = self.0.next_ip.borrow_mut();
         let counter = next.entry(instance.to_string()).or_insert(1);
         let base = instance

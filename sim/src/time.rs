@@ -106,7 +106,11 @@ impl Clock {
         let poll = poll_count();
         let (at, e, t) = self.now.get();
         if at == poll {
-            debug_assert_eq!(t, self.time.now_instant(), "time moved within a poll");
+            debug_assert_eq!(
+                t,
+                self.time.now_instant(),
+                "time moved within a poll: code reading it runs outside the run's tasks"
+            );
             return (e, t);
         }
         // One trip to madsim's clock; the instant follows without a second.

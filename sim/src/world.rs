@@ -123,8 +123,9 @@ pub(crate) struct Inner {
     /// The runtime's clock, held so that reading true time skips the `clock_gettime` hook.
     time: madsim::time::TimeHandle,
     /// The last reading of true time (µs) and the poll it was taken in (`crate::time::poll_count`):
-    /// valid for the rest of that poll. madsim's clock sits behind a mutex, so each reading costs
-    /// two atomic operations, and a poll often reads the time several times.
+    /// valid for the rest of that poll. The run clock keeps madsim's reading for the poll too;
+    /// this keeps the microseconds derived from it, since a poll often reads them several times
+    /// (without it: 0.8-1 % more instructions, measured at stop 23).
     now: Cell<(u64, u64)>,
     handle: madsim::runtime::Handle,
     pub(crate) nodes: RefCell<Vec<NodeState>>,
