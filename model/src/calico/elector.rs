@@ -38,6 +38,8 @@ pub struct Elector {
     proc: Proc,
     etcd: Client,
     key: String,
+    /// The legacy key written with the same lease whenever the election key is (`old_key`).
+    old_key: Option<String>,
     id: String,
     shared: Rc<Shared>,
     sw: Switches,
@@ -53,20 +55,25 @@ fn classify(e: EtcdError) -> Round {
 }
 
 impl Elector {
-    /// An elector for the process `proc` (its id is `host:pid`).
+    /// An elector for the process `proc` (its id is `host:pid`). Like upstream's
+    /// `Elector.__init__` (election.py line 109 at 87c15906), creating one sets the shared stamp
+    /// to 0: a respawned manager worker clears whatever stamp its dead predecessor left.
     pub fn new(
         proc: &Proc,
         etcd: Client,
         key: String,
+        old_key: Option<String>,
         shared: Rc<Shared>,
         sw: Switches,
     ) -> Rc<Elector> {
+        shared.clear(proc);
         Rc::new(Elector {
             id: proc.ident().to_string(),
             rng: RefCell::new(proc.rng("elector")),
             proc: proc.clone(),
             etcd,
             key,
+            old_key,
             shared,
             sw,
         })
@@ -189,6 +196,7 @@ impl Elector {
             id: self.id.clone(),
             lease,
         });
+        self.write_old_key(lease).await;
         let reason = loop {
             let refreshed = async {
                 self.etcd.keep_alive(lease).await?;
@@ -207,6 +215,7 @@ impl Elector {
                 Ok(_) => break "key changed or deleted".to_string(),
                 Err(e) => break format!("refresh failed: {e:?}"),
             }
+            self.write_old_key(lease).await;
             self.proc.sleep(REFRESH_INTERVAL).await;
         };
         self.shared.clear(&self.proc);
@@ -215,6 +224,14 @@ impl Elector {
             reason,
         });
         Ok(())
+    }
+
+    /// `_write_old_key` (election.py line 337 at 87c15906): put the legacy key with the election
+    /// lease, unconditionally; any error (even an unexpected one) is logged and ignored.
+    async fn write_old_key(&self, lease: i64) {
+        if let Some(old_key) = &self.old_key {
+            let _ = self.etcd.put(old_key, &self.id, lease).await;
+        }
     }
 
     /// `_attempt_step_down`: clear the stamp, delete the key if it is still ours (errors ignored).

@@ -46,6 +46,9 @@ pub const ROUND_TRIP_CHECK: Duration = Duration::from_millis(3300);
 pub const COMPACTION_PERIOD: Duration = Duration::from_secs(60 * 60);
 /// Minimum number of revisions compaction keeps.
 pub const COMPACTION_MIN_KEEP: i64 = 1000;
+/// `etcd_timeout` (common/config.py line 60 at 87c15906, default 60 s: "Large etcd subtree
+/// snapshot reads can take time"): the bound on every etcd request of the neutron-server workers.
+pub const ETCD_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the parent waits before respawning a dead worker.
 pub const RESPAWN_DELAY: Duration = Duration::from_secs(1);
 
@@ -110,6 +113,11 @@ impl Config {
         format!("/calico/openstack/v2/{}/neutron_election", self.region)
     }
 }
+
+/// `datamodel_v1.NEUTRON_ELECTION_KEY` (datamodel_v1.py line 27 at 87c15906): the legacy election
+/// key the elector writes with its lease so that not-yet-upgraded servers do not think they can win
+/// (mech_calico.py `_init_start_calico_manager`, line 626, passes it as `old_key`).
+pub const LEGACY_ELECTION_KEY: &str = "/calico/openstack/v1/neutron_election";
 
 /// Compaction trigger key (lease = one period).
 pub const COMPACTION_TRIGGER_KEY: &str = "/calico/compaction/v1/trigger";

@@ -98,7 +98,7 @@ impl Server {
             .parent
             .spawn_child(&format!("neutron-server/{}", w.name()));
         let sw = self.cfg.switches.clone();
-        let client = self.etcd.client(&proc);
+        let client = self.etcd.client_with_timeout(&proc, ETCD_TIMEOUT);
         let mut registered: Vec<String> = Vec::new();
         match w {
             Worker::Manager => {
@@ -106,6 +106,7 @@ impl Server {
                     &proc,
                     client.clone(),
                     self.cfg.election_key(),
+                    Some(LEGACY_ELECTION_KEY.to_string()),
                     self.shared.clone(),
                     sw.clone(),
                 );

@@ -209,10 +209,16 @@ impl Etcd {
 
     /// A client for a process.
     pub fn client(&self, proc: &Proc) -> Client {
+        self.client_with_timeout(proc, REQUEST_TIMEOUT)
+    }
+
+    /// A client whose every request is bounded by `timeout` (a client library's configured
+    /// request timeout, e.g. networking-calico's `etcd_timeout`).
+    pub fn client_with_timeout(&self, proc: &Proc, timeout: Duration) -> Client {
         Client {
             endpoint: self.0.endpoint.clone(),
             proc: proc.clone(),
-            timeout: REQUEST_TIMEOUT,
+            timeout,
         }
     }
 
