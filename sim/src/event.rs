@@ -220,11 +220,13 @@ pub enum Event {
     CalicoStepDown { id: String, deleted: bool },
     /// The elector hit an unexpected error; its process exits with status 1.
     CalicoElectorCrash { id: String, error: String },
-    /// A master-only side effect (`worker`: which worker, `action`: what it did).
+    /// A master-only side effect (`worker`: which worker, `action`: what it did; `in_snapshot`:
+    /// while replaying a snapshot, which a stopped watcher finishes).
     CalicoMasterOnly {
         pid: u32,
         worker: String,
         action: String,
+        in_snapshot: bool,
     },
     /// `is_master()` answered false because the stamp was stale (logged as a warning upstream).
     CalicoStaleStamp { age_ms: i64 },
@@ -256,6 +258,13 @@ pub enum Event {
     CalicoUnparsableTime { host: String, time: String },
     /// A task died from an exception.
     CalicoTaskCrash {
+        pid: u32,
+        task: String,
+        error: String,
+    },
+    /// A status-watcher greenlet ended on an exception it does not catch (an etcd error other than
+    /// a connection failure); the master-only loop replaces it at its next poll.
+    CalicoWatcherRaised {
         pid: u32,
         task: String,
         error: String,
@@ -358,6 +367,7 @@ impl Event {
             CalicoStaleSuppressed { .. } => "calico-stale-suppressed",
             CalicoUnparsableTime { .. } => "calico-unparsable-time",
             CalicoTaskCrash { .. } => "calico-task-crash",
+            CalicoWatcherRaised { .. } => "calico-watcher-raised",
             CalicoWatchdogExit { .. } => "calico-watchdog-exit",
             CalicoResync { .. } => "calico-resync",
             CalicoPortWrite { .. } => "calico-port-write",

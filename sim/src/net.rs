@@ -158,6 +158,8 @@ impl FaultShell {
 pub struct Endpoint<Req, Resp> {
     node: NodeIx,
     inbox: Inbox<Req, Resp>,
+    /// Calls behave as over TCP (see [`Endpoint::tcp`]).
+    tcp: bool,
 }
 
 /// The sending side of a server's current inbox (none while it is down).
@@ -256,6 +258,7 @@ impl<Req, Resp> Clone for Endpoint<Req, Resp> {
         Endpoint {
             node: self.node,
             inbox: self.inbox.clone(),
+            tcp: self.tcp,
         }
     }
 }
@@ -266,7 +269,16 @@ pub enum RpcError {
     /// No response arrived in time (the request or the response was lost, or the server is down,
     /// paused or slow). The request may or may not have been applied.
     Timeout,
+    /// The connection was refused or reset (TCP endpoints: the server's node came back from a
+    /// crash, or nothing listens): the request was not applied.
+    Reset,
 }
+
+/// TCP's first retransmission timeout (Linux `TCP_RTO_MIN`, 200 ms); it doubles at each
+/// retransmission up to [`RTO_MAX`] (`TCP_RTO_MAX`, 120 s).
+pub const RTO_MIN: Duration = Duration::from_millis(200);
+/// See [`RTO_MIN`].
+pub const RTO_MAX: Duration = Duration::from_secs(120);
 
 impl<Req, Resp> Endpoint<Req, Resp> {
     /// A service address on `node`.
@@ -274,6 +286,20 @@ impl<Req, Resp> Endpoint<Req, Resp> {
         Endpoint {
             node,
             inbox: Rc::new(RefCell::new(None)),
+            tcp: false,
+        }
+    }
+
+    /// A service address whose calls behave as requests over a TCP connection: a request or
+    /// response that cannot get through (a cut link, a crashed node) is retransmitted with
+    /// exponential backoff from [`RTO_MIN`] and arrives once the path works again, within the
+    /// caller's timeout; a node that crashed and came back, or a node where nothing listens,
+    /// answers with a reset ([`RpcError::Reset`]). A server that dies holding a request never
+    /// answers: the caller times out. (A plain [`Endpoint::new`] loses what cannot get through.)
+    pub fn tcp(node: NodeIx) -> Self {
+        Endpoint {
+            tcp: true,
+            ..Self::new(node)
         }
     }
 
@@ -303,36 +329,34 @@ impl<Req, Resp> Endpoint<Req, Resp> {
         let to = self.node;
         let exchange = async {
             crate::time::sleep(world.latency(from, to)).await;
-            let sender = self.inbox.borrow().as_ref().map(|tx| tx.0.clone());
-            let delivered = world.reachable(from, to) && world.node_up(to);
             let slot = Rc::new(ReplySlot {
                 answer: RefCell::new(None),
                 waiter: Cell::new(None),
             });
-            let queued = match (delivered, sender) {
-                (true, Some(s)) => s
-                    .send(Call {
-                        caller,
-                        from,
-                        req,
-                        reply: Responder {
-                            slot: slot.clone(),
-                            world: world.clone(),
-                            server: to,
-                            caller: from,
-                        },
-                    })
-                    .is_ok(),
-                _ => false,
+            let call = |req| Call {
+                caller: caller.clone(),
+                from,
+                req,
+                reply: Responder {
+                    slot: slot.clone(),
+                    world: world.clone(),
+                    server: to,
+                    caller: from,
+                },
+            };
+            let queued = if self.tcp {
+                self.send_tcp(world, from, call(req)).await?
+            } else {
+                self.deliver(world, from, call(req)).is_ok()
             };
             if !queued {
                 return futures::future::pending().await;
             }
             // The answer, once it has arrived; never if it is lost or the server never answers.
-            std::future::poll_fn(|cx| {
+            let resp = std::future::poll_fn(|cx| {
                 let arrived =
                     matches!(&*slot.answer.borrow(), Some((at, _)) if *at <= world.now_us());
-                if arrived && world.reachable(to, from) {
+                if arrived && (self.tcp || world.reachable(to, from)) {
                     let (_, resp) = slot.answer.borrow_mut().take().expect("arrived");
                     return Poll::Ready(resp);
                 }
@@ -341,11 +365,62 @@ impl<Req, Resp> Endpoint<Req, Resp> {
                 }
                 Poll::Pending
             })
-            .await
+            .await;
+            if self.tcp {
+                // The response is retransmitted until the way back works.
+                let mut rto = RTO_MIN;
+                while !world.reachable(to, from) {
+                    crate::time::sleep(rto).await;
+                    rto = (rto * 2).min(RTO_MAX);
+                }
+            }
+            Ok(resp)
         };
         crate::time::timeout(timeout, exchange)
             .await
-            .map_err(|_| RpcError::Timeout)
+            .map_err(|_| RpcError::Timeout)?
+    }
+
+    /// Queues `call` at the server if the path works and the server listens; gives it back if not.
+    fn deliver(
+        &self,
+        world: &World,
+        from: NodeIx,
+        call: Call<Req, Resp>,
+    ) -> Result<(), Call<Req, Resp>> {
+        if !(world.reachable(from, self.node) && world.node_up(self.node)) {
+            return Err(call);
+        }
+        let sender = self.inbox.borrow().as_ref().map(|tx| tx.0.clone());
+        match sender {
+            Some(s) => s.send(call),
+            None => Err(call),
+        }
+    }
+
+    /// Sends over TCP (see [`Endpoint::tcp`]): retransmits until the path works; Ok(true) once
+    /// queued at the server, Err(Reset) if the server's node rebooted meanwhile or nothing listens.
+    async fn send_tcp(
+        &self,
+        world: &World,
+        from: NodeIx,
+        mut call: Call<Req, Resp>,
+    ) -> Result<bool, RpcError> {
+        let boots = world.boots(self.node);
+        let mut rto = RTO_MIN;
+        loop {
+            let through = world.reachable(from, self.node) && world.node_up(self.node);
+            if through && world.boots(self.node) != boots {
+                return Err(RpcError::Reset);
+            }
+            match self.deliver(world, from, call) {
+                Ok(()) => return Ok(true),
+                Err(_) if through => return Err(RpcError::Reset),
+                Err(back) => call = back,
+            }
+            crate::time::sleep(rto).await;
+            rto = (rto * 2).min(RTO_MAX);
+        }
     }
 }
 
@@ -369,6 +444,8 @@ pub struct StreamRx<T> {
     from: NodeIx,
     to: NodeIx,
     broken: bool,
+    /// TCP ([`stream_tcp`]): the retransmission timeout of the item held up by a cut link.
+    tcp_rto: Option<Cell<Duration>>,
 }
 
 /// Items in flight or arrived and not yet read: (arrival µs, item), in order.
@@ -377,6 +454,15 @@ struct StreamShared<T> {
     sender_alive: Cell<bool>,
     receiver_alive: Cell<bool>,
     reader: Reader,
+}
+
+/// A stream from `from` (the server) to `to` (the client) over TCP: an item that finds the link cut
+/// is retransmitted (backoff from [`RTO_MIN`]) and arrives once the link heals; nothing breaks the
+/// stream but its sender going away (a server that crashed: the client is never told).
+pub fn stream_tcp<T>(world: &World, from: NodeIx, to: NodeIx) -> (StreamTx<T>, StreamRx<T>) {
+    let (tx, mut rx) = stream(world, from, to);
+    rx.tcp_rto = Some(Cell::new(RTO_MIN));
+    (tx, rx)
 }
 
 /// A stream from `from` (the server) to `to` (the client).
@@ -401,6 +487,7 @@ pub fn stream<T>(world: &World, from: NodeIx, to: NodeIx) -> (StreamTx<T>, Strea
             from,
             to,
             broken: false,
+            tcp_rto: None,
         },
     )
 }
@@ -460,6 +547,19 @@ impl<T> StreamRx<T> {
                     self.shared.reader.wait(cx);
                 }
                 return Poll::Pending;
+            }
+            if let Some(rto) = &self.tcp_rto {
+                if !self.world.reachable(self.from, self.to) {
+                    // Held up: the next retransmission may get through.
+                    let wait = rto.get();
+                    rto.set((wait * 2).min(RTO_MAX));
+                    self.shared.reader.wait(cx);
+                    self.shared
+                        .reader
+                        .wake_at(&self.world, now + wait.as_micros() as u64);
+                    return Poll::Pending;
+                }
+                rto.set(RTO_MIN);
             }
             let (_, item) = self.shared.queue.borrow_mut().pop_front().expect("arrived");
             if !self.world.reachable(self.from, self.to) {

@@ -260,6 +260,11 @@ impl World {
         self.0.nodes.borrow()[node as usize].up
     }
 
+    /// How many times the node has booted (a TCP peer that rebooted resets old connections).
+    pub fn boots(&self, node: NodeIx) -> u32 {
+        self.0.nodes.borrow()[node as usize].boots
+    }
+
     /// Whether the node is up and not paused (its processes run).
     pub fn node_running(&self, node: NodeIx) -> bool {
         let n = &self.0.nodes.borrow()[node as usize];
@@ -539,6 +544,7 @@ impl World {
         fut: Pin<Box<dyn Future<Output = ()>>>,
     ) {
         let stall = Rc::new(Cell::new(0u64));
+        let stall_id = stall.clone();
         let stall_waker: Rc<RefCell<Option<std::task::Waker>>> = Rc::default();
         let world = self.clone();
         let task_name = name.to_string();
@@ -551,11 +557,19 @@ impl World {
         };
         let body = async move {
             wrapped.await;
-            // Finished normally: forget the slot so that later faults do not target it.
+            // Finished normally: forget the slot so that later faults do not target it, unless a
+            // newer task of the same name holds it now (a loop that spawned a successor while
+            // this one was still winding down).
             let removed = {
                 let mut nodes = world.0.nodes.borrow_mut();
                 match nodes[node as usize].procs.get_mut(&pid) {
-                    Some(p) if p.alive => p.tasks.remove(&task_name).is_some(),
+                    Some(p) if p.alive => {
+                        let own = p
+                            .tasks
+                            .get(&task_name)
+                            .is_some_and(|slot| Rc::ptr_eq(&slot.stall_until_us, &stall_id));
+                        own && p.tasks.remove(&task_name).is_some()
+                    }
                     _ => false,
                 }
             };
