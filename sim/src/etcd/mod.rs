@@ -4,22 +4,28 @@
 //! The service runs as process `etcd` on its own node, so partitions, pauses and crashes hit it like
 //! a real server. The store is durable across crashes (etcd is a replicated store); watches and
 //! in-flight requests are not. On recovery, with `lease_ttl_reset_on_restart` (etcd 3.4 without
-//! lease checkpointing, the default), every lease gets its full TTL again.
+//! lease checkpointing, the default), every lease gets its full TTL again plus one election
+//! timeout, as etcd's `Promote` does (see [`lessor`] for what etcd 3.4 does and what the model
+//! keeps of it).
 //!
 //! Service faults (see `fault::FaultKind`): unavailable (refused, not applied), ambiguous timeout
-//! (the client times out; the request is applied or not, with equal probability), slow (extra
-//! service time, requests queue), garbled (applied, but the client cannot decode the reply).
+//! (the client times out; the request is not applied, applied before the client's timeout fires,
+//! or applied after it, see [`Fate`]), slow (extra service time, requests queue), garbled (applied,
+//! but the client cannot decode the reply).
 
+pub mod lessor;
 pub mod store;
 
 use crate::event::{DeleteCause, Event, NodeIx};
-use crate::net::{stream, Call, Endpoint, StreamRx, StreamTx};
+use crate::net::{stream_tcp, Call, Endpoint, RpcError, StreamRx, StreamTx};
 use crate::rng;
 use crate::sync::Notify;
 use crate::world::{Host, Proc, World};
 use futures::StreamExt;
+use lessor::ExpiryChecks;
 use rand::Rng;
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 pub use store::{
@@ -30,10 +36,17 @@ pub use store::{
 /// Options of the simulated server.
 #[derive(Clone, Debug)]
 pub struct EtcdConfig {
-    /// Reset every lease's remaining TTL to its full TTL when the server recovers (etcd 3.4).
+    /// Reset every lease's remaining TTL to its full TTL plus `election_timeout_ms` when the server
+    /// recovers (etcd 3.4's `Promote` without lease checkpointing). Off: leases keep the deadlines
+    /// they had before the crash (an idealised checkpointing).
     pub lease_ttl_reset_on_restart: bool,
     /// Minimum lease TTL (s).
     pub min_ttl_s: i64,
+    /// The election timeout (ms): the `extend` every lease gets on recovery.
+    pub election_timeout_ms: i64,
+    /// How often the lessor looks for expired leases (ms); 0 = exactly at each deadline (the
+    /// default), [`lessor::ETCD_EXPIRY_CHECK_INTERVAL_MS`] = etcd 3.4's loop. See [`lessor`].
+    pub expiry_check_interval_ms: i64,
 }
 
 impl Default for EtcdConfig {
@@ -41,6 +54,8 @@ impl Default for EtcdConfig {
         EtcdConfig {
             lease_ttl_reset_on_restart: true,
             min_ttl_s: store::DEFAULT_MIN_TTL_S,
+            election_timeout_ms: lessor::DEFAULT_ELECTION_TIMEOUT_MS,
+            expiry_check_interval_ms: 0,
         }
     }
 }
@@ -149,6 +164,14 @@ pub enum Response {
 
 type Reply = Result<Response, EtcdError>;
 
+/// A request on the wire, with the instant (true time, µs) its client gives up: gRPC sends a
+/// call's deadline along (`grpc-timeout`), and the server uses it to hold an ambiguous request
+/// until just after its client has timed out ([`Fate::AppliedLate`]).
+struct Envelope {
+    req: Request,
+    client_deadline_us: u64,
+}
+
 /// A message on a watch stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchMsg {
@@ -168,7 +191,7 @@ struct Shared {
     node: NodeIx,
     cfg: EtcdConfig,
     store: RefCell<Store>,
-    endpoint: Endpoint<Request, Reply>,
+    endpoint: Endpoint<Envelope, Reply>,
     booted: Cell<bool>,
     leases_changed: Notify,
 }
@@ -188,7 +211,7 @@ impl Etcd {
             node,
             cfg,
             store: RefCell::new(Store::new(min_ttl)),
-            endpoint: Endpoint::new(node),
+            endpoint: Endpoint::tcp(node),
             booted: Cell::new(false),
             leases_changed: Notify::new(),
         }));
@@ -227,12 +250,7 @@ impl Etcd {
         let proc = host.spawn_process("etcd");
         let now_ms = self.now_ms(&world);
         if self.0.booted.replace(true) {
-            if self.0.cfg.lease_ttl_reset_on_restart {
-                self.0.store.borrow_mut().reset_lease_ttls(now_ms);
-            }
-            proc.emit(Event::EtcdRecover {
-                lease_ttl_reset: self.0.cfg.lease_ttl_reset_on_restart,
-            });
+            self.recover(&proc, now_ms);
         }
         let watchers: Rc<RefCell<Vec<Watcher>>> = Rc::default();
         let inbox = self.0.endpoint.open();
@@ -241,6 +259,12 @@ impl Etcd {
             world: world.clone(),
             watchers,
             rng: RefCell::new(rng::rng_for(world.seed(), "etcd-faults")),
+            checks: ExpiryChecks {
+                phase_ms: now_ms,
+                interval_ms: self.0.cfg.expiry_check_interval_ms,
+            },
+            proc: proc.clone(),
+            held: Held::default(),
         };
         let server = Rc::new(server);
         let s = server.clone();
@@ -249,16 +273,80 @@ impl Etcd {
         self.0.leases_changed.notify();
     }
 
+    /// A reboot (the store is durable): the member is leader again at once (the boot instant
+    /// stands for the end of etcd's start-up and election), and with `lease_ttl_reset_on_restart`
+    /// every lease gets its full TTL plus the election timeout from now, as etcd 3.4's
+    /// `Promote(electionTimeout)` does (see [`lessor`] and [`Store::promote`]).
+    fn recover(&self, proc: &Proc, now_ms: i64) {
+        let cfg = &self.0.cfg;
+        if cfg.lease_ttl_reset_on_restart {
+            self.0
+                .store
+                .borrow_mut()
+                .promote(now_ms, cfg.election_timeout_ms);
+        }
+        proc.emit(Event::EtcdRecover {
+            lease_ttl_reset: cfg.lease_ttl_reset_on_restart,
+        });
+    }
+
     fn now_ms(&self, world: &World) -> i64 {
         world.wall_us(self.0.node).div_euclid(1000)
     }
 }
+
+/// What happens to a request hit by an ambiguous timeout (its client times out in every case).
+///
+/// etcd serves requests concurrently and a request that has entered the raft log is applied
+/// whether or not its client is still waiting: it can be applied before the client's timeout
+/// fires (only the answer is lost or late), or after it, when the server gets to it (the request
+/// reached the server late, or waited in it, was proposed just before its deadline and applied
+/// just after). Other requests go on meanwhile, so later ones may be applied first; a request
+/// that never answered may take effect at any time after it was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Never applied (half of the ambiguous requests).
+    Lost,
+    /// Applied at once, before the client's timeout fires; the answer is lost (a quarter).
+    AppliedInTime,
+    /// Held until just after the client's timeout has fired, then applied (a quarter).
+    AppliedLate,
+}
+
+/// A request held until just after its client gave up.
+struct HeldRequest {
+    caller: Rc<str>,
+    from: NodeIx,
+    req: Request,
+}
+
+/// The requests a server holds ([`Fate::AppliedLate`]), applied by a `late` task started on first
+/// use (so runs without ambiguous timeouts have no extra task).
+#[derive(Default)]
+struct Held {
+    /// By (true µs at which to apply, arrival order).
+    queue: RefCell<BTreeMap<(u64, u64), HeldRequest>>,
+    arrivals: Cell<u64>,
+    changed: Notify,
+    task_started: Cell<bool>,
+}
+
+/// How long after its client's deadline an [`Fate::AppliedLate`] request is applied (µs): just
+/// after the client's timeout has fired, and before anything the client sends after its timeout
+/// can arrive (the scenarios' one-way latency is at least 200 µs), so a client's own requests
+/// keep their order.
+const LATE_APPLY_AFTER_DEADLINE_US: u64 = 100;
 
 struct Server {
     etcd: Etcd,
     world: World,
     watchers: Rc<RefCell<Vec<Watcher>>>,
     rng: RefCell<rand_chacha::ChaCha8Rng>,
+    /// When this server's lessor looks for expired leases.
+    checks: ExpiryChecks,
+    /// The etcd process (its tasks die with it).
+    proc: Proc,
+    held: Held,
 }
 
 impl Server {
@@ -270,13 +358,17 @@ impl Server {
         percent > 0 && self.rng.borrow_mut().random_range(0..100) < percent
     }
 
-    async fn serve(&self, mut inbox: crate::net::Requests<Request, Reply>) {
+    async fn serve(self: Rc<Self>, mut inbox: crate::net::Requests<Envelope, Reply>) {
         while let Some(call) = inbox.next().await {
             let faults = self.world.service_faults(self.node());
             let Call {
                 caller,
                 from,
-                req,
+                req:
+                    Envelope {
+                        req,
+                        client_deadline_us,
+                    },
                 reply,
             } = call;
             if faults.unavailable {
@@ -288,20 +380,14 @@ impl Server {
             }
             self.expire_due();
             if self.chance(faults.ambiguous_percent) {
-                let applied = self.rng.borrow_mut().random_bool(0.5);
-                let op = req.name().to_string();
-                if applied {
-                    let _ = self.handle(&caller, from, req);
+                match self.draw_fate() {
+                    Fate::AppliedLate => {
+                        let held = HeldRequest { caller, from, req };
+                        self.hold(held, client_deadline_us + LATE_APPLY_AFTER_DEADLINE_US);
+                    }
+                    fate => self.apply_ambiguous(fate, &caller, from, req),
                 }
                 reply.lose();
-                self.world.emit(
-                    self.node(),
-                    Event::EtcdAmbiguous {
-                        op,
-                        applied,
-                        client: caller.to_string(),
-                    },
-                );
                 continue;
             }
             let garbled = self.chance(faults.garbled_percent);
@@ -311,6 +397,68 @@ impl Server {
             } else {
                 resp
             });
+        }
+    }
+
+    /// Half of the ambiguous requests are lost, a quarter applied in time, a quarter late.
+    fn draw_fate(&self) -> Fate {
+        let mut rng = self.rng.borrow_mut();
+        if !rng.random_bool(0.5) {
+            Fate::Lost
+        } else if rng.random_bool(0.5) {
+            Fate::AppliedInTime
+        } else {
+            Fate::AppliedLate
+        }
+    }
+
+    /// Applies (or not, if `fate` is [`Fate::Lost`]) a request whose client times out (its answer
+    /// is never sent), and records the ambiguity.
+    fn apply_ambiguous(&self, fate: Fate, caller: &str, from: NodeIx, req: Request) {
+        let op = req.name().to_string();
+        if fate != Fate::Lost {
+            let _ = self.handle(caller, from, req);
+        }
+        self.world.emit(
+            self.node(),
+            Event::EtcdAmbiguous {
+                op,
+                applied: fate != Fate::Lost,
+                client: caller.to_string(),
+            },
+        );
+    }
+
+    /// Holds a request until true time `at_us` (just after its client's deadline); the `late`
+    /// task applies it then.
+    fn hold(self: &Rc<Self>, req: HeldRequest, at_us: u64) {
+        let arrival = self.held.arrivals.get();
+        self.held.arrivals.set(arrival + 1);
+        self.held.queue.borrow_mut().insert((at_us, arrival), req);
+        self.held.changed.notify();
+        if !self.held.task_started.replace(true) {
+            let s = self.clone();
+            self.proc.spawn("late", async move { s.apply_held().await });
+        }
+    }
+
+    /// Applies each held request at its time, in (time, arrival) order.
+    async fn apply_held(&self) {
+        loop {
+            let seen = self.held.changed.generation();
+            let first = self.held.queue.borrow().keys().next().map(|k| k.0);
+            match first {
+                Some(at) if at <= self.world.now_us() => {
+                    let (_, held) = self.held.queue.borrow_mut().pop_first().expect("first");
+                    self.expire_due();
+                    self.apply_ambiguous(Fate::AppliedLate, &held.caller, held.from, held.req);
+                }
+                Some(at) => {
+                    let sleep = crate::time::sleep_until(self.world.instant_at(at));
+                    futures::future::select(sleep, self.held.changed.changed_since(seen)).await;
+                }
+                None => self.held.changed.changed_since(seen).await,
+            }
         }
     }
 
@@ -496,9 +644,11 @@ impl Server {
         }
     }
 
+    /// Expires the leases the lessor has noticed by now: those whose deadline is at or before its
+    /// last check (every deadline up to now when checks are continuous).
     fn expire_due(&self) {
-        let now_ms = self.now_ms();
-        let expired = self.etcd.0.store.borrow_mut().expire(now_ms);
+        let checked_ms = self.checks.last_at_or_before(self.now_ms());
+        let expired = self.etcd.0.store.borrow_mut().expire(checked_ms);
         for (lease, events) in expired {
             self.world
                 .emit(self.node(), Event::EtcdLeaseExpire { lease });
@@ -506,8 +656,9 @@ impl Server {
         }
     }
 
-    /// Expires leases at their deadline on the etcd node's wall clock, re-arming whenever a lease is
-    /// granted or the clock is stepped or changes rate.
+    /// Expires leases at the lessor's first check at or after their deadline (the deadline itself
+    /// by default) on the etcd node's wall clock, re-arming whenever a lease is granted or the
+    /// clock is stepped or changes rate.
     async fn lessor(&self) {
         let node = self.node();
         let clock_changed = self.world.clock_notify(node);
@@ -518,6 +669,7 @@ impl Server {
             );
             self.expire_due();
             let next = self.etcd.0.store.borrow().next_expiry_ms();
+            let next = next.map(|ms| self.checks.first_at_or_after(ms));
             let wake = futures::future::select(
                 clock_changed.changed_since(cg),
                 self.etcd.0.leases_changed.changed_since(lg),
@@ -539,7 +691,7 @@ impl Server {
 /// A process's etcd client (like `etcd3gw` or `etcd-client`): every call is bounded by a timeout.
 #[derive(Clone)]
 pub struct Client {
-    endpoint: Endpoint<Request, Reply>,
+    endpoint: Endpoint<Envelope, Reply>,
     proc: Proc,
     timeout: Duration,
 }
@@ -559,19 +711,25 @@ impl Watch {
 impl Client {
     async fn call(&self, req: Request) -> Reply {
         let world = self.proc.world();
+        let envelope = Envelope {
+            req,
+            client_deadline_us: world.now_us() + self.timeout.as_micros() as u64,
+        };
         match self
             .endpoint
             .call(
                 world,
                 self.proc.node(),
                 self.proc.ident(),
-                req,
+                envelope,
                 self.timeout,
             )
             .await
         {
             Ok(r) => r,
-            Err(_) => Err(EtcdError::Timeout),
+            // A reset connection is a connection failure: nothing was applied.
+            Err(RpcError::Reset) => Err(EtcdError::Unavailable),
+            Err(RpcError::Timeout) => Err(EtcdError::Timeout),
         }
     }
 
@@ -695,7 +853,7 @@ impl Client {
         start_revision: i64,
     ) -> Result<Watch, EtcdError> {
         let world = self.proc.world();
-        let (tx, rx) = stream(world, self.endpoint.node(), self.proc.node());
+        let (tx, rx) = stream_tcp(world, self.endpoint.node(), self.proc.node());
         self.call(Request::Watch {
             key: key.into(),
             prefix,

@@ -220,7 +220,8 @@ pub struct Store {
     min_ttl_s: i64,
 }
 
-/// etcd's minimum lease TTL with default election settings (1 s election timeout): 2 s.
+/// etcd's minimum lease TTL with default election settings (1 s election timeout): 2 s, that is
+/// `ceil(1.5 * election timeout)` (`etcd-io/etcd` `v3.4.23`, `etcdserver/server.go` lines 550, 559).
 pub const DEFAULT_MIN_TTL_S: i64 = 2;
 
 impl Default for Store {
@@ -581,10 +582,16 @@ impl Store {
         self.leases.values().map(|l| l.expiry_ms).min()
     }
 
-    /// After a restart without lease checkpointing (etcd 3.4), every lease gets its full TTL again.
-    pub fn reset_lease_ttls(&mut self, now_ms: i64) {
+    /// The member becomes leader again after a restart, without lease checkpointing (etcd 3.4):
+    /// every lease gets its full TTL again, plus `extend_ms` (the election timeout), from `now_ms`.
+    ///
+    /// This is etcd's `lessor.Promote(extend)` (`etcd-io/etcd` `v3.4.23`, `lease/lessor.go` lines
+    /// 467-519: `l.refresh(extend)` at line 475, `expiry = now + extend + RemainingTTL()` at lines
+    /// 876-881, `RemainingTTL()` = the granted TTL without a checkpoint, lines 868-873), called
+    /// with `s.Cfg.electionTimeout()` (`etcdserver/server.go` line 2219); see [`super::lessor`].
+    pub fn promote(&mut self, now_ms: i64, extend_ms: i64) {
         for l in self.leases.values_mut() {
-            l.expiry_ms = now_ms + l.ttl_s * 1000;
+            l.expiry_ms = now_ms + extend_ms + l.ttl_s * 1000;
         }
         self.earliest_expiry_ms = self.next_expiry_ms().unwrap_or(i64::MAX);
     }

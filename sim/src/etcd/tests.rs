@@ -1,5 +1,6 @@
 //! Unit tests of the etcd state machine (revision rules, compares on missing keys, leases, watch
-//! history across compaction).
+//! history across compaction), and of the service's timing (lease expiry after a restart, the
+//! lessor's checks, the two orders of an ambiguous timeout) in simulated runs.
 
 use super::store::*;
 
@@ -161,11 +162,40 @@ fn keep_alive_resets_to_granted_ttl_and_expired_leases_answer_zero() {
 }
 
 #[test]
-fn restart_resets_lease_ttls() {
+fn restart_gives_every_lease_its_full_ttl_plus_the_election_timeout() {
     let mut s = Store::default();
-    let (id, _) = s.grant(60, 0);
-    s.reset_lease_ttls(50_000);
-    assert_eq!(s.time_to_live(id, 100_000), (10, 60));
+    let (long, _) = s.grant(60, 0);
+    // A 2 s lease whose deadline passed while the server was down lives again.
+    let (short, _) = s.grant(2, 0);
+    s.put("/s", "1", short).unwrap();
+    s.promote(50_000, 1_000);
+    assert_eq!(s.time_to_live(long, 100_000), (11, 60));
+    assert_eq!(s.next_expiry_ms(), Some(53_000));
+    assert!(s.expire(52_999).is_empty());
+    assert_eq!(s.expire(53_000).len(), 1);
+    assert_eq!(s.keep_alive(long, 110_999), 60);
+}
+
+#[test]
+fn expiry_checks_fall_on_the_lessor_period() {
+    use super::lessor::ExpiryChecks;
+    let every_500 = ExpiryChecks {
+        phase_ms: 250,
+        interval_ms: 500,
+    };
+    assert_eq!(every_500.first_at_or_after(2_001), 2_250);
+    assert_eq!(every_500.first_at_or_after(2_250), 2_250);
+    assert_eq!(every_500.first_at_or_after(-100), 250);
+    assert_eq!(every_500.first_at_or_after(-300), -250);
+    assert_eq!(every_500.last_at_or_before(2_249), 1_750);
+    assert_eq!(every_500.last_at_or_before(2_250), 2_250);
+    assert_eq!(every_500.last_at_or_before(-300), -750);
+    let exact = ExpiryChecks {
+        phase_ms: 250,
+        interval_ms: 0,
+    };
+    assert_eq!(exact.first_at_or_after(2_001), 2_001);
+    assert_eq!(exact.last_at_or_before(2_001), 2_001);
 }
 
 #[test]
@@ -325,11 +355,321 @@ mod props {
                         prop_assert_eq!(got, due);
                     }
                     LeaseStep::Restart => {
-                        s.reset_lease_ttls(now);
-                        for (ttl, at) in deadlines.values_mut() { *at = now + *ttl * 1000; }
+                        s.promote(now, 1_000);
+                        for (ttl, at) in deadlines.values_mut() { *at = now + 1_000 + *ttl * 1000; }
                     }
                 }
             }
         }
+    }
+}
+
+/// The service in simulated runs: an etcd node and a client node, 1 ms one-way latency.
+mod service {
+    use crate::etcd::lessor::ETCD_EXPIRY_CHECK_INTERVAL_MS;
+    use crate::etcd::{Etcd, EtcdConfig, EtcdError, REQUEST_TIMEOUT};
+    use crate::event::{Event, Record};
+    use crate::monitor::{Failure, Monitor};
+    use crate::runtime::{on_fresh_thread, simulate, SimConfig};
+    use crate::{Fault, FaultKind, Host, NetSpec, NodeSpec, Proc, Schedule};
+    use std::cell::RefCell;
+    use std::future::Future;
+    use std::rc::Rc;
+    use std::time::Duration;
+
+    /// Every event of a run with its true time (µs).
+    type Events = Rc<RefCell<Vec<(u64, Event)>>>;
+
+    struct Recorder(Events);
+
+    impl Monitor for Recorder {
+        fn on_event(&mut self, rec: &Record) -> Option<Failure> {
+            self.0.borrow_mut().push((rec.t_us, rec.event.clone()));
+            None
+        }
+        fn on_tick(&mut self, _: u64) -> Option<Failure> {
+            None
+        }
+        fn coverage(&self) -> Vec<(&'static str, bool)> {
+            Vec::new()
+        }
+    }
+
+    /// What a run left: the events and the body's log of (true µs, note).
+    struct Run {
+        events: Vec<(u64, Event)>,
+        log: Vec<(u64, String)>,
+    }
+
+    impl Run {
+        /// True time (µs) of the put of `key`, if one happened.
+        fn put_at(&self, key: &str) -> Option<u64> {
+            self.events.iter().find_map(|(t, e)| match e {
+                Event::EtcdPut { key: k, .. } if &**k == key => Some(*t),
+                _ => None,
+            })
+        }
+
+        /// Position in the event stream of the put of `key`, if one happened.
+        fn put_index(&self, key: &str) -> Option<usize> {
+            self.events
+                .iter()
+                .position(|(_, e)| matches!(e, Event::EtcdPut { key: k, .. } if &**k == key))
+        }
+
+        /// True time (µs) of the first deletion of `key`.
+        fn deleted_at(&self, key: &str) -> Option<u64> {
+            self.events.iter().find_map(|(t, e)| match e {
+                Event::EtcdDelete { key: k, .. } if &**k == key => Some(*t),
+                _ => None,
+            })
+        }
+    }
+
+    type Log = Rc<RefCell<Vec<(u64, String)>>>;
+
+    /// Runs `body` as a process on the client node next to etcd (configured by `cfg`).
+    fn run<F, Fut>(cfg: EtcdConfig, schedule: Schedule, body: F) -> Run
+    where
+        F: Fn(Proc, Etcd, Log) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        on_fresh_thread(move || {
+            let events: Events = Rc::default();
+            let log: Log = Rc::default();
+            let l2 = log.clone();
+            let node = |name: &str| NodeSpec {
+                name: name.into(),
+                offset_us: 0,
+                drift_ppm: 0,
+            };
+            let sim = SimConfig {
+                seed: 7,
+                nodes: vec![node("etcd"), node("client")],
+                net: NetSpec {
+                    latency_min_us: 1_000,
+                    latency_max_us: 1_000,
+                },
+                schedule,
+                fault_window_ms: 600_000,
+                liveness_ms: 10_000,
+                keep_trace: false,
+            };
+            simulate(sim, Box::new(Recorder(events.clone())), move |world| {
+                let etcd = Etcd::install(world, 0, cfg);
+                let body = Rc::new(body);
+                world.set_services(
+                    1,
+                    Rc::new(move |host: &Host| {
+                        let p = host.spawn_process("test");
+                        p.spawn("body", body(p.clone(), etcd.clone(), l2.clone()));
+                    }),
+                );
+            });
+            let events = events.borrow().clone();
+            let log = log.borrow().clone();
+            Run { events, log }
+        })
+        .expect("run")
+    }
+
+    fn note(p: &Proc, log: &Log, what: String) {
+        log.borrow_mut().push((p.world().now_us(), what));
+    }
+
+    fn etcd_fault(at_ms: u64, dur_ms: u64, kind: FaultKind) -> Fault {
+        Fault {
+            at_ms,
+            dur_ms,
+            kind,
+        }
+    }
+
+    /// An ambiguous timeout applies the request before the client's timeout fires or after it
+    /// (the server gets to it late), or not at all; the client sees `Timeout` every time.
+    #[test]
+    fn an_ambiguous_request_is_applied_before_or_after_the_clients_timeout() {
+        let ambiguous = etcd_fault(
+            0,
+            600_000,
+            FaultKind::ServiceAmbiguous {
+                node: "etcd".into(),
+                percent: 100,
+            },
+        );
+        let run = run(
+            EtcdConfig::default(),
+            vec![ambiguous],
+            |p, etcd, log| async move {
+                let c = etcd.client(&p);
+                for i in 0..24 {
+                    let r = c.put(&format!("/amb/{i}"), "x", 0).await;
+                    note(&p, &log, format!("{i} {r:?}"));
+                }
+            },
+        );
+        assert_eq!(run.log.len(), 24);
+        let (mut before, mut after, mut lost) = (0, 0, 0);
+        let mut sent_us = 0;
+        for (i, (timed_out_us, what)) in run.log.iter().enumerate() {
+            assert_eq!(what, &format!("{i} Err(Timeout)"));
+            // Each call waits out the whole client timeout.
+            let waited = timed_out_us - sent_us;
+            assert!(
+                (5_000_000..5_001_000).contains(&waited),
+                "waited {waited} µs"
+            );
+            match run.put_at(&format!("/amb/{i}")) {
+                None => lost += 1,
+                Some(t) if t < *timed_out_us => before += 1,
+                Some(t) => {
+                    assert!(t > *timed_out_us, "applied at the timeout instant");
+                    after += 1;
+                }
+            }
+            sent_us = *timed_out_us;
+        }
+        assert!(
+            before > 0 && after > 0 && lost > 0,
+            "{before} applied before the timeout, {after} after, {lost} never"
+        );
+    }
+
+    /// A late request does not hold the others (etcd serves requests concurrently): another
+    /// client's request sent while it waits is answered at once, and so applied before it.
+    #[test]
+    fn a_late_request_does_not_hold_the_others() {
+        let ambiguous = etcd_fault(
+            0,
+            600_000,
+            FaultKind::ServiceAmbiguous {
+                node: "etcd".into(),
+                percent: 50,
+            },
+        );
+        let run = run(
+            EtcdConfig::default(),
+            vec![ambiguous],
+            |p, etcd, log| async move {
+                let first = etcd.client(&p);
+                let second = etcd.client(&p);
+                for i in 0..ROUNDS {
+                    let (a, b) = (format!("/q/{i}/a"), format!("/q/{i}/b"));
+                    let sent_us = p.world().now_us();
+                    let later = async {
+                        p.sleep(Duration::from_millis(100)).await;
+                        let r = second.put(&b, "x", 0).await;
+                        (r, p.world().now_us())
+                    };
+                    let (ra, (rb, b_done_us)) = futures::join!(first.put(&a, "x", 0), later);
+                    note(&p, &log, format!("{i} {sent_us} {b_done_us} {ra:?} {rb:?}"));
+                }
+            },
+        );
+        assert_eq!(run.log.len(), ROUNDS);
+        let mut overtaken = 0;
+        for (i, (_, what)) in run.log.iter().enumerate() {
+            let words: Vec<&str> = what.split(' ').collect();
+            let sent_us: u64 = words[1].parse().unwrap();
+            let b_done_us: u64 = words[2].parse().unwrap();
+            let a_deadline = sent_us + REQUEST_TIMEOUT.as_micros() as u64;
+            let (a, b) = (format!("/q/{i}/a"), format!("/q/{i}/b"));
+            if let (Some(a_at), Some(b_at)) = (run.put_at(&a), run.put_at(&b)) {
+                // A applied late, B answered.
+                if a_at > a_deadline && words[4].starts_with("Ok(") {
+                    assert!(run.put_index(&b) < run.put_index(&a), "round {i}");
+                    assert!(
+                        b_at < a_deadline && b_done_us < sent_us + 200_000,
+                        "round {i}: {what}"
+                    );
+                    overtaken += 1;
+                }
+            }
+        }
+        assert!(
+            overtaken > 0,
+            "no request was answered while a late one waited"
+        );
+    }
+
+    const ROUNDS: usize = 48;
+
+    /// After a restart a lease gets its full TTL plus the election timeout (1 s) from the recovery,
+    /// as etcd 3.4's `Promote` gives it; without the reset it keeps its old deadline.
+    #[test]
+    fn a_restart_renews_leases_with_their_ttl_plus_the_election_timeout() {
+        let crash = etcd_fault(
+            30_000,
+            5_000,
+            FaultKind::Crash {
+                node: "etcd".into(),
+            },
+        );
+        let body = |p: Proc, etcd: Etcd, _log: Log| async move {
+            let c = etcd.client(&p);
+            let (lease, _) = c.grant(60).await.unwrap();
+            c.put("/r", "kept", lease).await.unwrap();
+        };
+        let reset = run(EtcdConfig::default(), vec![crash.clone()], body);
+        // Recovered at 35 s: 35 + 1 + 60 = 96 s.
+        assert_eq!(reset.deleted_at("/r"), Some(96_000_000));
+        let kept = EtcdConfig {
+            lease_ttl_reset_on_restart: false,
+            ..EtcdConfig::default()
+        };
+        let no_reset = run(kept, vec![crash], body);
+        // Granted when the request arrived (1 ms): the deadline stays 60.001 s.
+        assert_eq!(no_reset.deleted_at("/r"), Some(60_001_000));
+    }
+
+    /// With etcd's 500 ms lessor period a lease ends at the first check after its deadline (checks
+    /// from the server's boot at 0): until then its key is still there, and a keep-alive already
+    /// answers 0. By default it ends at its deadline.
+    #[test]
+    fn the_lessor_period_delays_expiry_to_the_next_check() {
+        let body = |p: Proc, etcd: Etcd, log: Log| async move {
+            let c = etcd.client(&p);
+            let (lease, _) = c.grant(2).await.unwrap();
+            c.put("/t", "v", lease).await.unwrap();
+            p.sleep(Duration::from_millis(2_100)).await;
+            let ttl = c.keep_alive(lease).await;
+            let kv = c.get("/t").await.unwrap().map(|kv| kv.value.to_string());
+            note(&p, &log, format!("{ttl:?} {kv:?}"));
+        };
+        let ticking = EtcdConfig {
+            expiry_check_interval_ms: ETCD_EXPIRY_CHECK_INTERVAL_MS,
+            ..EtcdConfig::default()
+        };
+        let run_ticking = run(ticking, vec![], body);
+        // Granted at 1 ms: deadline 2.001 s, noticed at the check at 2.5 s.
+        assert_eq!(run_ticking.deleted_at("/t"), Some(2_500_000));
+        assert_eq!(run_ticking.log[0].1, r#"Ok(0) Some("v")"#);
+        let exact = run(EtcdConfig::default(), vec![], body);
+        assert_eq!(exact.deleted_at("/t"), Some(2_001_000));
+        assert_eq!(exact.log[0].1, "Ok(0) None");
+    }
+
+    #[test]
+    fn an_unavailable_server_is_not_ambiguous() {
+        let down = etcd_fault(
+            0,
+            10_000,
+            FaultKind::ServiceUnavailable {
+                node: "etcd".into(),
+            },
+        );
+        let run = run(
+            EtcdConfig::default(),
+            vec![down],
+            |p, etcd, log| async move {
+                let r = etcd.client(&p).put("/u", "x", 0).await;
+                note(&p, &log, format!("{r:?}"));
+            },
+        );
+        assert_eq!(
+            run.log[0].1,
+            format!("{:?}", Err::<i64, _>(EtcdError::Unavailable))
+        );
+        assert_eq!(run.put_at("/u"), None);
     }
 }

@@ -1,0 +1,100 @@
+//! When etcd 3.4 expires a lease, and what the model keeps of it.
+//!
+//! Source: `etcd-io/etcd`, tag `v3.4.23` (commit `c8b78319672a0cf5f129f693d6df1bae725c5243`, the
+//! version Debian ships as `etcd-server` 3.4.23), with its default flags.
+//!
+//! * Deadline. `Grant` (`lease/lessor.go`, `lessor.Grant`, lines 274-322) and `Renew` (lines
+//!   393-443) call `Lease.refresh(0)` (lines 876-881): `expiry = now + extend + RemainingTTL()`,
+//!   where `RemainingTTL()` (lines 868-873) is the granted TTL unless a checkpoint stored a
+//!   remaining TTL. Checkpointing is off by default in 3.4
+//!   (`--experimental-enable-lease-checkpoint=false`, `etcdmain/config.go` line 260; the
+//!   checkpointer is only set when it is on, `etcdserver/server.go` lines 623-628), so nothing but
+//!   the granted TTL is ever stored.
+//! * Restart. Recovery loads each lease with `expiry: forever` (`lessor.initAndRecover`, lines
+//!   798-826, line 817): no lease expires until the member is leader again. A new leader, once it
+//!   has applied the empty entry of its term, calls `lessor.Promote(s.Cfg.electionTimeout())`
+//!   (`etcdserver/server.go`, `EtcdServer.applyEntryNormal` from line 2203, the call at line 2219),
+//!   and `Promote` (`lease/lessor.go` lines 467-519) refreshes every lease with that `extend` (line
+//!   475): each lease gets its full TTL again plus one election timeout. The election timeout is
+//!   `ElectionTicks * TickMs` (`etcdserver/config.go`, `ServerConfig.electionTimeout`, lines
+//!   292-294), with `ElectionTicks = ElectionMs / TickMs` (`embed/config.go`,
+//!   `Config.ElectionTicks`, line 768) and the defaults `TickMs = 100`, `ElectionMs = 1000`
+//!   (`embed/config.go` lines 415-416): 1 s. So after a restart a lease expires its TTL plus 1 s
+//!   after the promotion; the model expires it exactly then (see
+//!   [`crate::etcd::store::Store::promote`]).
+//! * Promotion time. A restarted single member fast-forwards its election ticks
+//!   (`EtcdServer.adjustTicks`, `etcdserver/server.go` lines 674-694) and wins after its randomized
+//!   election timeout (`raft/raft.go`, `resetRandomizedElectionTimeout`, lines 1586-1588): 1-10
+//!   ticks (0.1-1 s) after it starts. The model does not model process start-up and election: the
+//!   simulated node's boot instant stands for the moment the restarted member is leader again (a
+//!   `Crash` fault's duration covers start-up and election).
+//! * Minimum TTL. `ceil(1.5 * election timeout)` (`etcdserver/server.go` lines 550 and 559): 2 s
+//!   with the defaults, applied on grant and on recovery (`lessor.go` lines 299-301, 808-810).
+//! * Noticing expiry. The lessor's `runLoop` (`lease/lessor.go` lines 613-626) calls
+//!   `revokeExpiredLeases` (lines 630-653) and then waits 500 ms (line 621). That pops due leases
+//!   off a heap ordered by deadline (`expireExists`, lines 687-711; `findExpiredLeases`, lines
+//!   715-741), at most `leaseRevokeRate / 2` = 500 per pass (line 49, line 634), and the server
+//!   revokes them through raft (`EtcdServer.revokeExpiredLeases`, `etcdserver/server.go` lines
+//!   1095-1131). So a key attached to a lease disappears between its deadline and about 500 ms
+//!   (plus one raft round) later, at a check whose phase is set by when the server started.
+//!   `Promote` also spreads expiries when 1,000 leases or more exist (lines 481-518); the models
+//!   hold a handful of leases, so the model leaves that out, like the per-pass limit.
+//! * Clock. `refresh` starts from `time.Now()`, which carries Go's monotonic reading, so
+//!   `Lease.expired()` / `Remaining()` (lines 843-845, 902-909) follow the monotonic clock, while
+//!   the heap is ordered by wall-clock `UnixNano` (line 701; a due lease that is not yet expired is
+//!   looked at again after `ExpiredLeasesRetryInterval` = `ReqTimeout()` = 7 s, line 708,
+//!   `etcdserver/server.go` line 562, `etcdserver/config.go` lines 286-290). The model follows the
+//!   etcd node's wall clock, steps included, as shared/spec/etcd.md asks; in etcd a forward step
+//!   does not expire a lease early, and a backward step delays its expiry.
+//!
+//! The model's choice for the 500 ms check: [`ExpiryChecks`] can model it (checks every
+//! `interval_ms` from the server's boot, `EtcdConfig::expiry_check_interval_ms`), but it is off by
+//! default (interval 0: a lease expires exactly at its deadline, in milliseconds), because (1) that
+//! is the earliest instant at which etcd itself can revoke the lease, so every expiry the model
+//! produces is one etcd can produce, and it is the adversarial edge for the lease-lock hazard the
+//! harness looks for (a holder acting after its lease ended); (2) the simulated etcd's
+//! specification asks for millisecond resolution (shared/spec/etcd.md, "Operations"), and the
+//! world's tests pin it; (3) the check only makes expiry later by less than 500 ms, which
+//! `EtcdConfig { expiry_check_interval_ms: ETCD_EXPIRY_CHECK_INTERVAL_MS, .. }` lets a scenario
+//! explore.
+
+/// etcd's default election timeout (ms): `Promote`'s `extend` after a restart.
+pub const DEFAULT_ELECTION_TIMEOUT_MS: i64 = 1_000;
+
+/// The period of etcd 3.4's expiry check (`lease/lessor.go` line 621).
+pub const ETCD_EXPIRY_CHECK_INTERVAL_MS: i64 = 500;
+
+/// The instants (etcd clock, ms) at which the lessor looks for expired leases: every
+/// `interval_ms` from `phase_ms` (the server's start), or continuously when `interval_ms` is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpiryChecks {
+    /// A check instant (the server's start).
+    pub phase_ms: i64,
+    /// The period; 0 = expire exactly at the deadline.
+    pub interval_ms: i64,
+}
+
+impl ExpiryChecks {
+    /// The first check at or after `ms`: when a lease with deadline `ms` is noticed.
+    pub fn first_at_or_after(&self, ms: i64) -> i64 {
+        if self.interval_ms <= 0 {
+            return ms;
+        }
+        let ticks = (ms - self.phase_ms).div_euclid(self.interval_ms);
+        let at = self.phase_ms + ticks * self.interval_ms;
+        if at < ms {
+            at + self.interval_ms
+        } else {
+            at
+        }
+    }
+
+    /// The last check at or before `ms`: every lease whose deadline is at or before it has been
+    /// noticed by `ms`.
+    pub fn last_at_or_before(&self, ms: i64) -> i64 {
+        if self.interval_ms <= 0 {
+            return ms;
+        }
+        self.phase_ms + (ms - self.phase_ms).div_euclid(self.interval_ms) * self.interval_ms
+    }
+}
