@@ -1,26 +1,34 @@
 //! The Calico elector (networking-calico `election.py`), one per manager worker.
 //!
 //! Faithful to upstream's control flow (spec/calico.md, "Elector"):
-//! * `_vote`: read the key. Absent: campaign. Present: the dead-pid check (same host, process gone:
-//!   delete the key guarded by its value; if that did not delete it, restart the election), then
-//!   watch the key from `mod_revision + 1` with a 20 s timeout, looping on PUT events; a DELETE
-//!   campaigns at once; a timeout or etcd error returns to `_run`, which sleeps 1-2 s and votes again.
-//! * `_become_master`: grant a 60 s lease, put the key with it guarded by `mod_revision == 0`. On
-//!   success stamp, then refresh immediately and every 10 s: keep the lease alive and re-put the key
-//!   guarded by `value == id`, stamping after each success. Any error or failed compare ends
-//!   mastership: the stamp is cleared (the `finally`), the key is NOT deleted.
+//! * `_vote`: read the key. Absent: campaign. Present: the dead-pid check (a `host:pid` value of
+//!   this host whose process is gone: delete the key guarded by its value; if that did not delete
+//!   it, restart the election), then watch the key from `mod_revision + 1` with a timeout of twice
+//!   the interval (20 s), looping on PUT events; a DELETE campaigns at once; a timeout or etcd
+//!   error returns to `_run`, which sleeps 1-2 s and votes again.
+//! * `_become_master`: grant a lease of `ttl` (60 s), put the key with it guarded by
+//!   `mod_revision == 0`. On success stamp, then refresh immediately and every `interval` (10 s):
+//!   keep the lease alive and re-put the key guarded by `value == id`, stamping after each success.
+//!   Any error or failed compare ends mastership: the stamp is cleared (the `finally`), the key is
+//!   NOT deleted.
 //! * A graceful stop kills the elector where it waits and runs `_attempt_step_down`: clear the stamp
 //!   and delete the key guarded by `value == id`, errors ignored.
 //! * An exception that is not an etcd exception (here: a reply the client cannot decode, outside
-//!   `_become_master`'s broad `except`) is unexpected: step down, then the process exits with 1.
+//!   `_become_master`'s broad `except`, e.g. in the read, the watch or the dead-pid check's delete)
+//!   is unexpected: step down, then the process exits with 1.
 //!
 //! A silent death (the task is dropped) runs none of this, which is the point of the scenario.
+//!
+//! The elector reaches etcd through [`ElectionStore`], the handful of `etcdv3` calls upstream's
+//! elector makes. The simulation uses `sim::etcd::Client`; the tests in
+//! `model/tests/upstream_election.rs` use a scripted store, as upstream's tests use `stub_etcd`.
+//! `interval` and `ttl` are parameters ([`Timing`]) checked as `Elector.__init__` checks them.
 
 use super::master::Shared;
-use super::{Switches, MASTER_TIMEOUT, REFRESH_INTERVAL, WATCH_TIMEOUT};
+use super::{Switches, MASTER_TIMEOUT, REFRESH_INTERVAL};
 use futures::future::Either;
 use rand::Rng;
-use sim::etcd::{Client, EtcdError, EventKind, Txn, WatchEvent, WatchMsg};
+use sim::etcd::{Client, EtcdError, EventKind, KeyValue, Txn, TxnResponse, WatchEvent, WatchMsg};
 use sim::sync::Notify;
 use sim::{Event, Proc};
 use std::cell::RefCell;
@@ -33,16 +41,130 @@ struct Unexpected(String);
 /// Result of one step that may abandon the current election round (`RestartElection`).
 type Round = Result<(), Unexpected>;
 
+/// The etcd calls the elector makes, each as networking-calico's `etcdv3` module makes it (the
+/// seam upstream's tests replace with `stub_etcd`). Errors are the client's: `EtcdError::Garbled`
+/// stands for an exception that is not an `Etcd3Exception`.
+#[allow(async_fn_in_trait)] // one simulation runs on one thread: no `Send` bounds are wanted
+pub trait ElectionStore {
+    /// `etcdv3.get(key)`: the key, or `None` where upstream raises `KeyNotFound`.
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, EtcdError>;
+    /// `etcdv3.watch_once(key, timeout=timeout, start_revision=start_revision)`: the first event
+    /// on `key` at or after `start_revision`, or `Timeout` (`WatchTimedOut`) after `timeout`.
+    async fn watch_once(
+        &self,
+        key: &str,
+        start_revision: i64,
+        timeout: Duration,
+    ) -> Result<WatchEvent, EtcdError>;
+    /// `etcdv3.get_lease(ttl)`: the lease's id and granted TTL.
+    async fn grant(&self, ttl_s: i64) -> Result<(i64, i64), EtcdError>;
+    /// `Lease.refresh()`: the lease's remaining TTL (0 if it no longer exists).
+    async fn keep_alive(&self, lease: i64) -> Result<i64, EtcdError>;
+    /// A guarded `etcdv3.put` or `etcdv3.delete` (`mod_revision=`, `existing_value=`): one
+    /// transaction; `succeeded` is what upstream returns.
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse, EtcdError>;
+    /// An unguarded `etcdv3.put(key, value, lease=lease)`: the new revision.
+    async fn put(&self, key: &str, value: &str, lease: i64) -> Result<i64, EtcdError>;
+}
+
+impl ElectionStore for Client {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, EtcdError> {
+        Client::get(self, key).await
+    }
+
+    /// A watch on a compacted revision reports no events and times out (etcd3gw's behaviour,
+    /// which upstream's comment in `_vote` relies on).
+    async fn watch_once(
+        &self,
+        key: &str,
+        start_revision: i64,
+        timeout: Duration,
+    ) -> Result<WatchEvent, EtcdError> {
+        let wait = async {
+            let mut w = self.watch(key, false, start_revision).await?;
+            loop {
+                if let WatchMsg::Events(mut evs) = w.next().await {
+                    return Ok(Rc::unwrap_or_clone(evs.swap_remove(0)));
+                }
+            }
+        };
+        sim::time::timeout(timeout, wait)
+            .await
+            .unwrap_or(Err(EtcdError::Timeout))
+    }
+
+    async fn grant(&self, ttl_s: i64) -> Result<(i64, i64), EtcdError> {
+        Client::grant(self, ttl_s).await
+    }
+
+    async fn keep_alive(&self, lease: i64) -> Result<i64, EtcdError> {
+        Client::keep_alive(self, lease).await
+    }
+
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse, EtcdError> {
+        Client::txn(self, txn).await
+    }
+
+    async fn put(&self, key: &str, value: &str, lease: i64) -> Result<i64, EtcdError> {
+        Client::put(self, key, value, lease).await
+    }
+}
+
+/// `interval` and `ttl` of `Elector.__init__` (whole seconds, as upstream's `int(...)`): the
+/// refresh interval (the watch timeout is twice it) and the election lease's TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    pub interval_s: i64,
+    pub ttl_s: i64,
+}
+
+impl Default for Timing {
+    /// What the neutron-server workers use: [`REFRESH_INTERVAL`] and [`MASTER_TIMEOUT`].
+    fn default() -> Self {
+        Timing {
+            interval_s: REFRESH_INTERVAL.as_secs() as i64,
+            ttl_s: MASTER_TIMEOUT.as_secs() as i64,
+        }
+    }
+}
+
+/// Timing `Elector.__init__` rejects with `ValueError` (election.py lines 102-106 at 87c15906).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InvalidTiming {
+    /// "Interval %r is <= 0".
+    IntervalNotPositive { interval_s: i64 },
+    /// "TTL %r is <= interval %r".
+    TtlNotAboveInterval { ttl_s: i64, interval_s: i64 },
+}
+
+impl Timing {
+    fn check(self) -> Result<Timing, InvalidTiming> {
+        let Timing { interval_s, ttl_s } = self;
+        if interval_s <= 0 {
+            return Err(InvalidTiming::IntervalNotPositive { interval_s });
+        }
+        if ttl_s <= interval_s {
+            return Err(InvalidTiming::TtlNotAboveInterval { ttl_s, interval_s });
+        }
+        Ok(self)
+    }
+
+    fn interval(self) -> Duration {
+        Duration::from_secs(self.interval_s as u64)
+    }
+}
+
 /// One process's elector.
-pub struct Elector {
+pub struct Elector<S: ElectionStore = Client> {
     proc: Proc,
-    etcd: Client,
+    etcd: S,
     key: String,
     /// The legacy key written with the same lease whenever the election key is (`old_key`).
     old_key: Option<String>,
     id: String,
     shared: Rc<Shared>,
     sw: Switches,
+    timing: Timing,
     rng: RefCell<rand_chacha::ChaCha8Rng>,
 }
 
@@ -54,20 +176,47 @@ fn classify(e: EtcdError) -> Round {
     }
 }
 
-impl Elector {
-    /// An elector for the process `proc` (its id is `host:pid`). Like upstream's
-    /// `Elector.__init__` (election.py line 109 at 87c15906), creating one sets the shared stamp
-    /// to 0: a respawned manager worker clears whatever stamp its dead predecessor left.
+/// `re.match(r"^(?P<host>[^:]+):(?P<pid>\d+)$", master_id)` (election.py line 233 at 87c15906):
+/// the host and the pid's digits. `$` also matches before a final newline. (Python's `\d` also
+/// matches non-ASCII decimal digits, which no elector writes; here only ASCII digits do.)
+fn parse_master_id(master_id: &str) -> Option<(&str, &str)> {
+    let id = master_id.strip_suffix('\n').unwrap_or(master_id);
+    let (host, pid) = id.split_once(':')?;
+    let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    (!host.is_empty() && digits).then_some((host, pid))
+}
+
+impl<S: ElectionStore> Elector<S> {
+    /// An elector for the process `proc` (its id is `host:pid`) with the default [`Timing`]. Like
+    /// upstream's `Elector.__init__` (election.py line 109 at 87c15906), creating one sets the
+    /// shared stamp to 0: a respawned manager worker clears whatever stamp its dead predecessor
+    /// left.
     pub fn new(
         proc: &Proc,
-        etcd: Client,
+        etcd: S,
         key: String,
         old_key: Option<String>,
         shared: Rc<Shared>,
         sw: Switches,
-    ) -> Rc<Elector> {
+    ) -> Rc<Self> {
+        Self::with_timing(proc, etcd, key, old_key, shared, sw, Timing::default())
+            .expect("the default timing is valid")
+    }
+
+    /// An elector with the given `interval` and `ttl`. As in `Elector.__init__`, a timing with
+    /// `interval <= 0` or `ttl <= interval` is rejected before the shared stamp is touched.
+    pub fn with_timing(
+        proc: &Proc,
+        etcd: S,
+        key: String,
+        old_key: Option<String>,
+        shared: Rc<Shared>,
+        sw: Switches,
+        timing: Timing,
+    ) -> Result<Rc<Self>, InvalidTiming> {
+        let timing = timing.check()?;
         shared.clear(proc);
-        Rc::new(Elector {
+        Ok(Rc::new(Elector {
             id: proc.ident().to_string(),
             rng: RefCell::new(proc.rng("elector")),
             proc: proc.clone(),
@@ -76,7 +225,8 @@ impl Elector {
             old_key,
             shared,
             sw,
-        })
+            timing,
+        }))
     }
 
     /// Runs until stopped (then steps down and notifies `done`) or until an unexpected error (then
@@ -116,12 +266,18 @@ impl Elector {
             Ok(None) => return self.become_master().await,
             Err(e) => return classify(e),
         };
-        if !self.sw.no_dead_pid_cleanup && !self.check_master_process(&kv.value).await {
+        if !self.sw.no_dead_pid_cleanup && !self.check_master_process(&kv.value).await? {
             return Ok(());
         }
         let mut mod_revision = kv.mod_revision;
+        // `timeout=self._interval * 2`.
+        let timeout = 2 * self.timing.interval();
         loop {
-            match self.watch_once(mod_revision + 1).await {
+            match self
+                .etcd
+                .watch_once(&self.key, mod_revision + 1, timeout)
+                .await
+            {
                 Ok(ev) if ev.kind == EventKind::Delete => return self.become_master().await,
                 Ok(ev) => mod_revision = ev.kv.mod_revision,
                 Err(e) => return classify(e),
@@ -129,46 +285,38 @@ impl Elector {
         }
     }
 
-    /// The dead-pid check. Returns false when the election must restart.
-    async fn check_master_process(&self, master_id: &str) -> bool {
-        let Some((host, pid)) = master_id.split_once(':') else {
-            return true;
+    /// The dead-pid check (`_check_master_process`). `Ok(false)` when the election must restart;
+    /// an error that is not an etcd exception escapes it, as upstream's `except Etcd3Exception`
+    /// (election.py line 252 at 87c15906) lets it, and ends the elector.
+    async fn check_master_process(&self, master_id: &str) -> Result<bool, Unexpected> {
+        let Some((host, pid)) = parse_master_id(master_id) else {
+            return Ok(true);
         };
-        let Ok(pid) = pid.parse::<u32>() else {
-            return true;
-        };
-        if host != self.proc.host_name() || self.proc.pid_alive(pid) {
-            return true;
+        if host != self.proc.host_name() {
+            return Ok(true);
         }
-        let deleted = self
+        // `os.path.exists("/proc/%s" % pid)`: a pid no process can have is not alive.
+        if pid.parse::<u32>().is_ok_and(|pid| self.proc.pid_alive(pid)) {
+            return Ok(true);
+        }
+        let deleted = match self
             .etcd
             .txn(Txn::delete_if_value(&self.key, master_id))
             .await
-            .is_ok_and(|r| r.succeeded);
+        {
+            Ok(r) => r.succeeded,
+            Err(e) => {
+                classify(e)?;
+                false
+            }
+        };
         if deleted {
             self.proc.emit(Event::CalicoDeadPidCleanup {
                 id: self.id.clone(),
                 stale: master_id.to_string(),
             });
         }
-        deleted
-    }
-
-    /// `etcdv3.watch_once`: the first event at or after `start`, or a timeout after 20 s. A watch on
-    /// a compacted revision reports no events and times out (etcd3gw's behaviour, which upstream's
-    /// comment relies on).
-    async fn watch_once(&self, start: i64) -> Result<WatchEvent, EtcdError> {
-        let wait = async {
-            let mut w = self.etcd.watch(&self.key, false, start).await?;
-            loop {
-                if let WatchMsg::Events(mut evs) = w.next().await {
-                    return Ok(std::rc::Rc::unwrap_or_clone(evs.swap_remove(0)));
-                }
-            }
-        };
-        sim::time::timeout(WATCH_TIMEOUT, wait)
-            .await
-            .unwrap_or(Err(EtcdError::Timeout))
+        Ok(deleted)
     }
 
     async fn become_master(&self) -> Round {
@@ -176,7 +324,7 @@ impl Elector {
             id: self.id.clone(),
         });
         let won = async {
-            let (lease, _) = self.etcd.grant(MASTER_TIMEOUT.as_secs() as i64).await?;
+            let (lease, _) = self.etcd.grant(self.timing.ttl_s).await?;
             let r = self
                 .etcd
                 .txn(Txn::put_if_absent(&self.key, &self.id, lease))
@@ -216,7 +364,7 @@ impl Elector {
                 Err(e) => break format!("refresh failed: {e:?}"),
             }
             self.write_old_key(lease).await;
-            self.proc.sleep(REFRESH_INTERVAL).await;
+            self.proc.sleep(self.timing.interval()).await;
         };
         self.shared.clear(&self.proc);
         self.proc.emit(Event::CalicoLost {
