@@ -283,8 +283,12 @@ pub enum Event {
     // ---- Neutron (the OpenStack side Calico reports to) ----
     /// Neutron recorded that the agent on `host` is alive (on Neutron's clock at receipt).
     NeutronAgentHeard { host: String },
-    /// Neutron stored a port's status.
-    NeutronPortStatus { port: String, status: String },
+    /// Neutron stored a port's status (`client`: the writer, `host:pid`).
+    NeutronPortStatus {
+        port: String,
+        status: String,
+        client: String,
+    },
 
     // ---- MetalLB (memberlist, speakerlist, layer-2 announcer) ----
     /// This speaker's memberlist view of `member` changed (`state`: alive, suspect, dead, left,

@@ -15,10 +15,13 @@
 //! forward to Neutron ([`neutron`]); the stale-update warning is in [`status`]; the optional mutual
 //! watchdog of PR 12456 in `watchdog`. Compaction checks the trigger key as specified.
 
+mod compaction;
 pub mod elector;
 pub mod felix;
+mod hub;
 pub mod master;
 pub mod neutron;
+pub mod port_status;
 pub mod status;
 mod watchdog;
 pub mod watchers;
@@ -34,14 +37,10 @@ use std::time::Duration;
 pub const MASTER_TIMEOUT: Duration = Duration::from_secs(60);
 /// The elector's refresh interval.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(10);
-/// `watch_once` timeout while not master (2 x the refresh interval).
-pub const WATCH_TIMEOUT: Duration = Duration::from_secs(20);
 /// Retry jitter upper bound after a failed round (1-2 s).
 pub const RETRY_MAX: Duration = Duration::from_secs(2);
 /// `MASTER_CHECK_INTERVAL_SECS`: how often master-only loops poll `is_master()`.
 pub const MASTER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
-/// Round-trip check interval of a status watcher (how long a stopping watch may still deliver).
-pub const ROUND_TRIP_CHECK: Duration = Duration::from_millis(3300);
 /// `etcd_compaction_period_mins` default.
 pub const COMPACTION_PERIOD: Duration = Duration::from_secs(60 * 60);
 /// Minimum number of revisions compaction keeps.
@@ -61,10 +60,20 @@ pub struct Switches {
     pub no_step_down_on_stop: bool,
     /// Bug `calico-no-dead-pid-cleanup`: no same-host dead-pid check.
     pub no_dead_pid_cleanup: bool,
-    /// Fix `calico-recheck-before-act`: call `is_master()` again right before each side effect.
-    pub recheck_before_act: bool,
     /// Fix `calico-monotonic-stamp`: stamp and compare on the host's monotonic clock.
     pub monotonic_stamp: bool,
+    /// Fix `calico-port-status-recheck`: port-status writers ask `is_master()` before each write,
+    /// and a watcher starting as master clears the port-status cache.
+    pub port_status_recheck: bool,
+    /// Fix `calico-port-status-requeue`: a writer queues a port again when the cache changed
+    /// while its write was on its way.
+    pub port_status_requeue: bool,
+    /// Fix `calico-compaction-claims-period`: compaction claims its period by creating the trigger
+    /// key only if absent before compacting.
+    pub compaction_claims_period: bool,
+    /// Fix `calico-canceller-catches-all`: the watch canceller survives any error of its
+    /// round-trip write, not only a connection failure.
+    pub canceller_catches_all: bool,
     /// Bug `calico-watchdog-counts-oneshot`: the watchdog registers the one-shot resync task.
     pub watchdog_counts_oneshot: bool,
     /// Bug `calico-stale-warn-zero-sentinel`: the warning limiter starts at 0.0.

@@ -34,7 +34,8 @@ pub type Neutron = Endpoint<Request, Result<(), DbError>>;
 
 /// Installs Neutron's DB service as the services of `node`.
 pub fn install(world: &World, node: NodeIx) -> Neutron {
-    let ep: Neutron = Endpoint::new(node);
+    // The DB is reached over TCP (MySQL): what a cut link holds up arrives once it heals.
+    let ep: Neutron = Endpoint::tcp(node);
     let e = ep.clone();
     world.set_services(
         node,
@@ -45,7 +46,10 @@ pub fn install(world: &World, node: NodeIx) -> Neutron {
             let mut shell = sim::net::FaultShell::new(host.world(), "neutron-faults");
             proc.spawn("server", async move {
                 use futures::StreamExt;
-                while let Some(Call { req, reply, .. }) = inbox.next().await {
+                while let Some(Call {
+                    req, reply, caller, ..
+                }) = inbox.next().await
+                {
                     let Some(lost) = shell.admit(&p).await else {
                         reply.send(Err(DbError));
                         continue;
@@ -54,9 +58,11 @@ pub fn install(world: &World, node: NodeIx) -> Neutron {
                         Request::ReportAgent { host, .. } => {
                             p.emit(Event::NeutronAgentHeard { host })
                         }
-                        Request::PortStatus { port, status } => {
-                            p.emit(Event::NeutronPortStatus { port, status })
-                        }
+                        Request::PortStatus { port, status } => p.emit(Event::NeutronPortStatus {
+                            port,
+                            status,
+                            client: caller.to_string(),
+                        }),
                     }
                     if lost {
                         reply.lose();

@@ -1,40 +1,63 @@
-//! The agent-status and endpoint-status watchers (networking-calico `status.py`), master-only.
+//! The agent-status and endpoint-status watchers, master-only, as networking-calico runs them
+//! (projectcalico/calico 87c15906, folder networking-calico/networking_calico/):
 //!
-//! spec/calico.md, "Status watchers":
-//! * a master-only loop polls `is_master()` every 5 s; when it becomes master it starts the watcher,
-//!   and when it stops being master the watcher winds down within the round-trip check (~3.3 s);
-//! * the watcher loads a snapshot of `/calico/felix/v2/<region>/host/` (processed in chunks of 200
-//!   keys with `processing_snapshot` set), then watches from the snapshot revision + 1; it writes a
-//!   round-trip-check key every ~3.3 s and restarts with a new snapshot when no event arrives for
-//!   10 s; when etcd is unreachable it retries after 5 s; events are de-duplicated per key on
-//!   `mod_revision`;
-//! * agent status: each report is checked for staleness (`status::check`) and forwarded to Neutron
-//!   as "agent alive"; the forwarding waits for Neutron's DB, so a slow DB builds a backlog;
-//! * endpoint status: port updates go into a priority queue (live events ahead of snapshot events)
-//!   served by 4 writers; a DB error retries after 5 s.
+//! * The master-only loop, `watch_status_updates` (plugins/ml2/drivers/calico/mech_calico.py line
+//!   678), one greenlet per worker process: every `MASTER_CHECK_INTERVAL_SECS` (5 s) it asks
+//!   `is_master()`. Master and no watcher: it makes a new `StatusWatcher` and spawns a greenlet
+//!   running its `start()` (line 704). Master with a watcher whose greenlet is dead (it returned or
+//!   raised): it calls `stop()` and forgets it (line 710), so the next poll makes a new one. Not
+//!   master with a watcher: `stop()` (line 724). Nothing else repairs anything: if this loop itself
+//!   dies, or the watcher's greenlet blocks forever, no watcher runs again in this process.
+//! * The watcher's greenlet, `EtcdWatcher.start` (etcdutils.py line 150): while not stopped, read
+//!   the cluster status (revision), run the pre-snapshot hook, read the whole subtree at that
+//!   revision and dispatch every key (without looking at `_stopped`), run the post-snapshot hook,
+//!   open a watch from revision + 1, spawn `_cancel_watch_if_broken`, and dispatch watch events,
+//!   returning at the first event that finds `_stopped` set (line 342). A connection failure
+//!   (`ConnectionFailedError`) sleeps 5 s and starts over; any other exception from the status or
+//!   snapshot read (a timeout, `ConnectionTimeoutError`; an etcd error; an undecodable reply)
+//!   ends the greenlet, and the loop above replaces it. A failure to open the watch starts over.
+//! * `_cancel_watch_if_broken` (line 286), a greenlet per watch: every `WATCH_TIMEOUT_SECS / 3`
+//!   it writes the round-trip key (`<status dir>/round-trip-check`), and once 10 s pass without an
+//!   event, or the watcher is stopped, it cancels the watch, which ends the event loop (etcdv3.py
+//!   lines 589-621: queued events first, then the end). It catches only `ConnectionFailedError`:
+//!   any other error of the round-trip write ends it, and then nothing cancels a broken watch.
+//! * The handlers (plugins/ml2/drivers/calico/status.py): `StatusWatcher.__init__` (line 76) makes
+//!   a fresh rate limiter (`_last_stale_warn = -inf`), de-duplication map and endpoint sets per
+//!   watcher instance. Agent status, `_on_status_set` (line 202): the stale check on every report,
+//!   then `on_felix_alive` unless the key's mod_revision equals the last one handled for the host;
+//!   `on_felix_alive` (mech_calico.py line 730) sends the report to Neutron as an RPC cast
+//!   (`use_call=False`: no answer awaited, no retry). Endpoint status, `_report_status` /
+//!   `_on_ep_delete` (lines 249, 281): the port's status (None for a deletion or bad JSON) goes to
+//!   `on_port_status_changed` with priority low during a snapshot and high otherwise; the
+//!   post-snapshot hook (line 111) reports None for endpoints missing from the new snapshot.
+//!
+//! Fix `calico-canceller-catches-all`: the canceller catches every exception of its round-trip
+//! write (logs it and goes on), as the watcher's own loop does for a failed watch.
+//!
+//! After a pause the loop's overdue 5 s timer runs before the watcher greenlet sees an event that
+//! arrived meanwhile (eventlet's hub, see `hub`).
 
+use super::hub::Hub;
 use super::master::{MasterCheck, Shared};
 use super::neutron::{Neutron, Request, DB_TIMEOUT};
+use super::port_status::{PortKey, PortStatus, Priority};
 use super::status::{check, Limiter, Stale};
-use super::{Switches, MASTER_CHECK_INTERVAL, ROUND_TRIP_CHECK};
+use super::{Switches, MASTER_CHECK_INTERVAL};
 use futures::future::{select, Either};
-use rand::Rng;
-use sim::etcd::{Client, EventKind, WatchMsg};
+use sim::etcd::{Client, EtcdError, EventKind, KeyValue, WatchMsg};
 use sim::sync::Notify;
 use sim::{Event, Proc};
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Snapshot chunk size.
-pub const SNAPSHOT_CHUNK: usize = 200;
-/// A watch with no event for this long is restarted.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Retry delay when etcd is unreachable, and after a DB error.
+/// `WATCH_TIMEOUT_SECS` (etcdutils.py line 41): a watch with no event for this long is cancelled.
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The round-trip write interval, `WATCH_TIMEOUT_SECS / 3`.
+pub const ROUND_TRIP_INTERVAL: Duration = Duration::from_micros(10_000_000 / 3);
+/// Retry delay when etcd is unreachable (etcdutils.py lines 181, 208).
 pub const RETRY: Duration = Duration::from_secs(5);
-/// Number of port-status writers.
-pub const PORT_WRITERS: usize = 4;
 
 /// Which watcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,55 +67,32 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Worker and task name.
+    /// Worker name, and the name of its master-only loop's task.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Agent => "agent-status",
             Kind::Endpoint => "endpoint-status",
         }
     }
-}
 
-/// Port updates waiting for a writer: live (priority 0) ahead of snapshot (1), then FIFO.
-#[derive(Default)]
-pub struct PortQueue {
-    items: RefCell<BTreeMap<(u8, u64), (String, String)>>,
-    seq: Cell<u64>,
-    added: Notify,
-}
-
-impl PortQueue {
-    fn push(&self, live: bool, port: String, status: String) {
-        self.seq.set(self.seq.get() + 1);
-        self.items
-            .borrow_mut()
-            .insert((u8::from(!live), self.seq.get()), (port, status));
-        self.added.notify();
+    /// The task name of the watcher greenlet.
+    pub fn watcher_task(self) -> &'static str {
+        match self {
+            Kind::Agent => "agent-status-watcher",
+            Kind::Endpoint => "endpoint-status-watcher",
+        }
     }
 
-    async fn pop(&self) -> (String, String) {
-        loop {
-            let seen = self.added.generation();
-            if let Some((_, item)) = self.items.borrow_mut().pop_first() {
-                return item;
-            }
-            self.added.changed_since(seen).await;
+    fn canceller_task(self) -> &'static str {
+        match self {
+            Kind::Agent => "agent-status-watch-canceller",
+            Kind::Endpoint => "endpoint-status-watch-canceller",
         }
     }
 }
 
-/// Why a watch session ended.
-enum End {
-    /// etcd unreachable or errored: retry after 5 s.
-    Etcd,
-    /// Idle or cancelled: restart with a new snapshot at once.
-    Restart,
-    /// The handler raised: the task dies.
-    Raised,
-}
-
-/// One status watcher.
-pub struct Watcher {
+/// What one watcher worker process holds: the mechanism driver's state for that worker.
+pub struct Driver {
     proc: Proc,
     etcd: Client,
     neutron: Neutron,
@@ -100,17 +100,15 @@ pub struct Watcher {
     sw: Switches,
     kind: Kind,
     prefix: String,
-    roundtrip_key: String,
-    limiter: RefCell<Limiter>,
-    seen: RefCell<BTreeMap<String, i64>>,
+    hub: Hub,
     check: MasterCheck,
-    running: Cell<bool>,
-    /// Port updates (endpoint watcher only).
-    pub queue: Rc<PortQueue>,
+    /// The port-status cache, queue and writers (endpoint worker only).
+    pub ports: Option<Rc<PortStatus>>,
+    casts: Cell<u64>,
 }
 
-impl Watcher {
-    /// A watcher of `kind` for process `proc`, watching `prefix`.
+impl Driver {
+    /// The driver of watcher worker `proc`, watching `prefix` (the status directory).
     pub fn new(
         proc: &Proc,
         etcd: Client,
@@ -119,22 +117,21 @@ impl Watcher {
         sw: Switches,
         kind: Kind,
         prefix: String,
-    ) -> Rc<Watcher> {
-        let roundtrip_key = format!("{prefix}{}/roundtrip-{}", proc.host_name(), kind.name());
-        Rc::new(Watcher {
+    ) -> Rc<Driver> {
+        let ports = (kind == Kind::Endpoint)
+            .then(|| PortStatus::new(proc, neutron.clone(), shared.clone(), sw.clone()));
+        Rc::new(Driver {
             proc: proc.clone(),
             etcd,
             neutron,
-            limiter: RefCell::new(Limiter::new(&sw)),
             shared,
             sw,
             kind,
             prefix,
-            roundtrip_key,
-            seen: RefCell::default(),
+            hub: Hub::default(),
             check: MasterCheck::new(),
-            running: Cell::new(false),
-            queue: Rc::default(),
+            ports,
+            casts: Cell::new(0),
         })
     }
 
@@ -142,271 +139,399 @@ impl Watcher {
         self.check.check(&self.proc, &self.shared, &self.sw)
     }
 
-    /// The master-only loop. Returns only if the handler raised (the task dies).
-    pub async fn run(self: Rc<Self>) {
-        let mut rng = self.proc.rng(self.kind.name());
-        loop {
-            while !self.is_master() {
-                self.proc.sleep(MASTER_CHECK_INTERVAL).await;
-            }
-            self.running.set(true);
-            self.proc.emit(Event::CalicoWatcher {
-                worker: self.kind.name().into(),
-                running: true,
-            });
-            let wind_down = rng.random_range(0..=ROUND_TRIP_CHECK.as_millis() as u64);
-            let stop = async {
-                loop {
-                    self.proc.sleep(MASTER_CHECK_INTERVAL).await;
-                    if !self.is_master() {
-                        self.proc.sleep(Duration::from_millis(wind_down)).await;
-                        return;
-                    }
-                }
-            };
-            let raised = match select(Box::pin(self.watch_forever()), Box::pin(stop)).await {
-                Either::Left(_) => true,
-                Either::Right(_) => false,
-            };
-            self.running.set(false);
-            self.queue.items.borrow_mut().clear();
-            self.proc.emit(Event::CalicoWatcher {
-                worker: self.kind.name().into(),
-                running: false,
-            });
-            if raised {
-                return;
-            }
-        }
-    }
-
-    /// Returns only when the handler raised.
-    async fn watch_forever(&self) {
-        loop {
-            match self.session().await {
-                End::Raised => return,
-                End::Etcd => self.proc.sleep(RETRY).await,
-                End::Restart => {}
-            }
-        }
-    }
-
-    async fn session(&self) -> End {
-        let Ok((kvs, rev)) = self.etcd.range(&self.prefix, true, 0).await else {
-            return End::Etcd;
-        };
-        self.proc.emit(Event::CalicoSnapshot {
+    fn announce(&self, running: bool) {
+        self.proc.emit(Event::CalicoWatcher {
             worker: self.kind.name().into(),
-            keys: kvs.len() as u32,
-            rev,
-            done: false,
+            running,
         });
-        for chunk in kvs.chunks(SNAPSHOT_CHUNK) {
-            for kv in chunk {
-                if !self.handle(&kv.key, &kv.value, kv.mod_revision, true).await {
-                    return End::Raised;
-                }
-            }
-        }
-        self.proc.emit(Event::CalicoSnapshot {
-            worker: self.kind.name().into(),
-            keys: kvs.len() as u32,
-            rev,
-            done: true,
-        });
-        let Ok(mut watch) = self.etcd.watch(&self.prefix, true, rev + 1).await else {
-            return End::Etcd;
-        };
-        let rt_every = ROUND_TRIP_CHECK.as_micros() as u64;
-        let mut next_rt = self.proc.mono_us() + rt_every;
-        let mut idle_at = self.proc.mono_us() + IDLE_TIMEOUT.as_micros() as u64;
-        // One timer kept across messages: the idle deadline moves on with every message, and
-        // pushing a deadline later does not register a new timer (see `sim::time::Sleep`).
-        let mut timer = self.proc.sleep_until_mono(next_rt.min(idle_at));
+    }
+
+    /// `watch_status_updates`: the master-only loop (never returns).
+    pub async fn watch_status_updates(self: Rc<Self>) {
+        let mut current: Option<Rc<EtcdWatcher>> = None;
         loop {
-            timer.reset(self.proc.mono_instant(next_rt.min(idle_at)));
-            match select(std::pin::pin!(watch.next()), &mut timer).await {
-                Either::Left((WatchMsg::Events(events), _)) => {
-                    idle_at = self.proc.mono_us() + IDLE_TIMEOUT.as_micros() as u64;
-                    for e in events {
-                        if e.kind == EventKind::Put
-                            && !self
-                                .handle(&e.kv.key, &e.kv.value, e.kv.mod_revision, false)
-                                .await
-                        {
-                            return End::Raised;
+            if self.is_master() {
+                match &current {
+                    None => {
+                        let w = EtcdWatcher::new(self.clone());
+                        if let Some(p) = &self.ports {
+                            p.on_watcher_start();
                         }
+                        self.proc
+                            .spawn(self.kind.watcher_task(), w.clone().run_greenlet());
+                        self.announce(true);
+                        current = Some(w);
                     }
+                    Some(w) if w.dead.get() => {
+                        w.stop();
+                        current = None;
+                        self.announce(false);
+                    }
+                    Some(_) => {}
                 }
-                Either::Left((WatchMsg::Canceled { .. }, _)) => return End::Restart,
-                Either::Right(_) => {
-                    let now = self.proc.mono_us();
-                    if now >= idle_at {
-                        return End::Restart;
-                    }
-                    if now >= next_rt {
-                        next_rt = now + rt_every;
-                        let stamp = self.proc.wall_us().to_string();
-                        if self.etcd.put(&self.roundtrip_key, &stamp, 0).await.is_err() {
-                            return End::Etcd;
-                        }
-                    }
-                }
+            } else if let Some(w) = current.take() {
+                w.stop();
+                self.announce(false);
             }
+            self.hub.sleep(&self.proc, MASTER_CHECK_INTERVAL).await;
         }
     }
 
-    /// Handles one key; false if the handler raised.
-    async fn handle(&self, key: &str, value: &str, mod_revision: i64, in_snapshot: bool) -> bool {
-        let rest = key.strip_prefix(&self.prefix).unwrap_or(key);
-        let relevant = match self.kind {
-            Kind::Agent => rest.ends_with("/status"),
-            Kind::Endpoint => rest.contains("/endpoint/"),
-        };
-        // Other keys under the prefix (the round-trip keys, most of the traffic) are ignored, so
-        // de-duplicating them would change nothing; only the keys acted on are remembered.
-        if !relevant {
-            return true;
-        }
-        {
-            let mut seen = self.seen.borrow_mut();
-            match seen.get_mut(key) {
-                Some(r) if *r >= mod_revision => return true,
-                Some(r) => *r = mod_revision,
-                None => {
-                    seen.insert(key.to_string(), mod_revision);
-                }
-            }
-        }
-        match self.kind {
-            Kind::Agent => {
-                let host = rest.split('/').next().unwrap_or("").to_string();
-                self.on_agent_status(host, value, mod_revision, in_snapshot)
-                    .await
-            }
-            Kind::Endpoint => {
-                if let Some(status) = port_status(value) {
-                    let port = rest.rsplit('/').next().unwrap_or("").to_string();
-                    self.queue.push(!in_snapshot, port, status);
-                }
-                true
-            }
-        }
-    }
-
-    async fn on_agent_status(
-        &self,
-        host: String,
-        value: &str,
-        rev: i64,
-        in_snapshot: bool,
-    ) -> bool {
-        let Some(report) = AgentReport::parse(value) else {
-            return true;
-        };
-        let time = report.time;
-        let now_unix = sim::clock::EPOCH_UNIX_US + self.proc.wall_us();
-        let verdict = check(
-            time.as_deref(),
-            now_unix,
-            self.proc.mono_us(),
+    /// Records a master-only side effect for the monitor.
+    fn master_only(&self, action: &str, in_snapshot: bool) {
+        self.proc.emit(Event::CalicoMasterOnly {
+            pid: self.proc.pid(),
+            worker: self.kind.name().into(),
+            action: action.into(),
             in_snapshot,
-            &mut self.limiter.borrow_mut(),
-            &self.sw,
+        });
+    }
+
+    /// `on_felix_alive`: an RPC cast to Neutron (sent, not awaited).
+    fn on_felix_alive(&self, host: String, first_update: bool) {
+        let n = self.casts.get() + 1;
+        self.casts.set(n);
+        let (p, neutron) = (self.proc.clone(), self.neutron.clone());
+        self.proc.spawn(&format!("rpc-cast-{n}"), async move {
+            let req = Request::ReportAgent { host, first_update };
+            let _ = p.call(&neutron, req, DB_TIMEOUT).await;
+        });
+    }
+}
+
+/// Why a watch session ended without the greenlet returning.
+enum SessionEnd {
+    /// Start over at once (the watch was cancelled, or could not be opened).
+    Restart,
+    /// A connection failure: sleep 5 s, then start over.
+    Retry,
+}
+
+/// How the greenlet ends.
+enum GreenletEnd {
+    /// `stop()` was seen.
+    Stopped,
+    /// An exception it does not catch.
+    Raised(String),
+}
+
+/// One `StatusWatcher` instance and its greenlet's state.
+pub struct EtcdWatcher {
+    driver: Rc<Driver>,
+    stopped: Cell<bool>,
+    /// The greenlet is dead (returned, raised, or was dropped).
+    dead: Cell<bool>,
+    limiter: RefCell<Limiter>,
+    felix_live_rev: RefCell<BTreeMap<String, i64>>,
+    processing_snapshot: Cell<bool>,
+    endpoints_by_host: RefCell<BTreeMap<String, BTreeSet<String>>>,
+}
+
+/// Marks the watcher's greenlet dead however it ends (a silent death drops it mid-await).
+struct DeadOnDrop(Rc<EtcdWatcher>);
+
+impl Drop for DeadOnDrop {
+    fn drop(&mut self) {
+        self.0.dead.set(true);
+    }
+}
+
+impl EtcdWatcher {
+    fn new(driver: Rc<Driver>) -> Rc<EtcdWatcher> {
+        Rc::new(EtcdWatcher {
+            limiter: RefCell::new(Limiter::new(&driver.sw)),
+            driver,
+            stopped: Cell::new(false),
+            dead: Cell::new(false),
+            felix_live_rev: RefCell::default(),
+            processing_snapshot: Cell::new(false),
+            endpoints_by_host: RefCell::default(),
+        })
+    }
+
+    /// `stop()`: sets `_stopped`, nothing more.
+    fn stop(&self) {
+        self.stopped.set(true);
+    }
+
+    async fn run_greenlet(self: Rc<Self>) {
+        let _dead = DeadOnDrop(self.clone());
+        if let GreenletEnd::Raised(error) = self.start().await {
+            let d = &self.driver;
+            d.proc.emit(Event::CalicoWatcherRaised {
+                pid: d.proc.pid(),
+                task: d.kind.watcher_task().into(),
+                error,
+            });
+        }
+    }
+
+    /// `EtcdWatcher.start`.
+    async fn start(self: &Rc<Self>) -> GreenletEnd {
+        while !self.stopped.get() {
+            match self.session().await {
+                Ok(SessionEnd::Restart) => {}
+                Ok(SessionEnd::Retry) => self.driver.proc.sleep(RETRY).await,
+                Err(end) => return end,
+            }
+        }
+        GreenletEnd::Stopped
+    }
+
+    /// One pass of `start`'s loop: status, snapshot, watch.
+    async fn session(self: &Rc<Self>) -> Result<SessionEnd, GreenletEnd> {
+        let d = self.driver.clone();
+        let rev = match d.etcd.status().await {
+            Ok((rev, _)) => rev,
+            Err(e) => return uncaught(e),
+        };
+        let old = self.pre_snapshot_hook();
+        let kvs = match d.etcd.range(&d.prefix, true, rev).await {
+            Ok((kvs, _)) => kvs,
+            Err(e) => return uncaught(e),
+        };
+        self.snapshot_event(kvs.len(), rev, false);
+        for kv in &kvs {
+            self.dispatch(EventKind::Put, kv)?;
+        }
+        self.snapshot_event(kvs.len(), rev, true);
+        self.post_snapshot_hook(old);
+        let Ok(mut watch) = d.etcd.watch(&d.prefix, true, rev + 1).await else {
+            return Ok(SessionEnd::Restart);
+        };
+        let session = Rc::new(WatchSession {
+            last_event_us: Cell::new(d.proc.mono_us()),
+            cancelled: Notify::new(),
+        });
+        let seen = session.cancelled.generation();
+        d.proc.spawn(
+            d.kind.canceller_task(),
+            cancel_watch_if_broken(d.clone(), self.clone(), session.clone()),
         );
+        loop {
+            let next = std::pin::pin!(watch.next());
+            let cancelled = std::pin::pin!(session.cancelled.changed_since(seen));
+            let msg = match select(next, cancelled).await {
+                Either::Left((msg, _)) => msg,
+                Either::Right(_) => return Ok(SessionEnd::Restart),
+            };
+            // etcd3gw swallows a cancellation for compaction: nothing reaches the iterator.
+            let WatchMsg::Events(events) = msg else {
+                continue;
+            };
+            d.hub.io_ready(&d.proc).await;
+            for e in events {
+                session.last_event_us.set(d.proc.mono_us());
+                if self.stopped.get() {
+                    return Err(GreenletEnd::Stopped);
+                }
+                self.dispatch(e.kind, &e.kv)?;
+            }
+        }
+    }
+
+    fn snapshot_event(&self, keys: usize, rev: i64, done: bool) {
+        self.driver.proc.emit(Event::CalicoSnapshot {
+            worker: self.driver.kind.name().into(),
+            keys: keys as u32,
+            rev,
+            done,
+        });
+    }
+
+    fn pre_snapshot_hook(&self) -> BTreeMap<String, BTreeSet<String>> {
+        self.processing_snapshot.set(true);
+        std::mem::take(&mut *self.endpoints_by_host.borrow_mut())
+    }
+
+    fn post_snapshot_hook(&self, old: BTreeMap<String, BTreeSet<String>>) {
+        if let Some(ports) = &self.driver.ports {
+            for (host, eps) in old {
+                let gone: Vec<String> = {
+                    let now = self.endpoints_by_host.borrow();
+                    let empty = BTreeSet::new();
+                    let current = now.get(&host).unwrap_or(&empty);
+                    eps.difference(current).cloned().collect()
+                };
+                for ep in gone {
+                    self.driver.master_only("queue-port-status", true);
+                    ports.on_changed((host.clone(), ep), None, Priority::Low);
+                }
+            }
+        }
+        self.processing_snapshot.set(false);
+    }
+
+    /// `PathDispatcher.handle_event`: the handler the key matches, if any. Err: it raised.
+    fn dispatch(&self, kind: EventKind, kv: &KeyValue) -> Result<(), GreenletEnd> {
+        let rest = kv.key.strip_prefix(&self.driver.prefix).unwrap_or("");
+        let parts: Vec<&str> = rest.split('/').collect();
+        match (self.driver.kind, parts.as_slice(), kind) {
+            (Kind::Agent, [host, "status"], EventKind::Put) => {
+                self.on_status_set(host, &kv.value, kv.mod_revision)
+            }
+            (Kind::Endpoint, [host, "workload", _, _, "endpoint", ep], _) => {
+                let status = match kind {
+                    EventKind::Put => self.report_status(host, ep, &kv.value),
+                    EventKind::Delete => self.forget_endpoint(host, ep),
+                };
+                let priority = if self.processing_snapshot.get() {
+                    Priority::Low
+                } else {
+                    Priority::High
+                };
+                self.driver
+                    .master_only("queue-port-status", self.processing_snapshot.get());
+                let ports = self.driver.ports.as_ref().expect("endpoint worker");
+                let key: PortKey = (host.to_string(), ep.to_string());
+                ports.on_changed(key, status.as_deref(), priority);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `_report_status`: the endpoint's status (None: bad JSON), remembering the endpoint.
+    fn report_status(&self, host: &str, ep: &str, value: &str) -> Option<String> {
+        match serde_json::from_str::<serde_json::Value>(value) {
+            Ok(v) => {
+                self.endpoints_by_host
+                    .borrow_mut()
+                    .entry(host.to_string())
+                    .or_default()
+                    .insert(ep.to_string());
+                v["status"].as_str().map(str::to_string)
+            }
+            Err(_) => {
+                self.forget_endpoint(host, ep);
+                None
+            }
+        }
+    }
+
+    fn forget_endpoint(&self, host: &str, ep: &str) -> Option<String> {
+        let mut by_host = self.endpoints_by_host.borrow_mut();
+        if let Some(eps) = by_host.get_mut(host) {
+            eps.remove(ep);
+            if eps.is_empty() {
+                by_host.remove(host);
+            }
+        }
+        None
+    }
+
+    /// `_on_status_set`: the stale check, then `on_felix_alive` for a new mod_revision.
+    fn on_status_set(&self, host: &str, value: &str, rev: i64) -> Result<(), GreenletEnd> {
+        let Some(report) = AgentReport::parse(value) else {
+            return Ok(()); // "Bad JSON data": logged
+        };
+        self.stale_check(host, report.time.as_deref())?;
+        if self.felix_live_rev.borrow().get(host) == Some(&rev) {
+            return Ok(());
+        }
+        let d = &self.driver;
+        d.master_only("report-agent-alive", self.processing_snapshot.get());
+        d.proc.emit(Event::CalicoAgentForward {
+            host: host.to_string(),
+            rev,
+            in_snapshot: self.processing_snapshot.get(),
+            time: report.time.clone().unwrap_or_default(),
+        });
+        d.on_felix_alive(host.to_string(), report.first_update);
+        self.felix_live_rev
+            .borrow_mut()
+            .insert(host.to_string(), rev);
+        Ok(())
+    }
+
+    /// `_check_for_stale_status`, recorded as events. Err: it raised (`calico-stale-warn-naive-crash`).
+    fn stale_check(&self, host: &str, time: Option<&str>) -> Result<(), GreenletEnd> {
+        let p = &self.driver.proc;
+        let verdict = check(
+            time,
+            sim::clock::EPOCH_UNIX_US + p.wall_us(),
+            p.mono_us(),
+            self.processing_snapshot.get(),
+            &mut self.limiter.borrow_mut(),
+            &self.driver.sw,
+        );
+        let host = host.to_string();
         match verdict {
             Stale::Raised(error) => {
-                self.proc.emit(Event::CalicoTaskCrash {
-                    pid: self.proc.pid(),
-                    task: self.kind.name().into(),
-                    error,
+                p.emit(Event::CalicoTaskCrash {
+                    pid: p.pid(),
+                    task: self.driver.kind.watcher_task().into(),
+                    error: error.clone(),
                 });
-                return false;
+                return Err(GreenletEnd::Raised(error));
             }
-            Stale::Unparsable => self.proc.emit(Event::CalicoUnparsableTime {
-                host: host.clone(),
-                time: time.clone().unwrap_or_default(),
+            Stale::Unparsable => p.emit(Event::CalicoUnparsableTime {
+                host,
+                time: time.unwrap_or_default().to_string(),
             }),
             Stale::Stale {
                 lag_us,
                 warned: true,
-            } => self.proc.emit(Event::CalicoStaleWarning {
-                host: host.clone(),
+            } => p.emit(Event::CalicoStaleWarning {
+                host,
                 lag_ms: lag_us / 1000,
-                in_snapshot,
+                in_snapshot: self.processing_snapshot.get(),
             }),
             Stale::Stale {
                 lag_us,
                 warned: false,
-            } => self.proc.emit(Event::CalicoStaleSuppressed {
-                host: host.clone(),
+            } => p.emit(Event::CalicoStaleSuppressed {
+                host,
                 lag_ms: lag_us / 1000,
             }),
             Stale::Skipped | Stale::Fresh => {}
         }
-        if self.sw.recheck_before_act && !self.is_master() {
-            return true;
-        }
-        self.proc.emit(Event::CalicoMasterOnly {
-            pid: self.proc.pid(),
-            worker: self.kind.name().into(),
-            action: "report-agent-alive".into(),
-        });
-        self.proc.emit(Event::CalicoAgentForward {
-            host: host.clone(),
-            rev,
-            in_snapshot,
-            time: time.unwrap_or_default(),
-        });
-        let first_update = report.first_update;
-        // A DB error is logged and the report dropped; Neutron's own timeout covers it.
-        let _ = self
-            .proc
-            .call(
-                &self.neutron,
-                Request::ReportAgent { host, first_update },
-                DB_TIMEOUT,
-            )
-            .await;
-        true
+        Ok(())
     }
+}
 
-    /// One of the 4 port-status writers (endpoint watcher).
-    pub async fn port_writer(self: Rc<Self>) {
-        loop {
-            let (port, status) = self.queue.pop().await;
-            if !self.running.get() || (self.sw.recheck_before_act && !self.is_master()) {
-                continue;
-            }
-            self.proc.emit(Event::CalicoMasterOnly {
-                pid: self.proc.pid(),
-                worker: self.kind.name().into(),
-                action: "write-port-status".into(),
-            });
-            let ok = matches!(
-                self.proc
-                    .call(
-                        &self.neutron,
-                        Request::PortStatus {
-                            port: port.clone(),
-                            status: status.clone()
-                        },
-                        DB_TIMEOUT
-                    )
-                    .await,
-                Ok(Ok(()))
-            );
-            self.proc.emit(Event::CalicoPortWrite {
-                port: port.clone(),
-                status: status.clone(),
-                ok,
-            });
-            if !ok {
-                self.proc.sleep(RETRY).await;
-                self.queue.push(true, port, status);
+/// An etcd error that `EtcdWatcher.start` does not catch, as the greenlet's end; a connection
+/// failure (`ConnectionFailedError`, here `Unavailable`) is caught: retry after 5 s.
+fn uncaught(e: EtcdError) -> Result<SessionEnd, GreenletEnd> {
+    match e {
+        EtcdError::Unavailable => Ok(SessionEnd::Retry),
+        EtcdError::Timeout => Err(GreenletEnd::Raised("ConnectionTimeoutError".into())),
+        other => Err(GreenletEnd::Raised(format!("{other:?}"))),
+    }
+}
+
+/// What one watch's canceller shares with the event loop.
+struct WatchSession {
+    /// `last_event_time` on the monotonic clock.
+    last_event_us: Cell<u64>,
+    /// `cancel()`: the event loop ends after the events already delivered.
+    cancelled: Notify,
+}
+
+/// `_cancel_watch_if_broken`.
+async fn cancel_watch_if_broken(d: Rc<Driver>, watcher: Rc<EtcdWatcher>, s: Rc<WatchSession>) {
+    let round_trip_key = format!("{}round-trip-check", d.prefix);
+    while !watcher.stopped.get() {
+        let now = d.proc.mono_us();
+        if now > s.last_event_us.get() + WATCH_TIMEOUT.as_micros() as u64 {
+            break;
+        }
+        match d.etcd.put(&round_trip_key, &now.to_string(), 0).await {
+            Ok(_) | Err(EtcdError::Unavailable) => {}
+            Err(_) if d.sw.canceller_catches_all => {}
+            Err(e) => {
+                // Only ConnectionFailedError is caught: the canceller dies, the watch stays.
+                d.proc.emit(Event::CalicoWatcherRaised {
+                    pid: d.proc.pid(),
+                    task: d.kind.canceller_task().into(),
+                    error: format!("{e:?}"),
+                });
+                return;
             }
         }
+        d.hub.sleep(&d.proc, ROUND_TRIP_INTERVAL).await;
     }
+    s.cancelled.notify();
 }
 
 /// What the agent-status handler reads from a Felix report: `time` if it is a string,
@@ -428,7 +553,7 @@ impl AgentReport {
     fn parse(value: &str) -> Option<AgentReport> {
         // An object whose `time` is a string (or null) and `first_update` a boolean (or null):
         // read directly. Anything else (another type, duplicate keys, not an object) through
-        // the JSON tree, with the same answer as before.
+        // the JSON tree, with the same answer.
         if value.trim_start().starts_with('{') {
             if let Ok(r) = serde_json::from_str::<TypedReport>(value) {
                 return Some(AgentReport {
@@ -443,22 +568,6 @@ impl AgentReport {
             first_update: v["first_update"].as_bool().unwrap_or(false),
         })
     }
-}
-
-/// The `status` string of an endpoint's status value, if it has one.
-fn port_status(value: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Typed {
-        status: Option<String>,
-    }
-    if value.trim_start().starts_with('{') {
-        if let Ok(t) = serde_json::from_str::<Typed>(value) {
-            return t.status;
-        }
-    }
-    serde_json::from_str::<serde_json::Value>(value)
-        .ok()
-        .and_then(|v| v["status"].as_str().map(str::to_string))
 }
 
 #[cfg(test)]
@@ -492,15 +601,6 @@ mod tests {
             "",
         ] {
             assert_eq!(AgentReport::parse(value), by_tree(value), "{value}");
-            let tree = serde_json::from_str::<serde_json::Value>(value)
-                .ok()
-                .and_then(|v| v["status"].as_str().map(str::to_string));
-            let as_status = value.replace("\"time\"", "\"status\"");
-            let tree_status = serde_json::from_str::<serde_json::Value>(&as_status)
-                .ok()
-                .and_then(|v| v["status"].as_str().map(str::to_string));
-            assert_eq!(port_status(value), tree, "{value}");
-            assert_eq!(port_status(&as_status), tree_status, "{as_status}");
         }
     }
 }

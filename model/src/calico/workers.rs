@@ -1,11 +1,12 @@
 //! neutron-server and its worker processes (see the module documentation of `calico`).
 
 use super::elector::Elector;
-use super::master::{MasterCheck, Shared};
+use super::master::Shared;
 use super::neutron::Neutron;
-use super::watchers::{Kind, Watcher, PORT_WRITERS};
+use super::port_status::PORT_WRITERS;
+use super::watchers::{Driver, Kind};
 use super::*;
-use sim::etcd::{Client, Etcd};
+use sim::etcd::Etcd;
 use sim::sync::Notify;
 use sim::{Event, Proc};
 use std::cell::{Cell, RefCell};
@@ -113,7 +114,7 @@ impl Server {
                 let (stop, done) = (Notify::new(), Notify::new());
                 let (s, d) = (stop.clone(), done.clone());
                 proc.spawn("elector", elector.run(s, d));
-                let c = Compaction {
+                let c = super::compaction::Compaction {
                     proc: proc.clone(),
                     etcd: client,
                     shared: self.shared.clone(),
@@ -142,7 +143,7 @@ impl Server {
                 } else {
                     Kind::Endpoint
                 };
-                let watcher = Watcher::new(
+                let driver = Driver::new(
                     &proc,
                     client,
                     self.neutron.clone(),
@@ -151,14 +152,14 @@ impl Server {
                     kind,
                     self.cfg.felix_prefix(),
                 );
-                if kind == Kind::Endpoint {
+                if let Some(ports) = &driver.ports {
                     for i in 1..=PORT_WRITERS {
                         let name = format!("port-writer-{i}");
-                        proc.spawn(&name, watcher.clone().port_writer());
+                        proc.spawn(&name, ports.clone().writer());
                         registered.push(name);
                     }
                 }
-                proc.spawn(kind.name(), watcher.run());
+                proc.spawn(kind.name(), driver.watch_status_updates());
                 registered.push(kind.name().into());
                 self.spawn_exit_on_terminate(&proc);
             }
@@ -198,65 +199,4 @@ impl Server {
             p.exit(0);
         });
     }
-}
-
-/// The compaction task of the manager worker (spec/calico.md, "Compaction").
-struct Compaction {
-    proc: Proc,
-    etcd: Client,
-    shared: Rc<Shared>,
-    sw: Switches,
-    period: Duration,
-}
-
-impl Compaction {
-    async fn run(&self) {
-        let check = MasterCheck::new();
-        loop {
-            self.proc.sleep(MASTER_CHECK_INTERVAL).await;
-            if check.check(&self.proc, &self.shared, &self.sw) {
-                // Any etcd error: try again at the next poll.
-                let _ = self.check_compaction().await;
-            }
-        }
-    }
-
-    async fn check_compaction(&self) -> Result<(), sim::etcd::EtcdError> {
-        if self.etcd.get(COMPACTION_TRIGGER_KEY).await?.is_some() {
-            return Ok(()); // someone compacted within the last period
-        }
-        self.proc.emit(Event::CalicoMasterOnly {
-            pid: self.proc.pid(),
-            worker: "manager".into(),
-            action: "compaction-check".into(),
-        });
-        let (current, _) = self.etcd.status().await?;
-        let (last_check, mut last_compacted) = match self.etcd.get(COMPACTION_LAST_KEY).await? {
-            Some(kv) => parse_last(&kv.value),
-            None => (0, 0),
-        };
-        let keep = COMPACTION_MIN_KEEP.max(current - last_check);
-        let compact_at = current - keep;
-        if compact_at > last_compacted {
-            // An error here means somebody else compacted at or beyond this point.
-            if self.etcd.compact(compact_at).await.is_ok() {
-                last_compacted = compact_at;
-            }
-        }
-        let (lease, _) = self.etcd.grant(self.period.as_secs() as i64).await?;
-        self.etcd.put(COMPACTION_TRIGGER_KEY, "", lease).await?;
-        self.etcd
-            .put(
-                COMPACTION_LAST_KEY,
-                &format!("{current},{last_compacted}"),
-                0,
-            )
-            .await?;
-        Ok(())
-    }
-}
-
-fn parse_last(v: &str) -> (i64, i64) {
-    let mut it = v.split(',').map(|x| x.trim().parse::<i64>().unwrap_or(0));
-    (it.next().unwrap_or(0), it.next().unwrap_or(0))
 }

@@ -1,0 +1,217 @@
+//! Port status from Felix to Neutron: the endpoint-status worker's cache, priority queue and writer
+//! greenlets, as networking-calico's mechanism driver has them (mech_calico.py at projectcalico/calico
+//! 87c15906, folder networking-calico/networking_calico/plugins/ml2/drivers/calico/):
+//!
+//! * `_init_start_endpoint_status_watcher` (line 655): one cache and one queue per worker process,
+//!   made once, kept across mastership changes and watcher replacements; `num_port_status_threads`
+//!   (default 4) writer greenlets started with it.
+//! * `on_port_status_changed` (line 741): a "high" update (a live watch event) is always queued; a
+//!   "low" one (snapshot replay) only if the cache holds a different status. The cache gets the new
+//!   status (an unknown one, or a deletion, removes the entry) and the queue gets the port's KEY
+//!   with priority `(0 | 1, monotonic_time())`.
+//! * `_loop_writing_port_statuses` / `_try_to_update_port_status` (lines 836, 862): a writer takes
+//!   the first key and writes the status the cache holds NOW (no entry: `ERROR`) into Neutron. It
+//!   does not ask `is_master()`: a former master drains its queue. A DB error schedules
+//!   `_retry_port_status_update` (line 945) 5 s later (`eventlet.spawn_after`), which queues the key
+//!   again with priority 2; the writer goes on at once.
+//!
+//! Not modelled: the `eventlet.sleep()` the handler takes when the queue holds more than 10 keys
+//! (it only lets the writers start during a long snapshot; here they start right after it), and the
+//! live-migration notification after an `up` write.
+//!
+//! Fix `calico-port-status-requeue` (a remedy for the writers' race): after a successful write, a
+//! writer queues the port again if the cache changed meanwhile, since a second writer may have
+//! written the newer status before this write landed.
+//!
+//! Fix `calico-port-status-recheck` (a remedy for the stale-write finding): a writer asks
+//! `is_master()` right before each write and, while the answer is no, waits (polling every 5 s)
+//! instead of writing; a watcher that (re)starts as master clears the cache and the queue, so that
+//! its snapshot rewrites every port, and a writer that waited across such a restart drops its key
+//! (the snapshot queued it again). Dropping a key as soon as `is_master()` says no would lose the
+//! update when the stamp is only briefly stale on the host that is still master.
+
+use super::master::{MasterCheck, Shared};
+use super::neutron::{Neutron, Request, DB_TIMEOUT};
+use super::Switches;
+use sim::sync::Notify;
+use sim::{Event, Proc};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// `num_port_status_threads` default.
+pub const PORT_WRITERS: usize = 4;
+/// `PORT_UPDATE_RETRY_DELAY_SECS`.
+pub const RETRY_DELAY: Duration = Duration::from_secs(5);
+
+/// `(hostname, port_id)`: the cache and queue key.
+pub type PortKey = (String, String);
+
+/// `PRIORITY_HIGH`, `PRIORITY_LOW`, `PRIORITY_RETRY` (lines 230-232).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    High = 0,
+    Low = 1,
+    Retry = 2,
+}
+
+/// Neutron's status for a Calico status (`PORT_STATUS_MAPPING`, line 212; no entry: `ERROR`).
+pub fn neutron_status(calico: Option<&str>) -> &'static str {
+    match calico {
+        Some("up") => "ACTIVE",
+        Some("down") => "DOWN",
+        _ => "ERROR",
+    }
+}
+
+fn known(status: &str) -> bool {
+    matches!(status, "up" | "down" | "error")
+}
+
+/// One endpoint-status worker's port-status state.
+pub struct PortStatus {
+    proc: Proc,
+    neutron: Neutron,
+    shared: Rc<Shared>,
+    sw: Switches,
+    cache: RefCell<BTreeMap<PortKey, String>>,
+    /// The priority queue: Python compares `((priority, time), key)` tuples; `seq` keeps equal
+    /// entries apart as a heap would keep both.
+    queue: RefCell<BTreeSet<(Priority, u64, PortKey, u64)>>,
+    seq: Cell<u64>,
+    retries: Cell<u64>,
+    /// Watcher starts as master, under the fix (a writer that waited across one drops its key).
+    generation: Cell<u64>,
+    added: Notify,
+    check: MasterCheck,
+}
+
+impl PortStatus {
+    /// The cache and queue of the endpoint-status worker `proc`.
+    pub fn new(proc: &Proc, neutron: Neutron, shared: Rc<Shared>, sw: Switches) -> Rc<Self> {
+        Rc::new(PortStatus {
+            proc: proc.clone(),
+            neutron,
+            shared,
+            sw,
+            cache: RefCell::default(),
+            queue: RefCell::default(),
+            seq: Cell::new(0),
+            retries: Cell::new(0),
+            generation: Cell::new(0),
+            added: Notify::new(),
+            check: MasterCheck::new(),
+        })
+    }
+
+    /// A watcher starts as master: under the fix, forget what this process knew and queued.
+    pub fn on_watcher_start(&self) {
+        if self.sw.port_status_recheck {
+            self.cache.borrow_mut().clear();
+            self.queue.borrow_mut().clear();
+            self.generation.set(self.generation.get() + 1);
+        }
+    }
+
+    /// `on_port_status_changed`: `status` is the endpoint's `status` field (None: deleted, or no
+    /// readable status).
+    pub fn on_changed(&self, key: PortKey, status: Option<&str>, priority: Priority) {
+        if priority != Priority::High && self.cache.borrow().get(&key).map(String::as_str) == status
+        {
+            return;
+        }
+        match status {
+            Some(s) if known(s) => {
+                self.cache.borrow_mut().insert(key.clone(), s.to_string());
+            }
+            _ => {
+                self.cache.borrow_mut().remove(&key);
+            }
+        }
+        self.put(priority, key);
+    }
+
+    fn put(&self, priority: Priority, key: PortKey) {
+        let seq = self.seq.get() + 1;
+        self.seq.set(seq);
+        let now = self.proc.mono_us();
+        self.queue.borrow_mut().insert((priority, now, key, seq));
+        self.added.notify();
+    }
+
+    async fn get(&self) -> PortKey {
+        loop {
+            let seen = self.added.generation();
+            if let Some((_, _, key, _)) = self.queue.borrow_mut().pop_first() {
+                return key;
+            }
+            self.added.changed_since(seen).await;
+        }
+    }
+
+    /// Keys waiting for a writer.
+    pub fn queued(&self) -> usize {
+        self.queue.borrow().len()
+    }
+
+    /// `_loop_writing_port_statuses`: one writer greenlet.
+    pub async fn writer(self: Rc<Self>) {
+        loop {
+            let key = self.get().await;
+            if self.sw.port_status_recheck {
+                let generation = self.generation.get();
+                while !self.check.check(&self.proc, &self.shared, &self.sw) {
+                    self.proc.sleep(super::MASTER_CHECK_INTERVAL).await;
+                }
+                if self.generation.get() != generation {
+                    continue;
+                }
+            }
+            self.try_to_update(key).await;
+        }
+    }
+
+    /// `_try_to_update_port_status`: writes what the cache holds now.
+    async fn try_to_update(self: &Rc<Self>, key: PortKey) {
+        let cached = || self.cache.borrow().get(&key).cloned();
+        let written = cached();
+        let status = neutron_status(written.as_deref());
+        let (host, port) = key.clone();
+        let reply = self
+            .proc
+            .call(
+                &self.neutron,
+                Request::PortStatus {
+                    port: port.clone(),
+                    status: status.to_string(),
+                },
+                DB_TIMEOUT,
+            )
+            .await;
+        let ok = matches!(reply, Ok(Ok(())));
+        self.proc.emit(Event::CalicoPortWrite {
+            port,
+            status: status.to_string(),
+            ok,
+        });
+        if !ok {
+            self.retry_later(host, key.1);
+        } else if self.sw.port_status_requeue && cached() != written {
+            // The status changed while this write was on its way: another writer may have
+            // written the newer one first, so write the port again.
+            self.put(Priority::High, key);
+        }
+    }
+
+    /// `eventlet.spawn_after(5, _retry_port_status_update, key)`.
+    fn retry_later(self: &Rc<Self>, host: String, port: String) {
+        let this = self.clone();
+        self.retries.set(self.retries.get() + 1);
+        let name = format!("port-status-retry-{}", self.retries.get());
+        self.proc.spawn(&name, async move {
+            this.proc.sleep(RETRY_DELAY).await;
+            this.put(Priority::Retry, (host, port));
+        });
+    }
+}
