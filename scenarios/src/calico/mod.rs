@@ -7,6 +7,7 @@
 //! 150 s liveness phase. The invariants are in [`monitor`].
 
 pub mod monitor;
+mod ports;
 
 use crate::scenario::{Options, RunSpec};
 use model::calico::felix::FelixConfig;
@@ -100,13 +101,22 @@ pub enum Family {
 }
 
 /// Tasks a silent death or a stall can hit.
-const TASKS: &[&str] = &["elector", "compaction", "agent-status", "endpoint-status"];
+const TASKS: &[&str] = &[
+    "elector",
+    "compaction",
+    "agent-status",
+    "endpoint-status",
+    "agent-status-watcher",
+    "endpoint-status-watcher",
+];
 /// Every long-running worker task (for the watchdog scenarios).
 const ALL_TASKS: &[&str] = &[
     "elector",
     "compaction",
     "agent-status",
     "endpoint-status",
+    "agent-status-watcher",
+    "endpoint-status-watcher",
     "port-writer-1",
     "port-writer-2",
     "port-writer-3",
@@ -159,6 +169,8 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
             "death-compaction",
             "death-agent-status",
             "death-endpoint-status",
+            "death-agent-status-watcher",
+            "death-endpoint-status-watcher",
             "stall",
             "latency",
         ],
@@ -584,7 +596,10 @@ pub fn switches(spec: &RunSpec) -> Switches {
         local_master_flag: has("calico-local-master-flag"),
         no_step_down_on_stop: has("calico-no-step-down-on-stop"),
         no_dead_pid_cleanup: has("calico-no-dead-pid-cleanup"),
-        recheck_before_act: has("calico-recheck-before-act"),
+        port_status_recheck: has("calico-port-status-recheck"),
+        canceller_catches_all: has("calico-canceller-catches-all"),
+        port_status_requeue: has("calico-port-status-requeue"),
+        compaction_claims_period: has("calico-compaction-claims-period"),
         monotonic_stamp: has("calico-monotonic-stamp"),
         watchdog_counts_oneshot: has("calico-watchdog-counts-oneshot"),
         stale_warn_zero_sentinel: has("calico-stale-warn-zero-sentinel"),

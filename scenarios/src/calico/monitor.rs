@@ -4,44 +4,70 @@
 //! | invariant | kind | what it checks |
 //! |---|---|---|
 //! | `election-key-single-holder` | safety | the election key never changes value while it exists (a campaign put succeeds only if the key was absent) |
-//! | `master-only-work-legitimate` | safety | a host doing master-only work at true time t held the election key (with a live lease) at some time in `[t - bound, t]`, `bound` = `MASTER_TIMEOUT` 60 s + one poll 5 s + the watcher's 3.3 s wind-down + one refresh round trip (2 x the 5 s request timeout) = 78.3 s |
+//! | `master-only-work-legitimate` | safety | a host doing master-only work at true time t held the election key (with a live lease) at some time in `[t - bound, t]`. The bound is what upstream's code allows, from the model's constants (`etcd_timeout` T = 60 s): the stamp is taken when the refresh's put answers, at most T after the put was applied; `is_master()` trusts it for `MASTER_TIMEOUT` (60 s); a watcher acts on an answer up to one poll (5 s) old: 125 s for work dispatched from a watch. A stopped watcher still finishes a snapshot whose status and range reads (2 T) were in flight: 245 s. Compaction is recorded when it decides, right after its `is_master()`: 120 s |
 //! | `election-deletes-owned` | safety | a client deletes the election key only when it holds the value, or when the value names a dead process on its own host (dead-pid cleanup) |
 //! | `master-elected` | liveness | once faults stop, a master exists (the key names a live process whose host's stamp is set) within TTL 60 s + watch timeout 20 s + retry jitter 2 s + 3 s of round trips = 85 s |
-//! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services, or of the master's manager being respawned on the same host (dead-pid cleanup) |
+//! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services (when the master's elector process still runs: a dead one cannot step down), or of the master's manager being respawned on the same host (dead-pid cleanup) |
 //! | `stale-warning-not-in-snapshot` | safety | no stale-update warning while a watcher replays a snapshot |
-//! | `stale-warning-rate-limited` | safety | at most one stale-update warning per 300 s per watcher process |
+//! | `stale-warning-rate-limited` | safety | at most one stale-update warning per 300 s per watcher instance (each `StatusWatcher` the master-only loop makes has a fresh limiter, status.py line 101 at 87c15906) |
 //! | `watcher-survives-timestamps` | safety | no watcher task dies on a malformed, naive or missing timestamp |
 //! | `stale-report-warned` | safety | a watcher that forwards (outside a snapshot) a report whose `time` is more than 300 s behind its own wall clock has logged a stale warning within the last 300 s |
 //! | `compaction-once-per-period` | safety | compaction never runs twice within one compaction period (etcd itself refuses to go backwards) |
 //! | `watchdog-restart-justified` | safety | the watchdog exits a process only if the dead registered task died unexpectedly (not by finishing) |
+//! | `port-status-converges` (status scenarios) | liveness | 140 s after faults stop, every port whose Felix status has not changed for 30 s shows in Neutron as the spec maps it (up: ACTIVE, down: DOWN, anything else: ERROR) |
 //! | `agent-view-converges` | liveness | 140 s after faults stop (a master within 85 s, then one report interval and slack), Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs |
 //!
 //! The headline number of a split brain, the overlap of two hosts' master-only work, is computed
 //! from "acting" intervals (a host's consecutive master-only actions less than 8.3 s apart) and
 //! quoted in the causal sentence.
 
+use model::calico::felix::REPORT_INTERVAL;
 use model::calico::status::{parse_time, Parsed, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US};
-use model::calico::{MASTER_CHECK_INTERVAL, MASTER_TIMEOUT, ROUND_TRIP_CHECK};
+use model::calico::watchers::ROUND_TRIP_INTERVAL;
+use model::calico::{
+    ETCD_TIMEOUT, MASTER_CHECK_INTERVAL, MASTER_TIMEOUT, REFRESH_INTERVAL, RETRY_MAX,
+};
 use sim::event::{DeleteCause, Event, ExitStatus, Record};
 use sim::{Failure, FaultKind, Kind, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
 
 const S: u64 = 1_000_000;
-/// See the table above.
-pub const LEGITIMACY_BOUND_US: u64 = MASTER_TIMEOUT.as_micros() as u64
-    + MASTER_CHECK_INTERVAL.as_micros() as u64
-    + ROUND_TRIP_CHECK.as_micros() as u64
-    + 10 * S;
-/// See the table above.
-pub const ELECTION_BOUND_US: u64 = 85 * S;
+const fn us(d: std::time::Duration) -> u64 {
+    d.as_micros() as u64
+}
+/// Work dispatched from a watch (see the table above): stamp lag T + `MASTER_TIMEOUT` + one poll.
+pub const WATCH_WORK_BOUND_US: u64 =
+    us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT) + us(MASTER_CHECK_INTERVAL);
+/// Work dispatched from a snapshot: the watch bound + the status and range reads in flight.
+pub const SNAPSHOT_WORK_BOUND_US: u64 = WATCH_WORK_BOUND_US + 2 * us(ETCD_TIMEOUT);
+/// Compaction decides right after its `is_master()`: stamp lag T + `MASTER_TIMEOUT`.
+pub const COMPACTION_WORK_BOUND_US: u64 = us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT);
+
+/// The legitimacy bound of one kind of master-only work.
+pub fn work_bound_us(worker: &str, in_snapshot: bool) -> u64 {
+    match (worker, in_snapshot) {
+        ("manager", _) => COMPACTION_WORK_BOUND_US,
+        (_, true) => SNAPSHOT_WORK_BOUND_US,
+        (_, false) => WATCH_WORK_BOUND_US,
+    }
+}
+/// See the table above: a dead master's lease runs out (TTL), a candidate's watch times out
+/// (2 x the refresh interval), it retries after the jitter, plus 3 s of round trips.
+pub const ELECTION_BOUND_US: u64 =
+    us(MASTER_TIMEOUT) + 2 * us(REFRESH_INTERVAL) + us(RETRY_MAX) + 3 * S;
 /// See the table above.
 pub const HANDOVER_BOUND_US: u64 = 10 * S;
 /// Two actions of one host less than this apart belong to one acting interval.
-const ACTING_GAP_US: u64 =
-    MASTER_CHECK_INTERVAL.as_micros() as u64 + ROUND_TRIP_CHECK.as_micros() as u64;
+const ACTING_GAP_US: u64 = us(MASTER_CHECK_INTERVAL) + us(ROUND_TRIP_INTERVAL);
 
 /// When the agent view must have converged after faults stop.
-pub const AGENT_VIEW_BOUND_US: u64 = 140 * S;
+/// A master, then its watcher at the next poll, one Felix report interval, and 20 s of slack.
+pub const AGENT_VIEW_BOUND_US: u64 =
+    ELECTION_BOUND_US + us(MASTER_CHECK_INTERVAL) + us(REPORT_INTERVAL) + 20 * S;
+/// Invariant names of the status path.
+pub const AGENT_VIEW_CONVERGES: &str = "agent-view-converges";
+/// See the table above.
+pub const PORT_STATUS_CONVERGES: &str = "port-status-converges";
 /// Neutron's `agent_down_time`.
 const AGENT_DOWN_US: u64 = 75 * S;
 
@@ -125,9 +151,13 @@ pub struct CalicoMonitor {
     heard_us: Vec<Option<u64>>,
     felix_alive: Vec<bool>,
     agent_view_deadline: Option<u64>,
+    ports: super::ports::PortView,
     agent_watchers: BTreeMap<NodeIx, u32>,
     /// Per node: silently dead tasks (true time, task) of processes still alive.
     dead_tasks: Vec<Vec<(u64, u32, String)>>,
+    /// Per node: greenlets of live processes that ended on an exception (true time, pid, task,
+    /// error).
+    raised: Vec<Vec<(u64, u32, String, String)>>,
 }
 
 fn secs(us: u64) -> String {
@@ -168,8 +198,10 @@ impl CalicoMonitor {
             heard_us: vec![None; n],
             felix_alive: vec![false; n],
             agent_view_deadline: None,
+            ports: Default::default(),
             agent_watchers: BTreeMap::new(),
             dead_tasks: vec![Vec::new(); n],
+            raised: vec![Vec::new(); n],
             names,
             key,
             holder: None,
@@ -248,6 +280,17 @@ impl CalicoMonitor {
                 .collect();
             out += &format!("; silently dead tasks on {name}: {}", list.join(", "));
         }
+        let raised = &self.raised[node as usize];
+        if !raised.is_empty() {
+            let list: Vec<String> = raised
+                .iter()
+                .map(|(t, pid, task, e)| format!("{task} of {name}:{pid} at {} ({e})", secs(*t)))
+                .collect();
+            out += &format!(
+                "; greenlets ended by an exception on {name}: {}",
+                list.join(", ")
+            );
+        }
         let faults = &self.last_faults[node as usize];
         if !faults.is_empty() {
             let list: Vec<String> = faults
@@ -288,7 +331,9 @@ impl CalicoMonitor {
         worker: &str,
         action: &str,
         pid: u32,
+        in_snapshot: bool,
     ) -> Option<Failure> {
+        let bound_us = work_bound_us(worker, in_snapshot);
         let node = rec.node;
         let t = rec.t_us;
         // Acting intervals and the overlap headline.
@@ -318,7 +363,7 @@ impl CalicoMonitor {
             return None;
         }
         let last = self.last_held_us.get(&node).copied();
-        let legit = last.is_some_and(|l| t.saturating_sub(l) <= LEGITIMACY_BOUND_US);
+        let legit = last.is_some_and(|l| t.saturating_sub(l) <= bound_us);
         if legit {
             return None;
         }
@@ -328,7 +373,7 @@ impl CalicoMonitor {
                 "{name} last held the election key at {} ({} earlier; bound {})",
                 secs(l),
                 secs(t - l),
-                secs(LEGITIMACY_BOUND_US)
+                secs(bound_us)
             ),
             None => format!("{name} never held the election key"),
         };
@@ -361,6 +406,21 @@ impl CalicoMonitor {
                 self.fault_note(node)
             ),
         })
+    }
+
+    fn describe_divergence(&self, d: &super::ports::Divergence) -> String {
+        let writer = match d.writer.as_deref().map(|w| (w, self.parse_id(w).0)) {
+            Some((w, Some(n))) if self.holds(n) => format!(", written last by the master, {w}"),
+            Some((w, _)) => format!(", written last by a host that is not the master, {w}"),
+            None => String::new(),
+        };
+        format!(
+            "{}: Felix says {} since {}, Neutron shows {}{writer}",
+            d.port,
+            d.felix.as_deref().unwrap_or("nothing"),
+            secs(d.since_us),
+            d.neutron.as_deref().unwrap_or("nothing")
+        )
     }
 
     fn on_stale_warning(
@@ -486,9 +546,15 @@ impl CalicoMonitor {
         self.obligations
             .retain(|o| o.invariant != "prompt-handover" || o.cause == Some(id));
         let master = self.holder.as_ref().and_then(|h| h.node);
+        // A graceful stop steps down only an elector that still runs: when the key names a
+        // process that already died (a crash not yet respawned), it lingers for its lease.
+        let holder_alive = self
+            .holder
+            .as_ref()
+            .is_some_and(|h| h.node.is_some_and(|n| self.alive.contains(&(n, h.pid))));
         match fault {
             FaultKind::ServiceRestart { node }
-                if master.is_some() && master == self.node_of(node) && self.faults.len() == 1 =>
+                if holder_alive && master == self.node_of(node) && self.faults.len() == 1 =>
             {
                 self.obligations.push(Obligation {
                     deadline_us: t + HANDOVER_BOUND_US,
@@ -535,6 +601,9 @@ impl Monitor for CalicoMonitor {
         let t = rec.t_us;
         self.now_us = t;
         let node = rec.node;
+        if !self.computes.is_empty() {
+            self.ports.observe(&self.felix_prefix, t, &rec.event);
+        }
         let out = match &rec.event {
             Event::FaultStart { id, fault, dur_ms } => self.on_fault_start(*id, *dur_ms, fault, t),
             Event::FaultEnd { id } => {
@@ -563,6 +632,7 @@ impl Monitor for CalicoMonitor {
             }
             Event::NodeCrash | Event::NodeBoot { .. } => {
                 self.dead_tasks[node as usize].clear();
+                self.raised[node as usize].clear();
                 self.paused_since[node as usize] = None;
                 self.felix_alive[node as usize] = false;
                 self.boot_us[node as usize] = t;
@@ -596,6 +666,7 @@ impl Monitor for CalicoMonitor {
             Event::ProcessExit { pid, status, name } => {
                 self.alive.remove(&(node, *pid));
                 self.dead_tasks[node as usize].retain(|(_, p, _)| p != pid);
+                self.raised[node as usize].retain(|(_, p, _, _)| p != pid);
                 if name == "felix" {
                     self.felix_alive[node as usize] = false;
                 }
@@ -677,6 +748,12 @@ impl Monitor for CalicoMonitor {
                 }
                 None
             }
+            // Each StatusWatcher instance has its own limiter (status.py line 101 at 87c15906).
+            Event::CalicoWatcher { worker, running: true } if worker == "agent-status" => {
+                let pid = self.forwarder_pid(node);
+                self.last_warning.remove(&(node, pid));
+                None
+            }
             Event::CalicoStaleWarning { host, lag_ms, in_snapshot } => self.on_stale_warning(rec, host, *lag_ms, *in_snapshot),
             Event::CalicoUnparsableTime { .. } => {
                 self.reach("unparsable-time-skipped");
@@ -693,6 +770,10 @@ impl Monitor for CalicoMonitor {
             }
             Event::CalicoAgentForward { host, rev, in_snapshot, time } => {
                 self.on_forward(rec, host, *rev, *in_snapshot, time)
+            }
+            Event::CalicoWatcherRaised { pid, task, error } => {
+                self.raised[node as usize].push((t, *pid, task.clone(), error.clone()));
+                None
             }
             Event::TaskDeath { pid, task } => {
                 self.dead_tasks[node as usize].push((t, *pid, task.clone()));
@@ -749,9 +830,12 @@ impl Monitor for CalicoMonitor {
                 }
                 None
             }
-            Event::CalicoMasterOnly { pid, worker, action } => {
-                self.on_master_only(rec, worker, action, *pid)
-            }
+            Event::CalicoMasterOnly {
+                pid,
+                worker,
+                action,
+                in_snapshot,
+            } => self.on_master_only(rec, worker, action, *pid, *in_snapshot),
             _ => None,
         };
         if out.is_none() {
@@ -797,13 +881,36 @@ impl Monitor for CalicoMonitor {
                 let node = self.holder.as_ref().and_then(|h| h.node);
                 let note = node.map(|n| self.fault_note(n)).unwrap_or_default();
                 return Some(Failure {
-                    invariant: "agent-view-converges",
+                    invariant: AGENT_VIEW_CONVERGES,
                     kind: Kind::Liveness,
                     node,
                     explanation: format!(
                         "{} after faults stopped, Neutron still shows running agents as down: {}; {}{}",
                         secs(AGENT_VIEW_BOUND_US),
                         down.join(", "),
+                        self.describe_master_state(),
+                        note
+                    ),
+                });
+            }
+            let diverged: Vec<String> = self
+                .ports
+                .diverged(now_us)
+                .iter()
+                .map(|d| self.describe_divergence(d))
+                .collect();
+            if !diverged.is_empty() {
+                let node = self.holder.as_ref().and_then(|h| h.node);
+                let note = node.map(|n| self.fault_note(n)).unwrap_or_default();
+                return Some(Failure {
+                    invariant: PORT_STATUS_CONVERGES,
+                    kind: Kind::Liveness,
+                    node,
+                    explanation: format!(
+                        "{} after faults stopped, Neutron shows {} port(s) with a status other than Felix's settled one: {}; {}{}",
+                        secs(AGENT_VIEW_BOUND_US),
+                        diverged.len(),
+                        diverged.join("; "),
                         self.describe_master_state(),
                         note
                     ),
