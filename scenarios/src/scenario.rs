@@ -156,8 +156,6 @@ pub struct Scenario {
     pub ci_seeds: u64,
     /// Coverage points this scenario must reach within its CI budget.
     pub coverage: &'static [&'static str],
-    /// Violations of current upstream logic this scenario finds, each with the fix that removes it.
-    pub findings: &'static [Finding],
     /// Draws options and a fault schedule from a seed.
     pub draw: fn(u64) -> (Options, Schedule),
     /// Runs a spec.
@@ -171,14 +169,13 @@ impl std::fmt::Debug for Scenario {
 }
 
 macro_rules! calico_scenario {
-    ($name:literal, $family:expr, $about:literal, $coverage:expr, $findings:expr) => {
+    ($name:literal, $family:expr, $about:literal, $coverage:expr) => {
         Scenario {
             name: $name,
             system: "calico",
             about: $about,
             ci_seeds: 300,
             coverage: $coverage,
-            findings: $findings,
             draw: |seed| {
                 let (o, s) = calico::draw($family, seed);
                 (Options::Calico(o), s)
@@ -188,53 +185,14 @@ macro_rules! calico_scenario {
     };
 }
 
-/// A violation of current upstream logic (design.md, "findings"), with a seed that shows it and the
-/// `--fix` switch that removes it.
-#[derive(Debug)]
-pub struct Finding {
-    pub invariant: &'static str,
-    pub seed: u64,
-    pub fix: &'static str,
-    pub summary: &'static str,
-}
-
-const HANDOVER_ERASES_RELEASE: Finding = Finding {
-    invariant: "agent-allocates-from-pool",
-    seed: 2706,
-    fix: "cilium-merge-release-ips",
-    summary: "an operator that did not make an unassign (the standby during a leadership handover, or an operator restarted with empty memory) writes status.ipam.release-ips as a whole map from its own state and erases the entry that kept the IP out of use; the agent, reading the missing entry as an aborted release, hands the IP to a pod: either the cloud no longer gives it to the node (agent-allocates-from-pool), or the operator that still holds the agent's earlier ready-for-release then unassigns it from under the pod (no-release-in-use)",
-};
-
-/// The same finding, seen as an IP unassigned while a pod uses it.
-const HANDOVER_RELEASES_IN_USE: Finding = Finding {
-    invariant: "no-release-in-use",
-    seed: 2233,
-    ..HANDOVER_ERASES_RELEASE
-};
-
-const UNKNOWN_UNASSIGN_ABORTED: Finding = Finding {
-    invariant: "agent-allocates-from-pool",
-    seed: 277,
-    fix: "cilium-hold-unknown-release",
-    summary: "an unassign that the cloud applied but whose answer was lost leaves the operator believing the IP is still assigned; when the node's IPs stop being in excess it aborts the handshake, the agent drops its ready-for-release entry and hands a pod an IP the cloud already took",
-};
-
-const WATCHER_DEATH: Finding = Finding {
-            invariant: "agent-view-converges",
-            seed: 283,
-            fix: "calico-watchdog",
-            summary: "when the master's agent-status (or endpoint-status) task dies silently, its process stays up and the elector keeps the key, so nobody forwards Felix reports and Neutron shows every agent down until someone restarts neutron-server (PR 13024 dropped the watchdog arguing that a dead worker greenlet means a dead process, which a silent death is not)",
-        };
-
 macro_rules! cilium_scenario {
-    ($name:literal, $family:expr, $about:literal, $coverage:expr, $findings:expr) => {
+    ($name:literal, $family:expr, $about:literal, $coverage:expr) => {
         Scenario {
             name: $name,
             system: "cilium",
             about: $about,
             ci_seeds: 200,
             coverage: $coverage,
-            findings: $findings,
             draw: |seed| {
                 let (o, s) = crate::cilium::draw($family, seed);
                 (Options::Cilium(o), s)
@@ -245,14 +203,13 @@ macro_rules! cilium_scenario {
 }
 
 macro_rules! metallb_scenario {
-    ($name:literal, $family:expr, $about:literal, $coverage:expr, $findings:expr) => {
+    ($name:literal, $family:expr, $about:literal, $coverage:expr) => {
         Scenario {
             name: $name,
             system: "metallb",
             about: $about,
             ci_seeds: 300,
             coverage: $coverage,
-            findings: $findings,
             draw: |seed| {
                 let (o, s) = crate::metallb::draw($family, seed);
                 (Options::Metallb(o), s)
@@ -268,116 +225,91 @@ pub static SCENARIOS: &[Scenario] = &[
         "calico-silent-task-death",
         Family::SilentTaskDeath,
         "Calico election under silent deaths and stalls of the elector, compaction and status-watcher tasks",
-        &["elector-died-while-master", "handover", "stale-stamp-observed", "election-lease-expired"],
-        &[]
+        &["elector-died-while-master", "handover", "stale-stamp-observed", "election-lease-expired"]
     ),
     calico_scenario!(
         "calico-clock-skew",
         Family::ClockSkew,
         "Calico election with skewed, drifting and stepped wall clocks on the hosts and etcd, plus elector stalls",
-        &["backward-step-on-master", "stale-stamp-observed", "handover"],
-        &[Finding {
-            invariant: "master-only-work-legitimate",
-            seed: 52,
-            fix: "calico-monotonic-stamp",
-            summary: "is_master() compares a wall-clock stamp with the wall clock: once the elector stops refreshing (silent death or stall), a backward step of the host's wall clock keeps a stale stamp 'fresh', and the host keeps doing master-only work long after another host took the key",
-        }]
+        &["backward-step-on-master", "stale-stamp-observed", "handover"]
     ),
     calico_scenario!(
         "calico-split-brain",
         Family::SplitBrain,
         "Calico election under partitions, pauses, latency and etcd unavailability, ambiguity and slowness",
-        &["master-paused", "master-cut-from-etcd", "two-hosts-acting-as-master", "etcd-ambiguous-applied", "etcd-ambiguous-lost", "handover"],
-        &[Finding {
-            invariant: "master-only-work-legitimate",
-            seed: 93,
-            fix: "calico-recheck-before-act",
-            summary: "a master-only watcher acts on the is_master() answer of its last 5 s poll: a host paused for longer than the lease TTL resumes and performs master-only work before its next poll, after another host won the key (the lease-lock hazard of spec/etcd.md)",
-        }]
+        &["master-paused", "master-cut-from-etcd", "two-hosts-acting-as-master", "etcd-ambiguous-applied", "etcd-ambiguous-lost", "handover"]
     ),
     calico_scenario!(
         "calico-restart",
         Family::Restart,
         "Calico election across graceful restarts, manager crashes, host reboots, etcd restarts and garbled replies",
-        &["graceful-step-down", "dead-pid-cleanup", "elector-exit-on-unexpected-error", "handover"],
-        &[]
+        &["graceful-step-down", "dead-pid-cleanup", "elector-exit-on-unexpected-error", "handover"]
     ),
     calico_scenario!(
         "calico-status-backlog",
         Family::StatusBacklog,
         "Calico status watchers under a slow Neutron DB, snapshot replays, every timestamp format, skewed and rebooting hosts",
-        &["backlog-over-300s", "warning-on-young-host", "naive-timestamp-processed", "snapshot-replayed", "unparsable-time-skipped", "compaction-under-mastership-change"],
-        &[]
+        &["warning-on-young-host", "naive-timestamp-processed", "snapshot-replayed", "unparsable-time-skipped", "compaction-under-mastership-change"]
     ),
     calico_scenario!(
         "calico-watchdog",
         Family::Watchdog,
         "Calico's mutual watchdog (PR 12456) under silent deaths of every worker task, with one-shot and periodic resync",
-        &["watchdog-restart", "oneshot-resync-finished", "periodic-resync", "handover"],
-        &[]
+        &["watchdog-restart", "oneshot-resync-finished", "periodic-resync", "handover"]
     ),
     calico_scenario!(
         "calico-swarm",
         Family::Swarm,
         "Every Calico fault together: tasks, clocks, partitions, pauses, restarts, etcd and Neutron faults",
-        &["handover", "two-hosts-acting-as-master", "snapshot-replayed", "stale-stamp-observed", "watchdog-restart"],
-        &[WATCHER_DEATH]
+        &["handover", "two-hosts-acting-as-master", "snapshot-replayed", "stale-stamp-observed", "watchdog-restart"]
     ),
     cilium_scenario!(
         "cilium-silent-task-death",
         crate::cilium::Family::SilentTaskDeath,
         "Cilium IPAM when the agent's status writer or the operator's maintenance dies silently, stalls or restarts",
-        &["ip-released", "conflict-on-write", "ack-raced-with-allocation"],
-        &[]
+        &["ip-released", "conflict-on-write", "ack-raced-with-allocation"]
     ),
     cilium_scenario!(
         "cilium-clock-skew",
         crate::cilium::Family::ClockSkew,
         "Cilium IPAM with the operator's and agents' clocks skewed, drifting and stepped",
-        &["ip-released", "conflict-on-write"],
-        &[]
+        &["ip-released", "conflict-on-write"]
     ),
     cilium_scenario!(
         "cilium-split-brain",
         crate::cilium::Family::SplitBrain,
         "Cilium IPAM under partitions between agents, the API server, the operator and the cloud, and two operators during a handover",
-        &["ip-released", "conflict-on-write", "ack-raced-with-allocation"],
-        &[HANDOVER_RELEASES_IN_USE]
+        &["ip-released", "conflict-on-write", "ack-raced-with-allocation"]
     ),
     cilium_scenario!(
         "cilium-swarm",
         crate::cilium::Family::Swarm,
         "Every Cilium fault together, including cloud and API server failures, ambiguity and slowness",
-        &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"],
-        &[HANDOVER_ERASES_RELEASE, Finding { seed: 6143, ..HANDOVER_ERASES_RELEASE }, Finding { seed: 4731, ..HANDOVER_RELEASES_IN_USE }, UNKNOWN_UNASSIGN_ABORTED]
+        &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"]
     ),
     metallb_scenario!(
         "metallb-silent-task-death",
         crate::metallb::Family::SilentTaskDeath,
         "MetalLB speakers when the join loop or the IP cache refresh dies silently or stalls, with speaker crashes and partitions",
-        &["join-loop-died", "partition-outlived-retention", "duplicate-announcer-resolved", "announcer-taken-over"],
-        &[]
+        &["join-loop-died", "partition-outlived-retention", "duplicate-announcer-resolved", "announcer-taken-over"]
     ),
     metallb_scenario!(
         "metallb-clock-skew",
         crate::metallb::Family::ClockSkew,
         "MetalLB speakers with skewed, drifting and stepped wall clocks, paused nodes and latency spikes",
-        &["node-not-ready"],
-        &[]
+        &["node-not-ready"]
     ),
     metallb_scenario!(
         "metallb-split-brain",
         crate::metallb::Family::SplitBrain,
         "MetalLB speakers under complete, partial and simplex partitions of 3 to 7 speakers, with and without an API server outage",
-        &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved"],
-        &[]
+        &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved"]
     ),
     metallb_scenario!(
         "metallb-swarm",
         crate::metallb::Family::Swarm,
         "Every MetalLB fault together: task deaths, clocks, pauses, partitions, API server outages, crashes and graceful restarts",
-        &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved", "node-not-ready", "announcer-taken-over"],
-        &[]
+        &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved", "node-not-ready", "announcer-taken-over"]
     ),
 ];
 
@@ -506,11 +438,32 @@ pub static SWITCHES: &[Switch] = &[
         about: "stamp mastership with the host's monotonic clock, so a backward wall-clock step cannot extend a stale stamp",
     },
     Switch {
-        name: "calico-recheck-before-act",
+        name: "calico-canceller-catches-all",
         kind: SwitchKind::Fix,
         system: "calico",
-        scenario: "calico-split-brain",
-        about: "call is_master() again right before every master-only side effect instead of trusting the last 5 s poll",
+        scenario: "calico-swarm",
+        about: "the status watcher's watch canceller catches every error of its round-trip write (upstream catches only ConnectionFailedError and dies on a timeout), so a watch broken later is still cancelled and restarted",
+    },
+    Switch {
+        name: "calico-compaction-claims-period",
+        kind: SwitchKind::Fix,
+        system: "calico",
+        scenario: "calico-swarm",
+        about: "compaction claims its period by creating the trigger key in a transaction guarded by its absence before compacting, so two hosts that both believe they are master cannot both compact",
+    },
+    Switch {
+        name: "calico-port-status-requeue",
+        kind: SwitchKind::Fix,
+        system: "calico",
+        scenario: "calico-status-backlog",
+        about: "a port-status writer queues the port again when the cached status changed while its write was on its way (two writers of one process can land an older status last)",
+    },
+    Switch {
+        name: "calico-port-status-recheck",
+        kind: SwitchKind::Fix,
+        system: "calico",
+        scenario: "calico-status-backlog",
+        about: "port-status writers ask is_master() before each write, and a watcher starting as master clears the port-status cache so its snapshot rewrites every port",
     },
 ];
 

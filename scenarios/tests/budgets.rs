@@ -1,28 +1,40 @@
-//! Every scenario over its CI seed budget: the default model fails only through its documented
-//! findings, the fixes of those findings pass the whole budget, each finding is reproduced by its
-//! pinned seed, and the coverage catalog is reached.
+//! Every scenario over its CI seed budget: with every fix of its system on it is clean; the
+//! default model fails only through catalogued findings, each recognised by its exact signature
+//! (not by the name of its invariant); every active finding reproduces at its pinned seeds and its
+//! fix removes it; every retired finding no longer shows; the coverage catalog is reached.
 
 mod common;
-use common::{replays, sweep};
-use scenarios::{run_spec, RunSpec, SCENARIOS};
+use common::{all_fixes, replays, sweep};
+use scenarios::findings::{finding_for, Status};
+use scenarios::{run_spec, scenario, RunSpec, FINDINGS, SCENARIOS};
 
 #[test]
-fn default_model_fails_only_through_documented_findings() {
+fn every_fix_on_passes_every_budget() {
+    for sc in SCENARIOS {
+        let fixes = all_fixes(sc.system);
+        let s = sweep(sc, 0, sc.ci_seeds, &[], &fixes, true);
+        assert_eq!(s.seeds_run, sc.ci_seeds);
+        assert!(
+            s.failures.is_empty(),
+            "{} with fixes {fixes:?} failed:{}",
+            sc.name,
+            replays(&s)
+        );
+    }
+}
+
+#[test]
+fn default_model_fails_only_through_catalogued_findings() {
     for sc in SCENARIOS {
         let s = sweep(sc, 0, sc.ci_seeds, &[], &[], true);
-        assert_eq!(s.seeds_run, sc.ci_seeds);
         let unexplained: Vec<_> = s
             .failures
             .iter()
-            .filter(|f| {
-                !sc.findings
-                    .iter()
-                    .any(|k| k.invariant == f.outcome.violation.as_ref().unwrap().invariant)
-            })
+            .filter(|f| finding_for(sc.name, f.outcome.violation.as_ref().unwrap()).is_none())
             .collect();
         assert!(
             unexplained.is_empty(),
-            "{}: failures that are not documented findings:{}",
+            "{}: failures that match no catalogued finding:{}",
             sc.name,
             replays(&s)
         );
@@ -38,40 +50,72 @@ fn default_model_fails_only_through_documented_findings() {
 }
 
 #[test]
-fn fixed_model_passes_every_budget() {
-    for sc in SCENARIOS {
-        let fixes: Vec<&str> = sc.findings.iter().map(|f| f.fix).collect();
-        let s = sweep(sc, 0, sc.ci_seeds, &[], &fixes, true);
-        assert!(
-            s.failures.is_empty(),
-            "{} with fixes {fixes:?} failed:{}",
-            sc.name,
-            replays(&s)
-        );
+fn active_findings_reproduce_exactly_and_their_fixes_remove_them() {
+    for f in FINDINGS.iter().filter(|f| f.is_active()) {
+        let sc = scenario(f.scenario).expect("a finding names a scenario");
+        let fix = f.fix.expect("an active finding has a fix");
+        for &seed in f.seeds {
+            let plain = run_spec(RunSpec::from_seed(sc, seed, &[], &[]));
+            let v = plain
+                .violation
+                .unwrap_or_else(|| panic!("{} seed {seed} no longer shows {}", sc.name, f.id));
+            assert!(
+                f.signature.matches(&v),
+                "{} seed {seed}: expected {} ({:?}), got {}: {}",
+                sc.name,
+                f.id,
+                f.signature,
+                v.invariant,
+                v.explanation
+            );
+            let fixed = run_spec(RunSpec::from_seed(sc, seed, &[], &[fix.to_string()]));
+            assert!(
+                fixed
+                    .violation
+                    .as_ref()
+                    .is_none_or(|v| !f.signature.matches(v)),
+                "{} seed {seed} with --fix {fix} still shows {}",
+                sc.name,
+                f.id
+            );
+            let every: Vec<String> = all_fixes(sc.system).iter().map(|s| s.to_string()).collect();
+            let all = run_spec(RunSpec::from_seed(sc, seed, &[], &every));
+            assert!(
+                all.violation.is_none(),
+                "{} seed {seed} with every fix: {:?}",
+                sc.name,
+                all.violation
+            );
+        }
     }
 }
 
 #[test]
-fn pinned_findings_reproduce_and_their_fixes_remove_them() {
-    for sc in SCENARIOS {
-        for f in sc.findings {
-            let plain = run_spec(RunSpec::from_seed(sc, f.seed, &[], &[]));
-            let v = plain.violation.unwrap_or_else(|| {
-                panic!(
-                    "{} seed {} no longer shows finding {}",
-                    sc.name, f.seed, f.invariant
-                )
-            });
-            assert_eq!(v.invariant, f.invariant);
-            let fixed = run_spec(RunSpec::from_seed(sc, f.seed, &[], &[f.fix.to_string()]));
-            assert!(
-                fixed.violation.is_none(),
-                "{} seed {} with --fix {}: {:?}",
-                sc.name,
-                f.seed,
-                f.fix,
-                fixed.violation
-            );
+fn retired_findings_no_longer_show() {
+    for f in FINDINGS {
+        if let Status::Retired { .. } = f.status {
+            let sc = scenario(f.scenario).expect("a finding names a scenario");
+            for &seed in f.seeds {
+                let out = run_spec(RunSpec::from_seed(sc, seed, &[], &[]));
+                assert!(
+                    out.violation
+                        .as_ref()
+                        .is_none_or(|v| !f.signature.matches(v)),
+                    "retired {} shows again at {} seed {seed}",
+                    f.id,
+                    sc.name
+                );
+            }
         }
+    }
+}
+
+#[test]
+fn every_fix_remedies_a_catalogued_finding() {
+    for fix in all_fixes("calico").into_iter().chain(all_fixes("cilium")) {
+        assert!(
+            FINDINGS.iter().any(|f| f.is_active() && f.fix == Some(fix)),
+            "fix {fix} remedies no active finding"
+        );
     }
 }

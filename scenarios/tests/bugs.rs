@@ -1,8 +1,9 @@
 //! Every bug switch is found by exploring its scenario from fixed starting seeds within 2,000 seeds,
-//! and its failure file replays exactly (same invariant, event index and trace hash).
+//! with every fix of its system on (so that a failure is the bug's, not a finding's), and its
+//! failure file replays exactly (same invariant, event index and trace hash).
 
 mod common;
-use common::sweep;
+use common::{all_fixes, sweep};
 use scenarios::explore::ReplayFile;
 use scenarios::scenario::{scenario, SwitchKind};
 use scenarios::{run_spec, SWITCHES};
@@ -16,7 +17,7 @@ fn every_bug_switch_is_found_and_replays_exactly() {
     for sw in SWITCHES.iter().filter(|s| s.kind == SwitchKind::Bug) {
         let sc = scenario(sw.scenario).unwrap();
         for from in STARTS {
-            let s = sweep(sc, from, 2_000, &[sw.name], &[], false);
+            let s = sweep(sc, from, 2_000, &[sw.name], &all_fixes(sc.system), false);
             let f = s.failures.first().unwrap_or_else(|| {
                 panic!(
                     "{} not found by {} in 2000 seeds from {from}",
@@ -58,7 +59,14 @@ fn every_bug_switch_is_found_and_replays_exactly() {
 #[test]
 fn split_brain_under_the_local_master_flag_is_explained() {
     let sc = scenario("calico-silent-task-death").unwrap();
-    let s = sweep(sc, 0, 2_000, &["calico-local-master-flag"], &[], false);
+    let s = sweep(
+        sc,
+        0,
+        2_000,
+        &["calico-local-master-flag"],
+        &all_fixes("calico"),
+        false,
+    );
     let v = s.failures[0].outcome.violation.as_ref().unwrap();
     assert_eq!(v.invariant, "master-only-work-legitimate");
     assert!(

@@ -40,3 +40,12 @@ pub fn replays(s: &ExploreSummary) -> String {
         })
         .collect()
 }
+
+/// Every fix switch of `system`.
+pub fn all_fixes(system: &str) -> Vec<&'static str> {
+    scenarios::SWITCHES
+        .iter()
+        .filter(|s| s.system == system && s.kind == scenarios::scenario::SwitchKind::Fix)
+        .map(|s| s.name)
+        .collect()
+}

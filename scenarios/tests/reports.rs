@@ -37,7 +37,10 @@ fn report(args: &[&str], name: &str) -> PathBuf {
 #[test]
 fn summaries_and_json_of_pinned_seeds() {
     for (name, args) in [
-        ("split-brain-93", vec!["calico-split-brain", "--seed", "93"]),
+        (
+            "silent-task-death-45",
+            vec!["calico-silent-task-death", "--seed", "45"],
+        ),
         ("restart-7", vec!["calico-restart", "--seed", "7"]),
         (
             "cilium-no-handshake-15",

@@ -44,6 +44,15 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// List the findings (violations of upstream logic), active and retired, with the upstream code
+    /// that produces each.
+    Findings {
+        #[arg(long)]
+        json: bool,
+        /// Print the README's findings section (generated from the catalog).
+        #[arg(long, conflicts_with = "json")]
+        markdown: bool,
+    },
     /// Run one seed of a scenario.
     Run {
         scenario: String,
@@ -271,6 +280,27 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             }
             Ok(0)
         }
+        Cmd::Findings { json, markdown } => {
+            if json {
+                println!("{}", json!({ "findings": scenarios::FINDINGS }));
+            } else if markdown {
+                print!("{}", scenarios::findings::markdown());
+            } else {
+                for f in scenarios::FINDINGS {
+                    let status = if f.is_active() { "active" } else { "retired" };
+                    let seeds: Vec<String> = f.seeds.iter().map(u64::to_string).collect();
+                    println!(
+                        "{:<40} {:<7} {} seed {:<10} {}",
+                        f.id,
+                        status,
+                        f.scenario,
+                        seeds.join(","),
+                        f.title
+                    );
+                }
+            }
+            Ok(0)
+        }
         Cmd::Run {
             scenario,
             seed,
@@ -360,6 +390,7 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                     out.display()
                 );
                 print_violation(
+                    shrunk.spec.scenario.name,
                     shrunk.outcome.violation.as_ref().unwrap(),
                     shrunk.spec.seed,
                     &cmd,
@@ -454,7 +485,12 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                     };
                     println!();
                     print_options(&f.spec);
-                    print_violation(f.outcome.violation.as_ref().unwrap(), f.spec.seed, &cmd);
+                    print_violation(
+                        f.spec.scenario.name,
+                        f.outcome.violation.as_ref().unwrap(),
+                        f.spec.seed,
+                        &cmd,
+                    );
                 }
             }
             // Shrink the first failure (deterministically) so the user gets the smallest story.
@@ -652,9 +688,16 @@ fn print_schedule(spec: &RunSpec) {
     }
 }
 
-fn print_violation(v: &Violation, seed: u64, replay: &str) {
+fn print_violation(scenario: &str, v: &Violation, seed: u64, replay: &str) {
     println!("{} (seed {seed})", reports::headline(v));
     println!("  {}", v.explanation);
+    if let Some(f) = scenarios::findings::finding_for(scenario, v) {
+        let fix = f
+            .fix
+            .map(|x| format!(", remedy --fix {x}"))
+            .unwrap_or_default();
+        println!("  known finding: {} ({}{fix})", f.id, f.title);
+    }
     println!("  replay: {replay}");
 }
 
@@ -668,7 +711,7 @@ fn report_run(
 ) {
     if !json {
         match &o.violation {
-            Some(v) => print_violation(v, spec.seed, replay),
+            Some(v) => print_violation(spec.scenario.name, v, spec.seed, replay),
             None => println!("PASS"),
         }
         println!(
@@ -693,6 +736,7 @@ fn report_run(
         "scenario": spec.scenario.name, "seed": spec.seed, "bugs": spec.bugs, "fixes": spec.fixes,
         "outcome": if o.violation.is_some() { "violation" } else { "pass" },
         "violation": o.violation,
+        "finding": o.violation.as_ref().and_then(|v| scenarios::findings::finding_for(spec.scenario.name, v)).map(|f| f.id),
         "events": o.events, "sim_time_ms": o.sim_time_ms, "wall_ms": wall_ms, "trace_hash": o.trace_hash,
     });
     if let Some(r) = reproduced {

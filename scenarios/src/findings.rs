@@ -1,0 +1,400 @@
+//! The findings catalog: every violation of a model's default (upstream) logic that exploration
+//! found, active or retired, with the upstream code that produces it. `faultline findings` prints
+//! it; the README's findings section is generated from it ([`markdown`]); the tests reproduce every
+//! active finding at its pinned seeds through its exact [`Signature`] and check that its fix
+//! removes it.
+
+use serde::Serialize;
+use sim::Violation;
+
+/// Where upstream's code does it: repository, path, function, lines, at a commit.
+#[derive(Debug, Serialize)]
+pub struct Citation {
+    pub repo: &'static str,
+    pub path: &'static str,
+    pub function: &'static str,
+    pub lines: &'static str,
+    pub commit: &'static str,
+}
+
+/// How to recognise a finding's violation: its invariant, and a test on the causal sentence that
+/// tells it apart from other findings on the same invariant.
+#[derive(Serialize)]
+pub struct Signature {
+    pub invariant: &'static str,
+    /// What the sentence must say, in words.
+    pub describe: &'static str,
+    #[serde(skip)]
+    pub test: fn(&str) -> bool,
+}
+
+impl std::fmt::Debug for Signature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.invariant, self.describe)
+    }
+}
+
+impl Signature {
+    /// Whether `v` is this finding's violation.
+    pub fn matches(&self, v: &Violation) -> bool {
+        v.invariant == self.invariant && (self.test)(&v.explanation)
+    }
+}
+
+/// Active, or retired (with the reason).
+#[derive(Debug, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Status {
+    Active,
+    Retired { reason: &'static str },
+}
+
+/// One finding.
+#[derive(Debug, Serialize)]
+pub struct Finding {
+    pub id: &'static str,
+    pub system: &'static str,
+    pub title: &'static str,
+    pub scenario: &'static str,
+    /// Seeds of `scenario` that show it with the default model.
+    pub seeds: &'static [u64],
+    pub signature: Signature,
+    /// The causal sentence: what happens, step by step.
+    pub summary: &'static str,
+    /// The upstream code that produces it.
+    pub upstream: &'static [Citation],
+    /// The `--fix` switch that removes it.
+    pub fix: Option<&'static str>,
+    #[serde(flatten)]
+    pub status: Status,
+}
+
+impl Finding {
+    /// Still a finding of the current model.
+    pub fn is_active(&self) -> bool {
+        matches!(self.status, Status::Active)
+    }
+}
+
+const CALICO: &str = "projectcalico/calico";
+const CALICO_COMMIT: &str = "87c15906f20c4ca1fda55af92295e7678b0cc0b2";
+const DRIVER: &str =
+    "networking-calico/networking_calico/plugins/ml2/drivers/calico/mech_calico.py";
+const ELECTION: &str = "networking-calico/networking_calico/plugins/ml2/drivers/calico/election.py";
+const ETCDUTILS: &str = "networking-calico/networking_calico/etcdutils.py";
+const ETCDV3: &str = "networking-calico/networking_calico/etcdv3.py";
+
+const fn calico(path: &'static str, function: &'static str, lines: &'static str) -> Citation {
+    Citation {
+        repo: CALICO,
+        path,
+        function,
+        lines,
+        commit: CALICO_COMMIT,
+    }
+}
+
+/// The dead-task note of a violation names one of these tasks.
+fn names_dead(e: &str, tasks: &[&str]) -> bool {
+    let Some((_, dead)) = e.split_once("silently dead tasks on") else {
+        return false;
+    };
+    let dead = dead.split("; ").next().unwrap_or("");
+    tasks.iter().any(|t| dead.contains(&format!("{t} of ")))
+}
+
+/// Every finding, active or retired.
+pub static FINDINGS: &[Finding] = &[
+    Finding {
+        id: "calico-wall-clock-stamp",
+        system: "calico",
+        title: "A backward wall-clock step keeps a stale mastership stamp fresh",
+        scenario: "calico-clock-skew",
+        seeds: &[52, 135],
+        signature: Signature {
+            invariant: "master-only-work-legitimate",
+            describe: "a host acts as master after a backward clock step on it",
+            test: |e| e.contains("clock step -"),
+        },
+        summary: "The elector stamps the shared value with time.time() when it wins and after each refresh, and is_master() answers yes while time.time() minus the stamp is under 60 s. When the elector stops refreshing without its cleanup (it died silently or stalls) and the host's wall clock then steps back, the stamp looks younger than it is: the host's watchers keep acting as master after its lease expired and another host won, beyond every bound the code allows (stamp lag, TTL and one poll).",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver.is_master", "580-601"),
+            calico(ELECTION, "Elector._become_master", "290, 317"),
+        ],
+        fix: Some("calico-monotonic-stamp"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-dead-status-loop-keeps-watching",
+        system: "calico",
+        title: "A dead master-only loop never stops its watcher",
+        scenario: "calico-silent-task-death",
+        seeds: &[45, 246],
+        signature: Signature {
+            invariant: "master-only-work-legitimate",
+            describe: "the acting host's agent-status or endpoint-status loop is silently dead",
+            test: |e| names_dead(e, &["agent-status", "endpoint-status"]),
+        },
+        summary: "Only watch_status_updates, the loop that polls is_master() every 5 s, ever calls the watcher's stop(); the watcher greenlet itself never asks is_master(). When that loop dies silently while its watcher runs, the watcher goes on forwarding Felix reports and queueing port statuses after the host lost the key and another host won: two hosts do master-only work for as long as the process lives.",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "678-728"),
+            calico(ETCDUTILS, "EtcdWatcher.start", "156, 336-344"),
+        ],
+        fix: Some("calico-watchdog"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-dead-status-loop-never-replaced",
+        system: "calico",
+        title: "A dead master-only loop is never replaced",
+        scenario: "calico-swarm",
+        seeds: &[1560, 2733],
+        signature: Signature {
+            invariant: "agent-view-converges",
+            describe: "the master's agent-status loop is silently dead",
+            test: |e| names_dead(e, &["agent-status"]),
+        },
+        summary: "watch_status_updates restarts a watcher whose greenlet died (line 710), but nothing restarts watch_status_updates. When it dies silently on the host that holds (or later wins) the key, no watcher runs there: Felix reports stop reaching Neutron, which shows every agent down until neutron-server is restarted. PR 13024 dropped PR 12456's watchdog arguing that a dead worker greenlet means a dead process; a silent death is not one.",
+        upstream: &[calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "678-728")],
+        fix: Some("calico-watchdog"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-watch-canceller-dies",
+        system: "calico",
+        title: "A watch canceller killed by an etcd timeout leaves the master's watcher hung",
+        scenario: "calico-swarm",
+        seeds: &[1322],
+        signature: Signature {
+            invariant: "agent-view-converges",
+            describe: "the master's watch canceller ended on an exception",
+            test: |e| e.contains("watch-canceller of"),
+        },
+        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (etcd_timeout, 60 s, for instance because the etcd host died while the write was in flight), an HTTP 500 or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream dies (the same dead etcd host, which never resets the connection), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and no Felix report reaches Neutron while the host stays master.",
+        upstream: &[
+            calico(ETCDUTILS, "EtcdWatcher.start._cancel_watch_if_broken", "286-328"),
+            calico(ETCDV3, "Etcd3AuthClient.watch (iterator, cancel)", "582-621"),
+            calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "710-717"),
+        ],
+        fix: Some("calico-canceller-catches-all"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-port-status-stale-write",
+        system: "calico",
+        title: "A former master's port-status writers overwrite the new master's newer status",
+        scenario: "calico-status-backlog",
+        seeds: &[5],
+        signature: Signature {
+            invariant: "port-status-converges",
+            describe: "a diverged port was written last by a host that is not the master",
+            test: |e| e.contains("written last by a host that is not the master"),
+        },
+        summary: "The endpoint-status worker queues port keys and 4 writer greenlets write the status its cache holds at write time, without asking is_master(); losing mastership stops the watcher but not the writers, and clears neither queue nor cache. With a slow Neutron DB the former master's writers drain a backlog after another host won, writing cached statuses older than the new master's writes (the port changed after the old master stopped watching). The new master's cache holds the newer status, so its snapshots (low priority) skip the port: Neutron shows the old status until Felix next changes the port.",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver._loop_writing_port_statuses", "836-860"),
+            calico(DRIVER, "CalicoMechanismDriver._try_to_update_port_status", "862-884"),
+            calico(DRIVER, "CalicoMechanismDriver.on_port_status_changed", "782-817"),
+        ],
+        fix: Some("calico-port-status-recheck"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-port-status-writers-race",
+        system: "calico",
+        title: "Two port-status writers of the master race, and the older status lands last",
+        scenario: "calico-status-backlog",
+        seeds: &[3750],
+        signature: Signature {
+            invariant: "port-status-converges",
+            describe: "a diverged port was written last by the master",
+            test: |e| e.contains("written last by the master"),
+        },
+        summary: "The queue holds port keys, not statuses, and may hold a key twice; each of the 4 writers reads the cached status when it takes a key. A writer that took a port just before Felix changed it sends the old status while a second writer, woken by the change, sends the new one; when the older write reaches the database last, Neutron keeps the old status, and nothing writes the port again until Felix changes it (the cache already holds the new status, so snapshots skip it).",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver._init_start_endpoint_status_watcher", "664-675"),
+            calico(DRIVER, "CalicoMechanismDriver._try_to_update_port_status", "862-884"),
+            calico(DRIVER, "CalicoMechanismDriver.on_port_status_changed", "782-817"),
+        ],
+        fix: Some("calico-port-status-requeue"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-double-compaction",
+        system: "calico",
+        title: "Two hosts compact in the same period during a handover",
+        scenario: "calico-swarm",
+        seeds: &[3603],
+        signature: Signature {
+            invariant: "compaction-once-per-period",
+            describe: "two compactions within one period",
+            test: |e| e.contains("after the previous compaction"),
+        },
+        summary: "The trigger key that limits compaction to one per period is read, then written after compacting, with no transaction. A host whose stamp is still fresh after it lost the key (the window is_master() allows) and the new master both find the trigger expired and both compact within milliseconds. Harmless in itself (etcd refuses to go backwards, and both keep the minimum history), but the once-per-period promise does not hold across mastership changes.",
+        upstream: &[
+            calico(DRIVER, "check_request_etcd_compaction", "1413-1600"),
+            calico(DRIVER, "write_compaction_keys", "1610-1624"),
+        ],
+        fix: Some("calico-compaction-claims-period"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-pause-acts-on-old-answer",
+        system: "calico",
+        title: "A long pause lets a watcher act on a pre-pause is_master() answer",
+        scenario: "calico-split-brain",
+        seeds: &[93],
+        signature: Signature {
+            invariant: "master-only-work-legitimate",
+            describe: "the acting host was paused and acted on a pre-pause answer",
+            test: |e| e.contains("acted on what is_master() told it before the pause"),
+        },
+        summary: "A host paused past the lease TTL resumed and dispatched watch events before its next is_master() poll, after another host won.",
+        upstream: &[
+            calico(ETCDUTILS, "EtcdWatcher.start", "336-344"),
+            calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "719-728"),
+        ],
+        fix: None,
+        status: Status::Retired {
+            reason: "an artefact of the model: its watcher went on dispatching events for up to 3.3 s after its poll saw the loss, and madsim runs a resumed node's ready tasks in random order. Upstream's EtcdWatcher returns at the first event that finds _stopped set (etcdutils.py 342), and eventlet fires the overdue 5 s poll timer before the watcher greenlet gets an event that arrived during the pause (eventlet hub.py 345-364, queue.py 386-388 at c8f903a3). With both modelled, calico-split-brain passes 2,000 seeds and its old fix (calico-recheck-before-act) is gone.",
+        },
+    },
+    Finding {
+        id: "calico-dead-status-watcher-never-replaced",
+        system: "calico",
+        title: "A silently dead status watcher is never replaced",
+        scenario: "calico-swarm",
+        seeds: &[283],
+        signature: Signature {
+            invariant: "agent-view-converges",
+            describe: "the master's status watcher is silently dead",
+            test: |e| e.contains("silently dead tasks on"),
+        },
+        summary: "The model ran the master-only loop and the watcher as one task, so any death of either stopped status forwarding for good.",
+        upstream: &[calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "704-717")],
+        fix: Some("calico-watchdog"),
+        status: Status::Retired {
+            reason: "narrowed: upstream runs the watcher in its own greenlet and watch_status_updates replaces it at its next poll when it died (mech_calico.py 710), so the death of the watcher itself is repaired within 10 s. What remains real is the death of the loop (calico-dead-status-loop-never-replaced, calico-dead-status-loop-keeps-watching) and a watcher blocked forever (calico-watch-canceller-dies).",
+        },
+    },
+    Finding {
+        id: "cilium-handover-erases-release",
+        system: "cilium",
+        title: "An operator that did not make an unassign erases the entry that protects the IP",
+        scenario: "cilium-swarm",
+        seeds: &[2706, 6143],
+        signature: Signature {
+            invariant: "agent-allocates-from-pool",
+            describe: "the erasing status write is another operator's than the unassign",
+            test: |e| erased_by_other_operator(e) == Some(true),
+        },
+        summary: "Operators write status.ipam.release-ips as a whole map from their own memory. During a leadership handover the other operator, or after a restart the new one (empty memory), writes a map without the predecessor's ready-for-release entry; the agent takes the missing entry for an aborted release and hands the IP, already unassigned in the cloud, to a pod. Judged against shared/spec/cilium.md; its re-judging against upstream source, with faithful leader election, is issue 27.",
+        upstream: &[],
+        fix: Some("cilium-merge-release-ips"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-handover-releases-in-use",
+        system: "cilium",
+        title: "An operator unassigns an IP a pod uses, deciding from an old status",
+        scenario: "cilium-split-brain",
+        seeds: &[2233],
+        signature: Signature {
+            invariant: "no-release-in-use",
+            describe: "the operator decided from a status whose used IPs lacked the IP",
+            test: |e| e.contains("whose used IPs did not include"),
+        },
+        summary: "The same handover as cilium-handover-erases-release, seen from the other side: the operator that still holds the agent's earlier ready-for-release unassigns the IP after the other operator's map write let the agent hand it to a pod. Judged against shared/spec/cilium.md; re-judging is issue 27.",
+        upstream: &[],
+        fix: Some("cilium-merge-release-ips"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-unknown-unassign-aborted",
+        system: "cilium",
+        title: "An unanswered unassign followed by an abort",
+        scenario: "cilium-swarm",
+        seeds: &[277],
+        signature: Signature {
+            invariant: "agent-allocates-from-pool",
+            describe: "the erasing status write is the unassigning operator's own",
+            test: |e| erased_by_other_operator(e) == Some(false),
+        },
+        summary: "The cloud applies an unassign but the answer is lost; the operator still counts the IP as assigned and, once the node's IPs are no longer in excess, aborts the handshake; the agent then hands the IP out. Judged against shared/spec/cilium.md; re-judging is issue 27.",
+        upstream: &[],
+        fix: Some("cilium-hold-unknown-release"),
+        status: Status::Active,
+    },
+];
+
+/// In an `agent-allocates-from-pool` sentence: whether the operator whose status write removed the
+/// entry differs from the one that unassigned the IP (None: the sentence says neither).
+fn erased_by_other_operator(e: &str) -> Option<bool> {
+    let unassigner = e.split(" having unassigned").next()?.rsplit(", ").next()?;
+    let eraser = e
+        .split("removed from release-ips by ")
+        .nth(1)?
+        .split("'s ")
+        .next()?;
+    Some(unassigner != eraser)
+}
+
+/// The active finding of `scenario` that `v` is, if any.
+pub fn finding_for(scenario: &str, v: &Violation) -> Option<&'static Finding> {
+    FINDINGS
+        .iter()
+        .find(|f| f.is_active() && f.scenario_matches(scenario) && f.signature.matches(v))
+}
+
+impl Finding {
+    /// Whether a run of `scenario` may show this finding: its own scenario, or the swarm of its
+    /// system, which runs every fault of the others.
+    fn scenario_matches(&self, scenario: &str) -> bool {
+        self.scenario == scenario || scenario == format!("{}-swarm", self.system)
+    }
+}
+
+/// The README's findings section.
+pub fn markdown() -> String {
+    let mut out = String::new();
+    for (i, f) in FINDINGS.iter().filter(|f| f.is_active()).enumerate() {
+        let seeds: Vec<String> = f.seeds.iter().map(u64::to_string).collect();
+        out += &format!(
+            "{}. **{}** (`{}`; `{}`, seed{} {}). {}",
+            i + 1,
+            f.title,
+            f.id,
+            f.scenario,
+            if f.seeds.len() > 1 { "s" } else { "" },
+            seeds.join(", "),
+            f.summary
+        );
+        if !f.upstream.is_empty() {
+            let cites: Vec<String> = f
+                .upstream
+                .iter()
+                .map(|c| {
+                    let file = c.path.rsplit('/').next().unwrap_or(c.path);
+                    format!("`{file}` `{}` (lines {})", c.function, c.lines)
+                })
+                .collect();
+            out += &format!(
+                " Upstream ({} at {}, under networking-calico/networking_calico/): {}.",
+                f.upstream[0].repo,
+                &f.upstream[0].commit[..8],
+                cites.join("; ")
+            );
+        }
+        if let Some(fix) = f.fix {
+            out += &format!(" Remedy: `--fix {fix}`.");
+        }
+        out += "\n";
+    }
+    out += "\nRetired (model artefacts, kept with the reason):\n\n";
+    for f in FINDINGS {
+        if let Status::Retired { reason } = &f.status {
+            out += &format!("- **{}** (`{}`): {}\n", f.title, f.id, reason);
+        }
+    }
+    out
+}
