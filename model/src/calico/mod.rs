@@ -18,7 +18,7 @@
 mod compaction;
 pub mod elector;
 pub mod felix;
-mod hub;
+pub mod hub;
 pub mod master;
 pub mod neutron;
 pub mod port_status;
