@@ -21,7 +21,8 @@ pub struct Citation {
 /// tells it apart from other findings on the same invariant.
 #[derive(Serialize)]
 pub struct Signature {
-    pub invariant: &'static str,
+    /// The invariants it shows as (one finding can break more than one promise).
+    pub invariants: &'static [&'static str],
     /// What the sentence must say, in words.
     pub describe: &'static str,
     #[serde(skip)]
@@ -30,14 +31,14 @@ pub struct Signature {
 
 impl std::fmt::Debug for Signature {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.invariant, self.describe)
+        write!(f, "{} ({})", self.invariants.join(" | "), self.describe)
     }
 }
 
 impl Signature {
     /// Whether `v` is this finding's violation.
     pub fn matches(&self, v: &Violation) -> bool {
-        v.invariant == self.invariant && (self.test)(&v.explanation)
+        self.invariants.contains(&v.invariant.as_str()) && (self.test)(&v.explanation)
     }
 }
 
@@ -112,11 +113,11 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "calico-clock-skew",
         seeds: &[52, 135],
         signature: Signature {
-            invariant: "master-only-work-legitimate",
+            invariants: &["master-only-work-legitimate"],
             describe: "a host acts as master after a backward clock step on it",
             test: |e| e.contains("clock step -"),
         },
-        summary: "The elector stamps the shared value with time.time() when it wins and after each refresh, and is_master() answers yes while time.time() minus the stamp is under 60 s. When the elector stops refreshing without its cleanup (it died silently or stalls) and the host's wall clock then steps back, the stamp looks younger than it is: the host's watchers keep acting as master after its lease expired and another host won, beyond every bound the code allows (stamp lag, TTL and one poll).",
+        summary: "The elector stamps the shared value with time.time() when it wins and after each refresh, and is_master() answers yes while time.time() minus the stamp is under 60 s. When the elector stops refreshing without running its cleanup and the host's wall clock then steps back, the stamp looks younger than it is: the host's watchers keep acting as master after its lease expired and another host won, beyond every bound the code allows (stamp lag, TTL and one poll). The seeds get there through a silently dead elector (the fault model's hung greenlet); upstream's own exceptions run the cleanup (election.py 150-151, 332-334), so the real triggers are a hung manager process or hub (the deadlock note at mech_calico.py 164-186) rather than an exception. A refresh merely blocked for etcd_timeout stays within the bound.",
         upstream: &[
             calico(DRIVER, "CalicoMechanismDriver.is_master", "580-601"),
             calico(ELECTION, "Elector._become_master", "290, 317"),
@@ -131,7 +132,7 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "calico-silent-task-death",
         seeds: &[45, 246],
         signature: Signature {
-            invariant: "master-only-work-legitimate",
+            invariants: &["master-only-work-legitimate"],
             describe: "the acting host's agent-status or endpoint-status loop is silently dead",
             test: |e| names_dead(e, &["agent-status", "endpoint-status"]),
         },
@@ -150,12 +151,15 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "calico-swarm",
         seeds: &[1560, 2733],
         signature: Signature {
-            invariant: "agent-view-converges",
+            invariants: &["agent-view-converges"],
             describe: "the master's agent-status loop is silently dead",
             test: |e| names_dead(e, &["agent-status"]),
         },
-        summary: "watch_status_updates restarts a watcher whose greenlet died (line 710), but nothing restarts watch_status_updates. When it dies silently on the host that holds (or later wins) the key, no watcher runs there: Felix reports stop reaching Neutron, which shows every agent down until neutron-server is restarted. PR 13024 dropped PR 12456's watchdog arguing that a dead worker greenlet means a dead process; a silent death is not one.",
-        upstream: &[calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "678-728")],
+        summary: "watch_status_updates restarts a watcher whose greenlet died (line 710), but nothing restarts watch_status_updates itself, spawned once per worker process (lines 651-653, 667-669). When it is already dead on the host that wins the key, or its watcher dies after it, no watcher runs there: Felix reports stop reaching Neutron, which shows every agent down until neutron-server is restarted. (If it dies while its watcher runs, the watcher goes on: see calico-dead-status-loop-keeps-watching.) PR 12456's watchdog, which would restart the process, was not merged (PR 13024 argues that the loop it targeted is gone and that is_master()'s time check catches a stale elector).",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "678-728"),
+            calico(DRIVER, "CalicoMechanismDriver._init_start_agent_status_watcher", "651-653"),
+        ],
         fix: Some("calico-watchdog"),
         status: Status::Active,
     },
@@ -164,16 +168,16 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A watch canceller killed by an etcd timeout leaves the master's watcher hung",
         scenario: "calico-swarm",
-        seeds: &[1322],
+        seeds: &[1322, 3598],
         signature: Signature {
-            invariant: "agent-view-converges",
+            invariants: &["agent-view-converges", "port-status-converges"],
             describe: "the master's watch canceller ended on an exception",
             test: |e| e.contains("watch-canceller of"),
         },
-        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (etcd_timeout, 60 s, for instance because the etcd host died while the write was in flight), an HTTP 500 or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream dies (the same dead etcd host, which never resets the connection), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and no Felix report reaches Neutron while the host stays master.",
+        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (ConnectionTimeoutError after etcd_timeout, 60 s), an HTTP 500 (InternalServerError) or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream ends for any reason (etcd3gw's reader thread just stops, it puts nothing on the queue), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and while the host stays master no Felix report (agent-status watcher) or port status (endpoint-status watcher) reaches Neutron. The pinned seed's trigger is the etcd host dying while the write was in flight; upstream the elector's next refresh would often also fail there (a reset on its pooled connection) and give up mastership, which the model does not show (it keeps no connection state), so the likelier real trigger is a 500 or a timeout on the round-trip write followed later by an etcd restart.",
         upstream: &[
             calico(ETCDUTILS, "EtcdWatcher.start._cancel_watch_if_broken", "286-328"),
-            calico(ETCDV3, "Etcd3AuthClient.watch (iterator, cancel)", "582-621"),
+            calico(ETCDV3, "Etcd3AuthClient.watch (iterator, cancel)", "561-623"),
             calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "710-717"),
         ],
         fix: Some("calico-canceller-catches-all"),
@@ -186,37 +190,21 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "calico-status-backlog",
         seeds: &[5],
         signature: Signature {
-            invariant: "port-status-converges",
-            describe: "a diverged port was written last by a host that is not the master",
-            test: |e| e.contains("written last by a host that is not the master"),
+            invariants: &["port-status-converges"],
+            describe: "a diverged port was written last by a host that is not the master (and no watch canceller died)",
+            test: |e| {
+                e.contains("written last by a host that is not the master")
+                    && !e.contains("watch-canceller of")
+            },
         },
-        summary: "The endpoint-status worker queues port keys and 4 writer greenlets write the status its cache holds at write time, without asking is_master(); losing mastership stops the watcher but not the writers, and clears neither queue nor cache. With a slow Neutron DB the former master's writers drain a backlog after another host won, writing cached statuses older than the new master's writes (the port changed after the old master stopped watching). The new master's cache holds the newer status, so its snapshots (low priority) skip the port: Neutron shows the old status until Felix next changes the port.",
+        summary: "The endpoint-status worker's port-status cache and queue live as long as the process, across mastership changes: losing mastership stops the watcher but not the 4 writer greenlets, which write the status the cache holds at write time without asking is_master(), and nothing clears the cache. Two ways follow, both seen: with a slow Neutron DB the former master's writers drain their backlog after another host won and write statuses older than the new master's; or a host that regains mastership replays its snapshot at low priority and skips every port whose status equals its stale cache, although another master changed Neutron meanwhile. Neutron applies the last write (ml2's update_port_status compares only with its own stored status), and the current master's cache holds the newer status, so nothing corrects the port until Felix next changes it.",
         upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver._init_start_endpoint_status_watcher", "655-675"),
             calico(DRIVER, "CalicoMechanismDriver._loop_writing_port_statuses", "836-860"),
             calico(DRIVER, "CalicoMechanismDriver._try_to_update_port_status", "862-884"),
             calico(DRIVER, "CalicoMechanismDriver.on_port_status_changed", "782-817"),
         ],
         fix: Some("calico-port-status-recheck"),
-        status: Status::Active,
-    },
-    Finding {
-        id: "calico-port-status-writers-race",
-        system: "calico",
-        title: "Two port-status writers of the master race, and the older status lands last",
-        scenario: "calico-status-backlog",
-        seeds: &[3750],
-        signature: Signature {
-            invariant: "port-status-converges",
-            describe: "a diverged port was written last by the master",
-            test: |e| e.contains("written last by the master"),
-        },
-        summary: "The queue holds port keys, not statuses, and may hold a key twice; each of the 4 writers reads the cached status when it takes a key. A writer that took a port just before Felix changed it sends the old status while a second writer, woken by the change, sends the new one; when the older write reaches the database last, Neutron keeps the old status, and nothing writes the port again until Felix changes it (the cache already holds the new status, so snapshots skip it).",
-        upstream: &[
-            calico(DRIVER, "CalicoMechanismDriver._init_start_endpoint_status_watcher", "664-675"),
-            calico(DRIVER, "CalicoMechanismDriver._try_to_update_port_status", "862-884"),
-            calico(DRIVER, "CalicoMechanismDriver.on_port_status_changed", "782-817"),
-        ],
-        fix: Some("calico-port-status-requeue"),
         status: Status::Active,
     },
     Finding {
@@ -226,13 +214,13 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "calico-swarm",
         seeds: &[3603],
         signature: Signature {
-            invariant: "compaction-once-per-period",
+            invariants: &["compaction-once-per-period"],
             describe: "two compactions within one period",
             test: |e| e.contains("after the previous compaction"),
         },
-        summary: "The trigger key that limits compaction to one per period is read, then written after compacting, with no transaction. A host whose stamp is still fresh after it lost the key (the window is_master() allows) and the new master both find the trigger expired and both compact within milliseconds. Harmless in itself (etcd refuses to go backwards, and both keep the minimum history), but the once-per-period promise does not hold across mastership changes.",
+        summary: "The trigger key that limits compaction to one per period is read, then written after compacting, with no transaction, and the check runs long after its is_master(): in the pinned seed a former master passed is_master(), then its read of the trigger lease's TTL hung for etcd_timeout (60 s); the Etcd3Exception is taken for an expired lease (line 1466), so it compacted 26 ms after the new master had. Not harmless: the second compactor read the first one's last key, so it kept only the minimum 1,000 revisions instead of a period of history.",
         upstream: &[
-            calico(DRIVER, "check_request_etcd_compaction", "1413-1600"),
+            calico(DRIVER, "check_request_etcd_compaction", "1413-1607"),
             calico(DRIVER, "write_compaction_keys", "1610-1624"),
         ],
         fix: Some("calico-compaction-claims-period"),
@@ -245,7 +233,7 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "calico-split-brain",
         seeds: &[93],
         signature: Signature {
-            invariant: "master-only-work-legitimate",
+            invariants: &["master-only-work-legitimate"],
             describe: "the acting host was paused and acted on a pre-pause answer",
             test: |e| e.contains("acted on what is_master() told it before the pause"),
         },
@@ -266,7 +254,7 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "calico-swarm",
         seeds: &[283],
         signature: Signature {
-            invariant: "agent-view-converges",
+            invariants: &["agent-view-converges"],
             describe: "the master's status watcher is silently dead",
             test: |e| e.contains("silently dead tasks on"),
         },
@@ -284,7 +272,7 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "cilium-swarm",
         seeds: &[2706, 6143],
         signature: Signature {
-            invariant: "agent-allocates-from-pool",
+            invariants: &["agent-allocates-from-pool"],
             describe: "the erasing status write is another operator's than the unassign",
             test: |e| erased_by_other_operator(e) == Some(true),
         },
@@ -300,7 +288,7 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "cilium-split-brain",
         seeds: &[2233],
         signature: Signature {
-            invariant: "no-release-in-use",
+            invariants: &["no-release-in-use"],
             describe: "the operator decided from a status whose used IPs lacked the IP",
             test: |e| e.contains("whose used IPs did not include"),
         },
@@ -316,7 +304,7 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "cilium-swarm",
         seeds: &[277],
         signature: Signature {
-            invariant: "agent-allocates-from-pool",
+            invariants: &["agent-allocates-from-pool"],
             describe: "the erasing status write is the unassigning operator's own",
             test: |e| erased_by_other_operator(e) == Some(false),
         },

@@ -452,13 +452,6 @@ pub static SWITCHES: &[Switch] = &[
         about: "compaction claims its period by creating the trigger key in a transaction guarded by its absence before compacting, so two hosts that both believe they are master cannot both compact",
     },
     Switch {
-        name: "calico-port-status-requeue",
-        kind: SwitchKind::Fix,
-        system: "calico",
-        scenario: "calico-status-backlog",
-        about: "a port-status writer queues the port again when the cached status changed while its write was on its way (two writers of one process can land an older status last)",
-    },
-    Switch {
         name: "calico-port-status-recheck",
         kind: SwitchKind::Fix,
         system: "calico",

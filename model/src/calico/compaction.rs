@@ -65,14 +65,17 @@ impl Compaction {
             if kv.lease == 0 {
                 return self.write_keys(0).await; // "lost its lease"
             }
+            // `lease.ttl()` is `int(result["TTL"])`: etcd answers TTL -1 for a lease that is gone
+            // (v3rpc/lease.go), and the JSON gateway omits a TTL of 0, so that read raises
+            // KeyError. Only KeyError and etcd errors fall through to compaction (line 1466).
             match self.etcd.time_to_live(kv.lease).await {
                 Ok((ttl, _)) if ttl > self.period.as_secs() as i64 => {
                     return self.write_keys(0).await; // "Unreasonably large lease TTL"
                 }
-                Ok((ttl, _)) if ttl >= 0 => return Ok(()), // checked within the period
+                Ok((0, _)) => {} // KeyError: "Lease expired as we were checking it"
+                Ok(_) => return Ok(()), // "Compaction trigger TTL is ..." (also -1)
                 Err(e) if !e.is_etcd_exception() => return Err(e),
-                // Expired while we read it (etcd answers TTL -1), or an etcd error: go on.
-                Ok(_) | Err(_) => {}
+                Err(_) => {} // an etcd error: "Lease expired as we were checking it"
             }
         }
         if self.sw.compaction_claims_period && !self.claim_period().await? {

@@ -65,9 +65,6 @@ pub struct Switches {
     /// Fix `calico-port-status-recheck`: port-status writers ask `is_master()` before each write,
     /// and a watcher starting as master clears the port-status cache.
     pub port_status_recheck: bool,
-    /// Fix `calico-port-status-requeue`: a writer queues a port again when the cache changed
-    /// while its write was on its way.
-    pub port_status_requeue: bool,
     /// Fix `calico-compaction-claims-period`: compaction claims its period by creating the trigger
     /// key only if absent before compacting.
     pub compaction_claims_period: bool,

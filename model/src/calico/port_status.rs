@@ -19,10 +19,6 @@
 //! (it only lets the writers start during a long snapshot; here they start right after it), and the
 //! live-migration notification after an `up` write.
 //!
-//! Fix `calico-port-status-requeue` (a remedy for the writers' race): after a successful write, a
-//! writer queues the port again if the cache changed meanwhile, since a second writer may have
-//! written the newer status before this write landed.
-//!
 //! Fix `calico-port-status-recheck` (a remedy for the stale-write finding): a writer asks
 //! `is_master()` right before each write and, while the answer is no, waits (polling every 5 s)
 //! instead of writing; a watcher that (re)starts as master clears the cache and the queue, so that
@@ -31,7 +27,7 @@
 //! update when the stamp is only briefly stale on the host that is still master.
 
 use super::master::{MasterCheck, Shared};
-use super::neutron::{Neutron, Request, DB_TIMEOUT};
+use super::neutron::{Neutron, Request};
 use super::Switches;
 use sim::sync::Notify;
 use sim::{Event, Proc};
@@ -44,6 +40,11 @@ use std::time::Duration;
 pub const PORT_WRITERS: usize = 4;
 /// `PORT_UPDATE_RETRY_DELAY_SECS`.
 pub const RETRY_DELAY: Duration = Duration::from_secs(5);
+/// How long a writer waits for the database. Upstream's `update_port_status` is a synchronous
+/// SQLAlchemy call with no timeout of Calico's (the MySQL driver's read timeout is unset), so a
+/// write waits as long as the database takes; the bound only keeps a run from hanging on a lost
+/// answer, and when it is reached the update is dropped as an unexpected error would be.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// `(hostname, port_id)`: the cache and queue key.
 pub type PortKey = (String, String);
@@ -174,9 +175,7 @@ impl PortStatus {
 
     /// `_try_to_update_port_status`: writes what the cache holds now.
     async fn try_to_update(self: &Rc<Self>, key: PortKey) {
-        let cached = || self.cache.borrow().get(&key).cloned();
-        let written = cached();
-        let status = neutron_status(written.as_deref());
+        let status = neutron_status(self.cache.borrow().get(&key).map(String::as_str));
         let (host, port) = key.clone();
         let reply = self
             .proc
@@ -186,21 +185,20 @@ impl PortStatus {
                     port: port.clone(),
                     status: status.to_string(),
                 },
-                DB_TIMEOUT,
+                WRITE_TIMEOUT,
             )
             .await;
         let ok = matches!(reply, Ok(Ok(())));
+        // Only a database error (`DBError`, `SQLAlchemyError`) schedules a retry; anything else
+        // is logged by the writer loop and the update dropped (mech_calico.py lines 846-852).
+        let retry = matches!(reply, Ok(Err(_)));
         self.proc.emit(Event::CalicoPortWrite {
             port,
             status: status.to_string(),
             ok,
         });
-        if !ok {
+        if retry {
             self.retry_later(host, key.1);
-        } else if self.sw.port_status_requeue && cached() != written {
-            // The status changed while this write was on its way: another writer may have
-            // written the newer one first, so write the port again.
-            self.put(Priority::High, key);
         }
     }
 

@@ -598,7 +598,6 @@ pub fn switches(spec: &RunSpec) -> Switches {
         no_dead_pid_cleanup: has("calico-no-dead-pid-cleanup"),
         port_status_recheck: has("calico-port-status-recheck"),
         canceller_catches_all: has("calico-canceller-catches-all"),
-        port_status_requeue: has("calico-port-status-requeue"),
         compaction_claims_period: has("calico-compaction-claims-period"),
         monotonic_stamp: has("calico-monotonic-stamp"),
         watchdog_counts_oneshot: has("calico-watchdog-counts-oneshot"),
