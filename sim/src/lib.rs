@@ -19,6 +19,7 @@ pub mod event;
 pub mod fault;
 pub mod kube;
 pub mod l2;
+pub mod leaderelection;
 pub mod monitor;
 pub mod net;
 pub mod rng;
