@@ -112,6 +112,44 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload) {
     );
 }
 
+/// The agent's view of `release-ips` after it answered every entry of an observed one
+/// ([`agent_answer`]): `pool` is its node's pool (IP -> interface), `used` its allocations.
+pub fn answer_all<V>(
+    release_ips: &BTreeMap<Short, Short>,
+    pool: &BTreeMap<Short, Short>,
+    used: &BTreeMap<Short, V>,
+) -> BTreeMap<Short, Short> {
+    let mut view = BTreeMap::new();
+    for (ip, state) in release_ips {
+        let in_pool = pool.contains_key(ip);
+        let allocated = used.contains_key(ip);
+        match agent_answer(state, in_pool, allocated) {
+            Answer::Keep => {
+                view.insert(*ip, *state);
+            }
+            Answer::Remove => {}
+            Answer::Set(s) => {
+                view.insert(*ip, Short::lit(s));
+            }
+        }
+    }
+    view
+}
+
+/// The IPs the agent may hand to a pod, in the order it hands them out (pool order): in the pool,
+/// not used (one walk over the pool and the used IPs), and not in a handshake state that forbids
+/// it (`marked-for-release`, `ready-for-release`, `released` in its `view`).
+pub fn allocatable<'a, V>(
+    pool: &'a BTreeMap<Short, Short>,
+    used: &'a BTreeMap<Short, V>,
+    view: &'a BTreeMap<Short, Short>,
+) -> impl Iterator<Item = Short> + 'a {
+    let taken = [MARKED, READY, RELEASED].map(Short::lit);
+    unused(pool, used)
+        .filter(move |(ip, _)| view.get(ip).is_none_or(|s| !taken.contains(s)))
+        .map(|(ip, _)| ip)
+}
+
 async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
     let mut rng = proc.rng("workload");
     let host = proc.host_name();
@@ -190,20 +228,7 @@ impl Agent {
         }
         let status = status_of(obj);
         let release_ips = &status.release_ips;
-        let mut view = BTreeMap::new();
-        for (ip, state) in release_ips {
-            let in_pool = self.spec.borrow().pool.contains_key(ip);
-            let allocated = self.used.borrow().contains_key(ip);
-            match agent_answer(state, in_pool, allocated) {
-                Answer::Keep => {
-                    view.insert(*ip, *state);
-                }
-                Answer::Remove => {}
-                Answer::Set(s) => {
-                    view.insert(*ip, Short::lit(s));
-                }
-            }
-        }
+        let view = answer_all(release_ips, &self.spec.borrow().pool, &self.used.borrow());
         {
             let old = self.view.borrow();
             for (ip, s) in &view {
@@ -273,12 +298,8 @@ impl Agent {
             } else {
                 let (spec, used, view) =
                     (self.spec.borrow(), self.used.borrow(), self.view.borrow());
-                // Free: not used (one walk over the pool and the used IPs) and not in a handshake.
-                let taken = [MARKED, READY, RELEASED].map(Short::lit);
-                unused(&spec.pool, &used)
-                    .filter(|(ip, _)| view.get(ip).is_none_or(|s| !taken.contains(s)))
+                allocatable(&spec.pool, &used, &view)
                     .take(pending.len())
-                    .map(|(ip, _)| ip)
                     .collect()
             };
             for (pod, ip) in pending.into_iter().zip(free) {

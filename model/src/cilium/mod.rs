@@ -119,6 +119,13 @@ pub fn unused<'a, V>(
         .map(|(ip, eni)| (*ip, *eni))
 }
 
+/// The operator's allocation decision for one node: how many IPs to assign so that
+/// `pre_allocate` of the pool are free (`free`: the pool's IPs not in use; none when at least
+/// `pre_allocate` are free).
+pub fn needed_ips(free: usize, pre_allocate: usize) -> usize {
+    pre_allocate.saturating_sub(free)
+}
+
 /// The operator's excess decision for one node: which IPs to release, chosen from the interface
 /// with the most free IPs, never one in use. `free` is the pool's entries not in use, in IP order
 /// ([`unused`]). Excess = available - used - pre_allocate - max_above_watermark, that is, free -

@@ -204,6 +204,94 @@ fn resync(
     (gone, new)
 }
 
+/// Folds the agent's answers in an observed `release-ips` into the operator's local handshake
+/// state (IP -> state): an IP the operator holds as `marked-for-release` takes the agent's
+/// `ready-for-release` or `do-not-release`, and a `released` IP whose entry the agent has removed
+/// is forgotten (upstream: the reads of `handleIPReleaseResponse`, and `removeStaleReleaseIPs`).
+pub fn fold_answers(local: &mut BTreeMap<Short, Short>, observed: &BTreeMap<Short, Short>) {
+    for (ip, s) in observed {
+        if local.get(ip).map(Short::as_str) == Some(MARKED) && (*s == READY || *s == DO_NOT_RELEASE)
+        {
+            local.insert(*ip, *s);
+        }
+    }
+    local.retain(|ip, s| *s != RELEASED || observed.contains_key(ip));
+}
+
+/// What one maintenance pass's release step decided for a node ([`release_step`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReleaseStep {
+    /// Handshake entries dropped because their IP is no longer excess, in IP order.
+    pub aborted: Vec<Short>,
+    /// IPs newly set to `marked-for-release`, in candidate order.
+    pub marked: Vec<Short>,
+    /// IPs to unassign: (IP, the handshake state seen, µs the IP has been excess), in candidate
+    /// order.
+    pub to_release: Vec<(Short, String, u64)>,
+}
+
+/// The release step of a maintenance pass for one node, on the operator's local handshake state
+/// (`local`: IP -> state) and first-seen-excess times (`seen`: IP -> µs on its monotonic clock):
+/// `candidates` are this pass's excess IPs ([`excess_ips`]), `uncertain` the IPs of unassigns
+/// whose outcome is unknown (fix `cilium-hold-unknown-release`), `now` the pass's time and
+/// `delay_us` the `excess-ip-release-delay`.
+/// * times are dropped for IPs no longer excess; handshake entries of IPs no longer excess are
+///   dropped (aborted) unless `released` or uncertain;
+/// * a candidate excess for less than the delay waits; then with no entry it is marked, when
+///   `ready-for-release` it is to be unassigned, when `do-not-release` its entry and time go.
+///
+/// With `no_handshake` (bug `cilium-no-handshake`) nothing is aborted or marked: every candidate
+/// excess for the delay is to be unassigned.
+pub fn release_step(
+    local: &mut BTreeMap<Short, Short>,
+    seen: &mut BTreeMap<Short, u64>,
+    candidates: &[Short],
+    uncertain: Option<&BTreeSet<Short>>,
+    now: u64,
+    delay_us: u64,
+    no_handshake: bool,
+) -> ReleaseStep {
+    let mut step = ReleaseStep::default();
+    seen.retain(|ip, _| candidates.contains(ip));
+    if !no_handshake {
+        step.aborted = local
+            .iter()
+            .filter(|(ip, s)| {
+                !candidates.contains(*ip)
+                    && **s != RELEASED
+                    && !uncertain.is_some_and(|u| u.contains(*ip))
+            })
+            .map(|(ip, _)| *ip)
+            .collect();
+        for ip in &step.aborted {
+            local.remove(ip);
+        }
+    }
+    for ip in candidates {
+        let since = *seen.entry(*ip).or_insert(now);
+        if now - since < delay_us {
+            continue;
+        }
+        if no_handshake {
+            step.to_release.push((*ip, String::new(), now - since));
+            continue;
+        }
+        match local.get(ip).map(Short::as_str) {
+            None => {
+                local.insert(*ip, Short::lit(MARKED));
+                step.marked.push(*ip);
+            }
+            Some(READY) => step.to_release.push((*ip, READY.into(), now - since)),
+            Some(DO_NOT_RELEASE) => {
+                local.remove(ip);
+                seen.remove(ip);
+            }
+            _ => {}
+        }
+    }
+    step
+}
+
 /// A CiliumNode's name as a map key (node names are short).
 fn key(name: &str) -> Short {
     Short::new(name).expect("CiliumNode names (node names) fit a Short")
@@ -270,14 +358,7 @@ impl Operator {
         {
             let mut st = self.state.borrow_mut();
             let local = st.release.entry(node).or_default();
-            for (ip, s) in &status.release_ips {
-                if local.get(ip).map(Short::as_str) == Some(MARKED)
-                    && (*s == READY || *s == DO_NOT_RELEASE)
-                {
-                    local.insert(*ip, *s);
-                }
-            }
-            local.retain(|ip, s| *s != RELEASED || status.release_ips.contains_key(ip));
+            fold_answers(local, &status.release_ips);
             if self.cfg.release_excess && self.cfg.switches.merge_release_ips {
                 // Entries another (or an earlier) operator wrote: adopt them before the instance
                 // resync (which turns a ready entry whose IP the cloud no longer holds into
@@ -325,8 +406,9 @@ impl Operator {
         // Allocation: keep pre-allocate IPs free.
         // (Counted: the free IPs themselves are needed only when some are in excess.)
         let mut free = unused(&pool, used).count();
-        if free < self.cfg.pre_allocate {
-            let need = (self.cfg.pre_allocate - free) as u32;
+        let need = needed_ips(free, self.cfg.pre_allocate);
+        if need > 0 {
+            let need = need as u32;
             // IPs per interface, in one pass over the pool.
             let mut counts: Vec<(Short, usize)> = self.enis.iter().map(|e| (*e, 0)).collect();
             for eni in pool.values() {
@@ -356,8 +438,7 @@ impl Operator {
             } else {
                 Vec::new() // what `excess_ips` finds when none are in excess
             };
-            let mut to_release = Vec::new();
-            {
+            let to_release = {
                 let mut st = self.state.borrow_mut();
                 let State {
                     release,
@@ -365,56 +446,31 @@ impl Operator {
                     uncertain,
                     ..
                 } = &mut *st;
-                let local = release.entry(node).or_default();
-                let seen = first_seen.entry(node).or_default();
-                seen.retain(|ip, _| candidates.contains(ip));
-                if !self.cfg.switches.no_handshake {
-                    let uncertain = uncertain.get(&node);
-                    let aborted: Vec<Short> = local
-                        .iter()
-                        .filter(|(ip, s)| {
-                            !candidates.contains(*ip)
-                                && **s != RELEASED
-                                && !uncertain.is_some_and(|u| u.contains(*ip))
-                        })
-                        .map(|(ip, _)| *ip)
-                        .collect();
-                    for ip in aborted {
-                        local.remove(&ip);
-                        self.proc.emit(Event::CiliumAbort {
-                            node: node.into(),
-                            ip: ip.into(),
-                        });
-                    }
+                let step = release_step(
+                    release.entry(node).or_default(),
+                    first_seen.entry(node).or_default(),
+                    &candidates,
+                    uncertain.get(&node),
+                    now,
+                    RELEASE_DELAY.as_micros() as u64,
+                    self.cfg.switches.no_handshake,
+                );
+                for ip in step.aborted {
+                    self.proc.emit(Event::CiliumAbort {
+                        node: node.into(),
+                        ip: ip.into(),
+                    });
                 }
-                for ip in &candidates {
-                    let since = *seen.entry(*ip).or_insert(now);
-                    if now - since < RELEASE_DELAY.as_micros() as u64 {
-                        continue;
-                    }
-                    if self.cfg.switches.no_handshake {
-                        to_release.push((*ip, String::new(), now - since));
-                        continue;
-                    }
-                    match local.get(ip).map(Short::as_str) {
-                        None => {
-                            local.insert(*ip, Short::lit(MARKED));
-                            self.proc.emit(Event::CiliumMark {
-                                node: node.into(),
-                                ip: (*ip).into(),
-                                observed_used: used.contains_key(ip),
-                                observed_rv: obj.obj.rv,
-                            });
-                        }
-                        Some(READY) => to_release.push((*ip, READY.into(), now - since)),
-                        Some(DO_NOT_RELEASE) => {
-                            local.remove(ip);
-                            seen.remove(ip);
-                        }
-                        _ => {}
-                    }
+                for ip in step.marked {
+                    self.proc.emit(Event::CiliumMark {
+                        node: node.into(),
+                        ip: ip.into(),
+                        observed_used: used.contains_key(&ip),
+                        observed_rv: obj.obj.rv,
+                    });
                 }
-            }
+                step.to_release
+            };
             for (ip, seen_state, excess_for) in to_release {
                 let eni = pool.get(&ip).copied().unwrap_or_default();
                 self.proc.emit(Event::CiliumRelease {
