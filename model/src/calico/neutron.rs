@@ -1,4 +1,8 @@
-//! The Neutron side that Calico's watchers report to: a database service on its own node.
+//! The Neutron side that Calico's watchers report to: a database service on its own node. It
+//! stands for ML2's `update_port_status` (openstack/neutron `neutron/plugins/ml2/plugin.py`, which
+//! stores the status it is given when it differs from the stored one, whoever wrote it last) and
+//! for the agent `report_state` RPC that networking-calico casts from `on_felix_alive`
+//! (mech_calico.py line 730 at projectcalico/calico 87c15906).
 //!
 //! It records when it last heard from each Felix agent, on ITS OWN clock at receipt (Neutron marks
 //! an agent down after `agent_down_time`, 75 s, of silence), and each port's status. Like any

@@ -1,4 +1,8 @@
-//! neutron-server and its worker processes (see the module documentation of `calico`).
+//! neutron-server and its worker processes (see the module documentation of `calico`), as
+//! networking-calico asks Neutron for them: `CalicoMechanismDriver.get_workers` and
+//! `post_fork_initialize` (plugins/ml2/drivers/calico/mech_calico.py lines 478-578 at
+//! projectcalico/calico 87c15906): a manager worker (elector and compaction), the agent- and
+//! endpoint-status watcher workers, and the startup-resync worker, each its own process.
 
 use super::elector::Elector;
 use super::master::Shared;

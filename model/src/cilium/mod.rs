@@ -121,7 +121,9 @@ pub fn unused<'a, V>(
 
 /// The operator's allocation decision for one node: how many IPs to assign so that
 /// `pre_allocate` of the pool are free (`free`: the pool's IPs not in use; none when at least
-/// `pre_allocate` are free).
+/// `pre_allocate` are free). Upstream's `calculateNeededIPs` (cilium/cilium pkg/ipam/node.go at
+/// ed90dd5, see shared/spec/cilium-upstream.md) also applies min-allocate and max-allocate, which
+/// the model lacks (`model/tests/upstream_cilium.rs` lists the vectors that differ).
 pub fn needed_ips(free: usize, pre_allocate: usize) -> usize {
     pre_allocate.saturating_sub(free)
 }
