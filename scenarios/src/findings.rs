@@ -186,9 +186,9 @@ pub static FINDINGS: &[Finding] = &[
     Finding {
         id: "calico-port-status-stale-write",
         system: "calico",
-        title: "A former master's port-status writers overwrite the new master's newer status",
+        title: "Port statuses left stale across a mastership change are never corrected",
         scenario: "calico-status-backlog",
-        seeds: &[5],
+        seeds: &[5, 79],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "a diverged port was written last by a host that is not the master (and no watch canceller died)",

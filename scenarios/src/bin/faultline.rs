@@ -508,7 +508,11 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
                             f.spec.seed, s.before_faults, s.after_faults, s.runs
                         );
                         print_schedule(&s.spec);
-                        println!("  {}", s.outcome.violation.as_ref().unwrap().explanation);
+                        let v = s.outcome.violation.as_ref().unwrap();
+                        println!("  {}", v.explanation);
+                        if let Some(f) = scenarios::findings::finding_for(f.spec.scenario.name, v) {
+                            println!("  known finding: {}", f.id);
+                        }
                         println!(
                             "  replay: cargo run --release --bin faultline -- replay {}",
                             path.display()
