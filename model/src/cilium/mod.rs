@@ -10,6 +10,12 @@
 //! The CiliumNode object (kind `CiliumNode`, one per node) holds `spec.pool` (IP -> interface),
 //! `status.used` (IP -> pod) and `status.release_ips` (IP -> handshake state).
 //!
+//! The version modelled: the `release-ips` handshake is the protocol of ENI (and AlibabaCloud)
+//! agents up to cilium 1.19, which use the CRD allocator. cilium 1.20 moved ENI agents to the
+//! multi-pool allocator (PR #45154), which releases whole CIDRs without this handshake; newer
+//! operators still serve the handshake for 1.19 agents (`operator/pkg/ipam/nodemanager/node.go`
+//! @35b06d5a, `recalculate`; shared/spec/cilium-upstream.md §0).
+//!
 //! Bug switch `cilium-no-handshake`: the operator releases excess IPs directly once they have been
 //! excess for the delay, with no states (the behaviour the handshake replaced).
 
