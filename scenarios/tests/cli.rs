@@ -39,6 +39,14 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn bad_input_gets_one_line_and_status_2() {
+    for cmd in ["explore", "shrink"] {
+        let target = if cmd == "explore" {
+            "calico-restart"
+        } else {
+            "x.json"
+        };
+        assert_bad_input(&[cmd, target, "--jobs", "0"], "worker threads (1 or more)");
+    }
     assert_bad_input(
         &["run", "no-such-scenario", "--seed", "1"],
         "unknown scenario 'no-such-scenario'",
@@ -293,6 +301,34 @@ fn list_bugs_and_check_determinism() {
     let d = faultline(&["check-determinism", "calico-clock-skew", "--seeds", "6"]);
     assert_eq!(d.status.code(), Some(0));
     assert_eq!(last_json(&d)["mismatches"], 0);
+    let dj = faultline(&[
+        "check-determinism",
+        "calico-restart",
+        "--seeds",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(dj.status.code(), Some(0), "--json is accepted");
+    assert_eq!(last_json(&dj)["seeds"], 2);
+    let f = last_json(&faultline(&["findings", "--json"]));
+    let ids: Vec<&str> = f["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), scenarios::FINDINGS.len());
+    assert!(ids.contains(&"calico-watch-canceller-dies"), "{ids:?}");
+    for x in f["findings"].as_array().unwrap() {
+        if x["system"] == "calico" {
+            let up = &x["upstream"][0];
+            assert_eq!(
+                up["commit"], "87c15906f20c4ca1fda55af92295e7678b0cc0b2",
+                "{x}"
+            );
+            assert!(up["lines"].as_str().is_some_and(|l| !l.is_empty()), "{x}");
+        }
+    }
 }
 
 #[test]

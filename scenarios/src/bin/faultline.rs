@@ -85,7 +85,7 @@ enum Cmd {
         #[arg(long = "fix")]
         fixes: Vec<String>,
         /// Worker threads (default: the number of cores).
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one)]
         jobs: Option<usize>,
         #[arg(long)]
         keep_going: bool,
@@ -113,7 +113,7 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Worker threads (default: the number of cores); the result does not depend on it.
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one)]
         jobs: Option<usize>,
         #[arg(long)]
         json: bool,
@@ -137,6 +137,9 @@ enum Cmd {
         bugs: Vec<String>,
         #[arg(long = "fix")]
         fixes: Vec<String>,
+        /// Accepted for the one CLI contract: the output always ends with one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Write a report (index.html, summary.md, report.json) of one seed, many seeds, or a replay file.
     Report {
@@ -546,6 +549,7 @@ fn dispatch(cmd: Cmd) -> Result<u8, BadInput> {
             from,
             bugs,
             fixes,
+            json: _,
         } => {
             let sc = find_scenario(&scenario)?;
             let seeds = count(&seeds, "seed count")?;
@@ -1174,4 +1178,14 @@ fn growth(seeds: u64, json: bool) -> Result<u8, BadInput> {
     }
     println!("{}", json!({ "growth": rows }));
     Ok(0)
+}
+
+/// `--jobs`: a whole number of at least 1.
+fn at_least_one(v: &str) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{v}' is not a number of worker threads (1 or more)"
+        )),
+    }
 }
