@@ -1,8 +1,19 @@
 # Recipes mirroring the README's commands. `just --list` shows them.
 
-# Run the whole test suite (what CI runs).
+# Run the test suite (the README's test command; the suites that need etcd or chromium are listed
+# as ignored, with the reason).
 test:
     cargo test
+
+# Install what the ignored suites need: a real etcd 3.4 and chromium (Debian packages; as root).
+deps:
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server chromium
+
+# Everything CI runs: the test suite, then the etcd conformance suite and the browser test.
+test-all: test
+    cargo test -p sim --test etcd_conformance -- --ignored
+    cargo test -p scenarios --test reports -- --ignored
 
 # Explore a scenario (default: the main job), e.g. `just explore calico-split-brain --seeds 5000`.
 explore scenario="calico-silent-task-death" *args="":

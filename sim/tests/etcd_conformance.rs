@@ -56,14 +56,10 @@ fn etcd_binary() -> Option<std::path::PathBuf> {
 
 /// Starts a real etcd for one test (stopped by its process id when the returned value drops).
 fn server() -> Option<Server> {
+    // The suite is #[ignore]d (a plain `cargo test` lists it as ignored, with the reason); run
+    // with `--ignored` it must have its server.
     let Some(bin) = etcd_binary() else {
-        if std::env::var_os("CI").is_some() {
-            panic!("etcd is not installed: CI must run the conformance suite (apt-get install etcd-server)");
-        }
-        eprintln!(
-            "etcd_conformance: SKIPPED, no etcd binary (apt-get install etcd-server to run it)"
-        );
-        return None;
+        panic!("etcd is not installed: `just deps` (apt-get install etcd-server) runs the conformance suite");
     };
     let (client, peer) = (free_port(), free_port());
     let dir = std::env::temp_dir().join(format!("faultline-etcd-{}-{client}", std::process::id()));
@@ -824,6 +820,7 @@ fn fresh_ns(tag: &str) -> String {
 
 /// 500 generated sequences, from a fixed seed.
 #[test]
+#[ignore = "needs a real etcd 3.4 (Debian etcd-server): `just deps`, then `just test-all`"]
 fn generated_sequences_agree() {
     let Some(real) = server() else { return };
     let persist = FileFailurePersistence::Direct(concat!(
@@ -847,6 +844,7 @@ fn generated_sequences_agree() {
 
 /// The hand-picked edge cases of the conformance issue.
 #[test]
+#[ignore = "needs a real etcd 3.4 (Debian etcd-server): `just deps`, then `just test-all`"]
 fn edge_cases_agree() {
     let Some(real) = server() else { return };
     use Step::*;
@@ -1036,6 +1034,7 @@ fn edge_cases_agree() {
 
 /// Lease expiry with short TTLs and real waits: keys go away in one revision on both sides.
 #[test]
+#[ignore = "needs a real etcd 3.4 (Debian etcd-server): `just deps`, then `just test-all`"]
 fn lease_expiry_agrees() {
     let Some(real) = server() else { return };
     use Step::*;
@@ -1096,6 +1095,7 @@ fn lease_expiry_agrees() {
 /// goes 4.5-5.0 s after the restart, 0.1-0.4 s after the model's instant; a model renewing with
 /// the TTL alone would be 1.1-1.5 s early, outside the tolerance.
 #[test]
+#[ignore = "needs a real etcd 3.4 (Debian etcd-server): `just deps`, then `just test-all`"]
 fn lease_expiry_after_a_restart_agrees() {
     use sim::etcd::lessor::DEFAULT_ELECTION_TIMEOUT_MS;
     use sim::etcd::store::DEFAULT_MIN_TTL_S;
