@@ -3,15 +3,24 @@
 //! madsim has one global clock (the simulator's "true time"). Real nodes disagree about time, and
 //! the systems we model read two different clocks, so every node carries its own [`NodeClock`]:
 //!
-//! * a **monotonic** clock: true time since the node last booted (it restarts at zero when the node
-//!   restarts, like `CLOCK_MONOTONIC` / Python's `time.monotonic()` on Linux);
+//! * a **monotonic** clock: time since the node last booted (it restarts at zero when the node
+//!   restarts, like `CLOCK_MONOTONIC` / Python's `time.monotonic()` on Linux), counted at the true
+//!   rate unless a rate fault makes it run fast or slow;
 //! * a **wall** clock: true time plus an offset that can drift (parts per million) and be stepped
 //!   forward or backward (NTP steps, VM restores), like `time.time()`.
 //!
 //! The wall clock is a piecewise-linear function of true time (the shape of TigerBeetle's simulated
 //! time: linear segments with steps). It is pure and integer-only, so the same inputs always give the
-//! same readings in debug and release builds. Monotonic clocks run at the true rate: drift models an
-//! undisciplined wall clock, which is what the modelled systems compare against.
+//! same readings in debug and release builds. Drift models an undisciplined wall clock, which is what
+//! the modelled systems compare against.
+//!
+//! The monotonic clock is piecewise linear too, but has rates only (no steps, and never backward):
+//! from each change on it runs at `(1 + ppm / 1e6)` times the true rate. A rate change keeps the
+//! reading continuous; a reboot restarts it at zero at the rate in force. This models a host whose
+//! timer source runs fast or slow (a mis-calibrated TSC, a VM whose hypervisor scales or steals its
+//! clock) and lets a fault break what timeouts measured on one node assume about another's: that
+//! a second here is a second there. By default the rate is 0 ppm and the monotonic clock is true
+//! time since boot.
 //!
 //! All times are microseconds. True time is `u64` since the start of the run; wall readings are `i64`
 //! microseconds relative to [`EPOCH_UNIX_US`] (the wall time of true time zero on a node with no
@@ -51,11 +60,83 @@ impl Segment {
     }
 }
 
+/// One linear piece of a monotonic clock: from true time `from_us` on, `mono = mono_at_from_us +
+/// floor(elapsed * (1e6 + rate_ppm) / 1e6)`. `rate_ppm > -1e6`, so the reading never decreases.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct MonoSegment {
+    from_us: u64,
+    mono_at_from_us: u64,
+    rate_ppm: i64,
+}
+
+impl MonoSegment {
+    fn mono_at(&self, t_us: u64) -> u64 {
+        let dt = t_us.saturating_sub(self.from_us);
+        if self.rate_ppm == 0 {
+            return self.mono_at_from_us + dt;
+        }
+        // In 64 bits when it fits, else in 128: the same value (as for the wall segments).
+        let ticks = match i64::try_from(dt)
+            .ok()
+            .and_then(|d| d.checked_mul(self.rate_ppm).map(|m| (d, m)))
+        {
+            Some((d, m)) => (d + m.div_euclid(PPM as i64)) as u64,
+            None => {
+                let d = dt as i128;
+                (d + (d * self.rate_ppm as i128).div_euclid(PPM)) as u64
+            }
+        };
+        self.mono_at_from_us + ticks
+    }
+
+    /// The earliest true time at which this piece, extended backward if need be, reads at least
+    /// `mono_us`: exact, since `floor(x) >= n` iff `x >= n` for an integer `n`.
+    fn true_time_for(&self, mono_us: u64) -> u64 {
+        let need = mono_us as i128 - self.mono_at_from_us as i128;
+        let rate = PPM + self.rate_ppm as i128;
+        // The smallest dt with dt * rate >= need * PPM (rate > 0): a ceiling division.
+        let dt = -(-need * PPM).div_euclid(rate);
+        let t = self.from_us as i128 + dt;
+        u64::try_from(t.max(0)).unwrap_or(u64::MAX)
+    }
+}
+
+/// The slowest monotonic rate a clock accepts (ppm): at -1e6 it would stop, and a sleep on it would
+/// never end.
+pub const MIN_MONO_RATE_PPM: i64 = -999_999;
+
 /// A node's clocks. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct NodeClock {
     segments: Vec<Segment>,
+    mono: Vec<MonoSegment>,
     boot_us: u64,
+}
+
+/// The piece of `pieces` (in true-time order, starting at `from(piece)`) in force at `t_us`.
+fn piece_at<S>(pieces: &[S], from: impl Fn(&S) -> u64, t_us: u64) -> &S {
+    // Most readings are of the present: the last piece.
+    let last = pieces.last().expect("a clock has a piece");
+    if from(last) <= t_us {
+        return last;
+    }
+    let i = pieces.partition_point(|s| from(s) <= t_us);
+    &pieces[i.saturating_sub(1)]
+}
+
+/// Appends `piece` (which starts at `from(piece)`), replacing the last one if it starts at the same
+/// instant.
+fn push_piece<S>(pieces: &mut Vec<S>, from: impl Fn(&S) -> u64, piece: S) {
+    let last = from(pieces.last().expect("a clock has a piece"));
+    assert!(
+        from(&piece) >= last,
+        "clock changes must be applied in true-time order"
+    );
+    if from(&piece) == last {
+        *pieces.last_mut().unwrap() = piece;
+    } else {
+        pieces.push(piece);
+    }
 }
 
 impl NodeClock {
@@ -68,19 +149,18 @@ impl NodeClock {
                 wall_at_from_us: offset_us,
                 drift_ppm,
             }],
+            mono: vec![MonoSegment {
+                from_us: 0,
+                mono_at_from_us: 0,
+                rate_ppm: 0,
+            }],
             boot_us: 0,
         }
     }
 
     fn segment_at(&self, t_us: u64) -> &Segment {
         // Segments are appended in true-time order; readings of the past use the piece in force then.
-        // Most readings are of the present: the last piece.
-        let last = self.segments.last().expect("a clock has a segment");
-        if last.from_us <= t_us {
-            return last;
-        }
-        let i = self.segments.partition_point(|s| s.from_us <= t_us);
-        &self.segments[i.saturating_sub(1)]
+        piece_at(&self.segments, |s| s.from_us, t_us)
     }
 
     /// Wall reading at true time `t_us`.
@@ -93,9 +173,43 @@ impl NodeClock {
         self.wall_at(t_us) - t_us as i64
     }
 
-    /// Monotonic reading (time since boot) at true time `t_us`.
+    /// Monotonic reading (time since boot, at the clock's rate) at true time `t_us`.
     pub fn mono_at(&self, t_us: u64) -> u64 {
-        t_us.saturating_sub(self.boot_us)
+        piece_at(&self.mono, |s| s.from_us, t_us).mono_at(t_us)
+    }
+
+    /// Current monotonic rate in ppm (0: the true rate).
+    pub fn mono_rate_ppm(&self) -> i64 {
+        self.mono.last().expect("a clock has a piece").rate_ppm
+    }
+
+    /// Makes the monotonic clock run at `(1 + ppm / 1e6)` times the true rate from true time `t_us`
+    /// on (the reading itself is continuous). Rates below [`MIN_MONO_RATE_PPM`] are raised to it,
+    /// so that the clock keeps moving forward.
+    pub fn set_mono_rate(&mut self, t_us: u64, ppm: i64) {
+        let mono = self.mono_at(t_us);
+        push_piece(
+            &mut self.mono,
+            |s| s.from_us,
+            MonoSegment {
+                from_us: t_us,
+                mono_at_from_us: mono,
+                rate_ppm: ppm.max(MIN_MONO_RATE_PPM),
+            },
+        );
+    }
+
+    /// The earliest true time at which the monotonic clock reads at least `mono_us`, assuming its
+    /// current rate holds (a later rate change or reboot is not foreseen: callers holding a timer
+    /// keep the deadline this gave, as with [`NodeClock::true_time_for_wall`]). Exact: the clock
+    /// reads `mono_us` or more at the returned time and less one microsecond before, for any
+    /// reading not yet passed; for one already passed it is a time no later than the current
+    /// rate's start (at the true rate since boot: `boot + mono_us`, as it always was).
+    pub fn true_time_for_mono(&self, mono_us: u64) -> u64 {
+        self.mono
+            .last()
+            .expect("a clock has a piece")
+            .true_time_for(mono_us)
     }
 
     /// True time of the last boot.
@@ -112,16 +226,7 @@ impl NodeClock {
     }
 
     fn push(&mut self, seg: Segment) {
-        let last = self.segments.last().expect("a clock has a segment");
-        assert!(
-            seg.from_us >= last.from_us,
-            "clock changes must be applied in true-time order"
-        );
-        if seg.from_us == last.from_us {
-            *self.segments.last_mut().unwrap() = seg;
-        } else {
-            self.segments.push(seg);
-        }
+        push_piece(&mut self.segments, |s| s.from_us, seg);
     }
 
     /// Step the wall clock by `delta_us` (positive: forward) at true time `t_us`.
@@ -145,10 +250,21 @@ impl NodeClock {
         });
     }
 
-    /// The node booted at true time `t_us`: the monotonic clock restarts at zero; the wall clock
-    /// (battery-backed, NTP-set) carries on.
+    /// The node booted at true time `t_us`: the monotonic clock restarts at zero, at the rate in
+    /// force (the hardware's, which a reboot does not change); the wall clock (battery-backed,
+    /// NTP-set) carries on.
     pub fn reboot(&mut self, t_us: u64) {
         self.boot_us = t_us;
+        let rate_ppm = self.mono_rate_ppm();
+        push_piece(
+            &mut self.mono,
+            |s| s.from_us,
+            MonoSegment {
+                from_us: t_us,
+                mono_at_from_us: 0,
+                rate_ppm,
+            },
+        );
     }
 
     /// The earliest true time `>= now_us` at which the wall clock reads at least `wall_us`, assuming
@@ -239,6 +355,20 @@ mod tests {
             let wide = wall + (d + (d * drift as i128).div_euclid(PPM)) as i64;
             prop_assert_eq!(seg.wall_at(from + dt), wide);
         }
+
+        /// The same for the monotonic pieces.
+        #[test]
+        fn mono_reading_equals_the_wide_formula(
+            from in 0u64..1u64 << 40,
+            dt in prop_oneof![0u64..10_000_000_000, any::<u32>().prop_map(u64::from)],
+            mono in 0u64..1u64 << 45,
+            rate in prop_oneof![Just(0i64), -1_000i64..1_000, MIN_MONO_RATE_PPM..2_000_000],
+        ) {
+            let seg = MonoSegment { from_us: from, mono_at_from_us: mono, rate_ppm: rate };
+            let d = dt as i128;
+            let wide = mono + (d * (PPM + rate as i128)).div_euclid(PPM) as u64;
+            prop_assert_eq!(seg.mono_at(from + dt), wide);
+        }
     }
 
     #[test]
@@ -287,6 +417,98 @@ mod tests {
         assert_eq!(c.mono_at(9_500_000), 2_500_000);
         // Wall carries on across a reboot.
         assert_eq!(c.wall_at(9_500_000), 9_501_000);
+    }
+
+    #[test]
+    fn monotonic_reads_at_its_rate() {
+        let mut c = NodeClock::new(0, 0);
+        c.set_mono_rate(2_000_000, 500_000);
+        assert_eq!(c.mono_at(2_000_000), 2_000_000);
+        // 4 true seconds at +50 %: 6 monotonic seconds.
+        assert_eq!(c.mono_at(6_000_000), 8_000_000);
+        assert_eq!(c.mono_rate_ppm(), 500_000);
+        // Slow clocks round toward negative infinity: 3 µs at -50 % is 1.5, read as 1.
+        let mut slow = NodeClock::new(0, 0);
+        slow.set_mono_rate(0, -500_000);
+        assert_eq!(slow.mono_at(3), 1);
+        assert_eq!(slow.mono_at(10_000_000), 5_000_000);
+        // The wall clock is not affected.
+        assert_eq!(c.wall_at(6_000_000), 6_000_000);
+    }
+
+    #[test]
+    fn monotonic_is_continuous_across_rate_changes() {
+        let mut c = NodeClock::new(0, 0);
+        let changes = [(1_000_000, 250_000), (1_500_001, -900_000), (7_000_003, 37)];
+        for (t, ppm) in changes {
+            let before = c.mono_at(t);
+            c.set_mono_rate(t, ppm);
+            assert_eq!(c.mono_at(t), before, "jump at {t}");
+        }
+        // Never decreasing, and the past keeps the readings it had.
+        let mut last = 0;
+        for t in (0..9_000_000).step_by(999) {
+            let m = c.mono_at(t);
+            assert!(m >= last, "went back at {t}");
+            last = m;
+        }
+        assert_eq!(c.mono_at(1_000_000), 1_000_000);
+        assert_eq!(c.mono_at(1_500_001), 1_625_001);
+        // A rate at or below -100 % would stop the clock: it is held just above.
+        c.set_mono_rate(9_000_000, -2_000_000);
+        assert_eq!(c.mono_rate_ppm(), MIN_MONO_RATE_PPM);
+        assert!(c.mono_at(10_000_000) > c.mono_at(9_000_000));
+    }
+
+    #[test]
+    fn monotonic_inverse_is_exact() {
+        for ppm in [
+            MIN_MONO_RATE_PPM,
+            -500_000,
+            -1,
+            0,
+            1,
+            37,
+            500_000,
+            1_000_000,
+            9_000_000,
+        ] {
+            let mut c = NodeClock::new(0, 0);
+            c.reboot(3_000_000);
+            c.set_mono_rate(4_000_000, ppm);
+            let now_mono = c.mono_at(4_000_000);
+            for target in [now_mono, now_mono + 1, now_mono + 999_999, 123_456_789] {
+                let t = c.true_time_for_mono(target);
+                assert!(c.mono_at(t) >= target, "ppm {ppm} target {target}");
+                assert!(
+                    c.mono_at(t - 1) < target,
+                    "not earliest: ppm {ppm} target {target}"
+                );
+            }
+        }
+        // At the true rate since boot it is boot + reading, even for a reading already passed.
+        let mut c = NodeClock::new(0, 0);
+        c.reboot(5_000_000);
+        assert_eq!(c.true_time_for_mono(7), 5_000_007);
+        assert_eq!(c.true_time_for_mono(0), 5_000_000);
+    }
+
+    #[test]
+    fn reboot_restarts_monotonic_at_the_current_rate() {
+        let mut c = NodeClock::new(0, 0);
+        c.set_mono_rate(1_000_000, 1_000_000);
+        c.reboot(5_000_000);
+        assert_eq!(c.mono_at(5_000_000), 0);
+        assert_eq!(c.boot_us(), 5_000_000);
+        assert_eq!(c.mono_rate_ppm(), 1_000_000);
+        // Twice as fast after the reboot too.
+        assert_eq!(c.mono_at(6_000_000), 2_000_000);
+        // Before the reboot it read 1 s + 2 x 4 s.
+        assert_eq!(c.mono_at(4_999_999), 8_999_998);
+        // Back to the true rate: continuous.
+        c.set_mono_rate(7_000_000, 0);
+        assert_eq!(c.mono_at(8_000_000), 5_000_000);
+        assert_eq!(c.true_time_for_mono(6_000_000), 9_000_000);
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub enum FaultKind {
     ClockStep { node: String, delta_ms: i64 },
     /// The node's wall clock drifts at `ppm` from now on (for `dur_ms`, then back to 0; 0 = for good).
     Drift { node: String, ppm: i64 },
+    /// The node's monotonic clock runs at `(1 + ppm / 1e6)` times the true rate from now on (for
+    /// `dur_ms`, then back to the true rate; 0 = for good). Its timers follow it: a process's sleep
+    /// lasts its duration of this clock. The wall clock is not affected (see [`FaultKind::Drift`]).
+    ClockRate { node: String, ppm: i64 },
     /// The named task on the node is dropped at once: no cleanup code runs.
     TaskDeath { node: String, task: String },
     /// The named task is not polled for `dur_ms` (its process stays up).
@@ -80,6 +84,7 @@ impl FaultKind {
             | Crash { node }
             | ClockStep { node, .. }
             | Drift { node, .. }
+            | ClockRate { node, .. }
             | TaskDeath { node, .. }
             | TaskStall { node, .. }
             | ProcessCrash { node, .. }
@@ -106,6 +111,9 @@ impl FaultKind {
             Crash { node } => format!("crash {node}"),
             ClockStep { node, delta_ms } => format!("clock step {delta_ms:+} ms on {node}"),
             Drift { node, ppm } => format!("drift {ppm:+} ppm on {node}"),
+            ClockRate { node, ppm } => {
+                format!("monotonic clock at {} rate on {node}", ppm_as_percent(*ppm))
+            }
             TaskDeath { node, task } => format!("silent death of {node}/{task}"),
             TaskStall { node, task } => format!("stall of {node}/{task}"),
             ProcessCrash { node, process } => format!("crash of process {node}/{process}"),
@@ -118,6 +126,63 @@ impl FaultKind {
             ServiceGarbled { node, percent } => format!("{percent}% garbled replies from {node}"),
             Activate { node } => format!("standby on {node} believes it leads"),
         }
+    }
+}
+
+/// A rate change in ppm as a signed percentage with as many decimals as it needs, at least one
+/// (`500_000` is `+50.0%`, `-125` is `-0.0125%`).
+fn ppm_as_percent(ppm: i64) -> String {
+    let sign = if ppm < 0 { '-' } else { '+' };
+    let abs = ppm.unsigned_abs();
+    let frac = format!("{:04}", abs % 10_000);
+    let frac = frac.trim_end_matches('0');
+    let frac = if frac.is_empty() { "0" } else { frac };
+    format!("{sign}{}.{frac}%", abs / 10_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_fault_describes_itself_in_percent() {
+        let rate = |ppm| FaultKind::ClockRate {
+            node: "n1".into(),
+            ppm,
+        };
+        assert_eq!(
+            rate(500_000).describe(),
+            "monotonic clock at +50.0% rate on n1"
+        );
+        assert_eq!(
+            rate(-125).describe(),
+            "monotonic clock at -0.0125% rate on n1"
+        );
+        assert_eq!(
+            rate(1_000_000).describe(),
+            "monotonic clock at +100.0% rate on n1"
+        );
+        assert_eq!(rate(0).describe(), "monotonic clock at +0.0% rate on n1");
+        assert_eq!(rate(7).nodes(), vec!["n1"]);
+    }
+
+    #[test]
+    fn a_rate_fault_reads_and_writes_as_clock_rate() {
+        let f: Fault = serde_json::from_str(
+            r#"{"at_ms":5,"dur_ms":10,"kind":"clock-rate","node":"n1","ppm":-20}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            f.kind,
+            FaultKind::ClockRate {
+                node: "n1".into(),
+                ppm: -20
+            }
+        );
+        assert_eq!(
+            serde_json::to_string(&f).unwrap(),
+            r#"{"at_ms":5,"dur_ms":10,"kind":"clock-rate","node":"n1","ppm":-20}"#
+        );
     }
 }
 

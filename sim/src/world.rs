@@ -277,10 +277,23 @@ impl World {
         self.0.nodes.borrow()[node as usize].clock.wall_at(now)
     }
 
-    /// The node's monotonic clock now (µs since boot).
+    /// The node's monotonic clock now (µs since boot, at the node's monotonic rate).
     pub fn mono_us(&self, node: NodeIx) -> u64 {
         let now = self.now_us();
         self.0.nodes.borrow()[node as usize].clock.mono_at(now)
+    }
+
+    /// The earliest true time at which the node's monotonic clock reads `mono_us`, assuming its
+    /// current rate holds (see `NodeClock::true_time_for_mono`).
+    pub fn true_time_for_mono(&self, node: NodeIx, mono_us: u64) -> u64 {
+        self.0.nodes.borrow()[node as usize]
+            .clock
+            .true_time_for_mono(mono_us)
+    }
+
+    /// The node's current monotonic rate (ppm; 0: the true rate).
+    pub fn mono_rate_ppm(&self, node: NodeIx) -> i64 {
+        self.0.nodes.borrow()[node as usize].clock.mono_rate_ppm()
     }
 
     /// A copy of the node's clock (for reports and local-time conversions).
@@ -707,6 +720,11 @@ impl World {
                     self.emit(n, Event::ClockDrift { ppm: *ppm });
                 }
             }
+            ClockRate { node, ppm } => {
+                if let Some(n) = self.node(node) {
+                    self.set_mono_rate(n, now, *ppm);
+                }
+            }
             TaskDeath { node, task } => {
                 if let Some(n) = self.node(node) {
                     if let Some(pid) = self.find_process(n, |p| p.tasks.contains_key(task)) {
@@ -837,6 +855,11 @@ impl World {
                     self.emit(n, Event::ClockDrift { ppm: 0 });
                 }
             }
+            ClockRate { node, .. } => {
+                if let Some(n) = self.node(node) {
+                    self.set_mono_rate(n, now, 0);
+                }
+            }
             TaskStall { node, task } => {
                 if let Some(n) = self.node(node) {
                     let nodes = self.0.nodes.borrow();
@@ -885,6 +908,16 @@ impl World {
                 }
             }
         }
+    }
+
+    /// Sets the node's monotonic rate. Sleeps already armed keep their deadlines (see
+    /// [`Proc::sleep`]), so nobody is notified: [`World::clock_notify`] is about the wall clock.
+    fn set_mono_rate(&self, node: NodeIx, now: u64, ppm: i64) {
+        self.0.nodes.borrow_mut()[node as usize]
+            .clock
+            .set_mono_rate(now, ppm);
+        let ppm = self.0.nodes.borrow()[node as usize].clock.mono_rate_ppm();
+        self.emit(node, Event::MonoRate { ppm });
     }
 
     fn change_clock(&self, node: NodeIx, f: impl FnOnce(&mut NodeClock)) {
@@ -1145,18 +1178,26 @@ impl Proc {
         crate::time::sleep_until(self.mono_instant(mono_us))
     }
 
-    /// The instant at which this node's monotonic clock reads `mono_us` (it counts true time
-    /// since the node's boot).
+    /// The instant at which this node's monotonic clock reads `mono_us`, at its current rate (at
+    /// the true rate: boot time + `mono_us`). A rate change after this is asked keeps the instant
+    /// it gave (the approximation `World::true_time_for_wall` makes for the wall clock).
     pub fn mono_instant(&self, mono_us: u64) -> Instant {
-        let boot = self.world.0.nodes.borrow()[self.node as usize]
-            .clock
-            .boot_us();
-        self.world.instant_at(boot + mono_us)
+        self.world
+            .instant_at(self.world.true_time_for_mono(self.node, mono_us))
     }
 
-    /// Sleeps for `d` of this node's monotonic time.
+    /// Sleeps for `d` of this node's monotonic time: `d` of true time at the true rate, `d / 2`
+    /// when the clock runs at +100 %. The deadline is fixed when the sleep starts: a rate change
+    /// during it does not move it. (Network request timeouts, [`Proc::call`], stay in true time:
+    /// they stand for the peer's and the network's behaviour as much as for the caller's clock.)
     pub async fn sleep(&self, d: Duration) {
-        crate::time::sleep(d).await;
+        if self.world.mono_rate_ppm(self.node) == 0 {
+            // The true rate: the plain timer (the path every run without a rate fault takes).
+            crate::time::sleep(d).await;
+            return;
+        }
+        let target = self.mono_us().saturating_add(d.as_micros() as u64);
+        self.sleep_until_mono(target).await;
     }
 
     /// A random generator private to this process and purpose, derived from the run's seed.

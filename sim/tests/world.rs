@@ -302,3 +302,46 @@ fn the_liveness_phase_ends_a_long_stall_at_once() {
         "the stall did not end with the fault window: {ticks:?}"
     );
 }
+
+#[test]
+fn a_sleep_lasts_its_duration_of_the_nodes_monotonic_clock() {
+    // From 1 s to 21 s the client's monotonic clock runs at +100 %: twice the true rate.
+    let fast = Fault {
+        at_ms: 1_000,
+        dur_ms: 20_000,
+        kind: FaultKind::ClockRate {
+            node: "client".into(),
+            ppm: 1_000_000,
+        },
+    };
+    let log = with_etcd(0, vec![fast], |p, _etcd, w, log| async move {
+        let at =
+            |p: &Proc, w: &World| format!("{:.3} mono {:.3}", secs(w), p.mono_us() as f64 / 1e6);
+        p.sleep(Duration::from_secs(2)).await;
+        log.borrow_mut().push(at(&p, &w));
+        // 10 s of a clock at twice the rate: 5 s of true time.
+        p.sleep(Duration::from_secs(10)).await;
+        log.borrow_mut().push(at(&p, &w));
+        // Sleeping until a monotonic reading uses the rate too: 4 s on the clock, 2 s true.
+        p.sleep_until_mono(p.mono_us() + 4_000_000).await;
+        log.borrow_mut().push(at(&p, &w));
+        // Armed at 9 s for 30 s on the clock, 15 s true at the rate then: due at 24 s. The rate
+        // ends at 21 s and the armed sleep keeps its deadline (the documented approximation), so
+        // it lasts 41 - 17 + 3 = 27 s on the clock, not 30.
+        p.sleep(Duration::from_secs(30)).await;
+        log.borrow_mut().push(at(&p, &w));
+        // At the true rate again: 10 s is 10 s.
+        p.sleep(Duration::from_secs(10)).await;
+        log.borrow_mut().push(at(&p, &w));
+    });
+    assert_eq!(
+        log,
+        vec![
+            "2.000 mono 3.000",
+            "7.000 mono 13.000",
+            "9.000 mono 17.000",
+            "24.000 mono 44.000",
+            "34.000 mono 54.000",
+        ]
+    );
+}

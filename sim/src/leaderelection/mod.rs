@@ -82,12 +82,17 @@
 //! # Clocks
 //!
 //! Each elector measures with its own node's monotonic clock ([`Proc::mono_us`]) and stamps the
-//! record's times with its node's wall clock ([`Proc::wall_us`]). In this simulator monotonic
-//! clocks cannot drift or run at another rate: they are true time since the node booted
-//! (`sim/src/clock.rs` module doc, l. 13-14, `NodeClock::mono_at`). Wall-clock offsets, drift and
+//! record's times with its node's wall clock ([`Proc::wall_us`]). Wall-clock offsets, drift and
 //! steps change only the `acquireTime`/`renewTime` values, which client-go never compares with a
-//! clock; so the skew-*rate* tolerance that LeaseDuration/RenewDeadline buys (l. 30-41) cannot be
-//! exercised here, while pauses, partitions, latency and slow or ambiguous API answers can.
+//! clock. The monotonic clock runs at the true rate unless a [`crate::FaultKind::ClockRate`] fault
+//! makes one node's run fast or slow (`sim/src/clock.rs` module doc, `NodeClock::mono_at`): that
+//! is the skew-*rate* that LeaseDuration/RenewDeadline are meant to tolerate (l. 30-41). Under it
+//! the elector's sleeps ([`Proc::sleep_until_mono`]) and its lease-validity and renew-deadline
+//! arithmetic all follow its own clock, so a candidate whose clock runs fast sees another's lease
+//! expire early, and a leader whose clock runs slow renews late and keeps leading past the time
+//! the others count. Approximations: a sleep armed before a rate change keeps its deadline, and
+//! the per-request timeout of a lock call is in true time (see [`Proc::sleep`]). Pauses,
+//! partitions, latency and slow or ambiguous API answers are exercised as before.
 //!
 //! # Store and trace
 //!
