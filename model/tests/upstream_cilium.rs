@@ -1,6 +1,6 @@
 //! Upstream Cilium IPAM's unit tests for the excess-IP release handshake, mirrored against the
-//! model's operator and agent decision code (`model::cilium::{operator, agent}` and the shared
-//! functions in `model::cilium`).
+//! model's operator and agent decision code (`model::cilium::decide`, `model::cilium::agent`, and
+//! the operator `model::cilium::operator` run in simulation through `cilium_support`).
 //!
 //! Upstream: cilium/cilium `main` at commit ed90dd5ea4c754a04a8135c6bb9c8afe29b75811 (2024-08-23,
 //! VERSION 1.17.0-dev), read from the public fork skmatti/cilium, which holds upstream `main` up
@@ -28,159 +28,126 @@
 //!
 //! | Rust test | upstream test | status |
 //! |---|---|---|
-//! | `upstream_cilium_calculate_excess_ips` | `TestCalculateExcessIPs` (vectors with min-allocate 0) | pass |
-//! | `upstream_cilium_calculate_excess_ips_min_allocate` | `TestCalculateExcessIPs` (vectors with min-allocate > 0) | ignored |
-//! | `upstream_cilium_calculate_needed_ips` | `TestCalculateNeededIPs` (vectors with min- and max-allocate 0) | pass |
-//! | `upstream_cilium_calculate_needed_ips_min_max_allocate` | `TestCalculateNeededIPs` (the other vectors) | ignored |
+//! | `upstream_cilium_calculate_excess_ips` | `TestCalculateExcessIPs` (all 10 vectors) | pass |
+//! | `upstream_cilium_calculate_needed_ips` | `TestCalculateNeededIPs` (all 10 vectors) | pass |
 //! | `upstream_cilium_mark_for_release_no_allocate` | `TestMarkForReleaseNoAllocate` (crd_test.go) | pass |
-//! | `upstream_cilium_node_manager_release_address` | `TestNodeManagerReleaseAddress` (pkg/ipam), parameters the model expresses | pass |
-//! | `upstream_cilium_node_manager_release_address_upstream_parameters` | `TestNodeManagerReleaseAddress` (pkg/ipam), upstream's parameters and numbers | ignored |
-//! | `upstream_cilium_node_manager_abort_release` | `TestNodeManagerAbortRelease`, min-allocate's first allocation seeded | pass |
-//! | `upstream_cilium_node_manager_abort_release_upstream_parameters` | `TestNodeManagerAbortRelease`, upstream's parameters and numbers | ignored |
-//! | `upstream_cilium_eni_node_manager_release_address` | `TestNodeManagerReleaseAddress` (pkg/aws/eni), parameters the model expresses | pass |
-//! | `upstream_cilium_eni_node_manager_release_address_upstream_parameters` | `TestNodeManagerReleaseAddress` (pkg/aws/eni), upstream's parameters and numbers | ignored |
-//! | `upstream_cilium_eni_prepare_ip_release_interface_choice` | none: the ENI `PrepareIPRelease` rule the ENI test runs through | ignored |
-//! | `upstream_cilium_node_manager_abort_release_ip_reassignment` | `TestNodeManagerAbortReleaseIPReassignment` (newer nodemanager) | ignored |
+//! | `upstream_cilium_node_manager_release_address` | `TestNodeManagerReleaseAddress` (pkg/ipam), upstream's parameters and numbers | pass |
+//! | `upstream_cilium_node_manager_abort_release` | `TestNodeManagerAbortRelease`, upstream's parameters and numbers | pass |
+//! | `upstream_cilium_node_manager_release_address_decisions` | `TestNodeManagerReleaseAddress` (pkg/ipam)'s handshake on the decision functions, 2 s delay | pass |
+//! | `upstream_cilium_node_manager_abort_release_decisions` | `TestNodeManagerAbortRelease`'s handshake on the decision functions, 2 s delay | pass |
+//! | `upstream_cilium_eni_node_manager_release_address` | `TestNodeManagerReleaseAddress` (pkg/aws/eni), upstream's parameters and numbers | ignored (divergence 6) |
+//! | `upstream_cilium_eni_prepare_ip_release_interface_choice` | none: the ENI `PrepareIPRelease` rule the ENI test runs through | pass |
+//! | `upstream_cilium_node_manager_abort_release_ip_reassignment` | `TestNodeManagerAbortReleaseIPReassignment` (newer nodemanager), on the decision functions, fix on | pass |
+//! | `upstream_cilium_node_manager_abort_release_ip_reassignment_without_fix` | the same steps, @ed90dd5's `abortNoLongerExcessIPs` (no fix): the entry sticks | pass |
+//! | `upstream_cilium_node_manager_abort_release_ip_reassignment_simulated_without_fix` | the same steps on the simulated operator, switch `readd_released_ip` off: the entry sticks | pass |
+//! | `upstream_cilium_node_manager_abort_release_ip_reassignment_simulated` | `TestNodeManagerAbortReleaseIPReassignment` on the simulated operator, switch `readd_released_ip` on | ignored (divergence 7) |
 //!
-//! Every ignored test is runnable (`cargo test -p model --test upstream_cilium -- --ignored`): it
+//! An ignored test is runnable (`cargo test -p model --test upstream_cilium -- --ignored`): it
 //! asserts upstream's expected values against the model and fails, listing every value where the
 //! model differs. Its `#[ignore]` reason says why.
 //!
 //! How upstream's vocabulary maps onto the model's:
-//! * `calculateExcessIPs(available, used, pre, min, maw)` is [`excess_ips`] (the IPs chosen, so its
-//!   length is the count) on the free list of a pool of `available` IPs of which `used` are in
-//!   use, all on one interface (so no interface limit cuts the count);
-//!   `calculateNeededIPs(available, used, pre, min, max)` is [`needed_ips`] on the same free count.
-//!   The model has no `min-allocate` and no `max-allocate`, and takes `pre-allocate` and
-//!   `max-above-watermark` from the operator's configuration, not from each CiliumNode's spec.
+//! * `calculateExcessIPs(available, used, pre, min, maw)` is [`excess_ips`]`(available, used,
+//!   &Limits { pre_allocate, min_allocate, max_above_watermark, .. })`, and
+//!   `calculateNeededIPs(available, used, pre, min, max)` is [`needed_ips`] with `pre_allocate`,
+//!   `min_allocate`, `max_allocate`: the model's functions are upstream's formulas, so the table
+//!   tests assert upstream's vectors on them directly. The model takes the limits from the
+//!   operator's configuration ([`OperatorConfig::limits`]), not from each CiliumNode's spec.
 //! * The node manager tests' `mngr.Upsert(updateCiliumNode(cn, n))` is the driver writing
-//!   `status.used` with `n` IPs through the API server (`cilium_support::Driver::set_used`);
-//!   `FakeAcknowledgeReleaseIps` is `Driver::ack`; `node.Stats().IPv4.AvailableIPs` is the size
-//!   of `spec.pool` the operator published, `UsedIPs` the size of `status.used`.
-//!   `node.instanceSync.Trigger()` has no counterpart: the model's operator runs its maintenance
-//!   on its own 1-minute resync (and at once for a node short of IPs), as upstream's operator does
-//!   in production; the tests wait for it in simulated time.
+//!   `status.used` with `n` IPs "1.1.1.x" through the API server (`cilium_support::Driver::
+//!   set_used`): as upstream's, those IPs are not in the operator's pool, and the model, like
+//!   upstream (node.go:476), counts used as `len(status.used)`. `FakeAcknowledgeReleaseIps` is
+//!   `Driver::ack`; `node.Stats().IPv4.AvailableIPs` is the size of `spec.pool` the operator
+//!   published (from its cloud cache, as upstream's `syncToAPIServer`), `UsedIPs` the size of
+//!   `status.used`.
+//! * `node.instanceSync.Trigger()` / `mngr.Resync(..)` have no counterpart: the model's operator
+//!   runs a resync of every node when its IPAM starts and then every 60 s
+//!   (`ipam-node-interval-refresh`, node_manager.go:231-249), an instance sync and a resync after
+//!   each mutation, and a maintainer pass on a CiliumNode update only when an allocation is
+//!   needed (node.go:433-437), as upstream's operator does in production (spec
+//!   cilium-upstream.md §3.3-3.4); the tests wait for those in simulated time. An agent's
+//!   acknowledgement is therefore acted on at the next 60-s resync (upstream's test triggers a
+//!   resync by hand instead).
 //! * `operatorOption.Config.ExcessIPReleaseDelay = 2` (seconds): the model's delay is the constant
 //!   [`RELEASE_DELAY`] (180 s, upstream's default); the simulated tests wait for it (and the
-//!   pure-function tests pass 2 s to [`release_step`]).
-//! * Upstream's mock (`nodeOperationsMock`) names its IPs "1", "2", ... while `updateCiliumNode`
-//!   puts `used` IPs "1.1.1.x" that are NOT in the operator's pool, so upstream's "used" is only a
-//!   count. The model counts free IPs as the pool's IPs not in `status.used`, so here the used IPs
-//!   are always pool IPs (as they are for a real agent, which allocates from the pool).
-//! * The node manager tests' mock allocator has one pool of 2048 IPs: here one interface of 64.
+//!   pure-function tests pass 2 s to [`ReleaseState::handle_ip_release`]). With a 60-s resync an
+//!   excess IP is timed on the first resync after it becomes excess and marked on the first
+//!   resync at least 180 s later (spec §3.4).
+//! * Upstream's mock (`nodeOperationsMock`) names its IPs "1", "2", ...; the simulated cloud names
+//!   them 10.x.y.z. The pkg/ipam tests' mock allocator has one pool of 2048 IPs: here one
+//!   interface of 64. The ENI test's m4.xlarge (4 interfaces of 15 IPs, one primary) is 4
+//!   interfaces of 14 secondary IPs; the model's interfaces exist from the start (upstream creates
+//!   and attaches them as needed), and an allocation takes the first interface with room.
 //!
-//! Divergences these tests expose (the model's decisions, against upstream @ed90dd5 unless said):
-//! 1. Excess: the model computes `max(0, available - used - pre - maw)` only; upstream's
-//!    `calculateExcessIPs` first keeps `min-allocate + max-above-watermark` IPs while `used <=
-//!    min + maw`: no excess while `available <= min + maw`, and `available - min - maw` while
-//!    `used + pre <= min + maw`. Vectors 3, 4 and 6 of `excessDef` differ (model 9, 8, 4; upstream
-//!    1, 0, 0). The same branch applies with min-allocate 0 when `used + pre <= maw` (upstream
-//!    `available - maw`, the model less), a case upstream's table does not list.
-//! 2. Needed: the model computes `max(0, pre - (available - used))` only; upstream also raises it
-//!    to `min-allocate - available` and caps `available + needed` at `max-allocate`. Vectors 1, 2,
-//!    5, 8, 9 and 10 of `neededDef` differ.
-//! 3. Allocation size: the model assigns exactly the needed count; upstream assigns up to
-//!    `needed + max-above-watermark` (+ surge for pending pods) (`determineMaintenanceAction`,
-//!    `MaxIPsToAllocate`, node.go:651-700): with 19 of 19 used, pre-allocate 4 and
-//!    max-above-watermark 4, upstream allocates 8 (19 -> 27), the model 4.
-//! 4. Release interface: upstream's ENI `PrepareIPRelease` takes, in sorted interface order, the
-//!    interface whose `min(free, excess)` is strictly largest, so when several interfaces can each
-//!    cover the whole excess the first by id wins; the model takes the interface with the most free
-//!    IPs. With excess 3 and free 4 on eni-0, 10 on eni-1: upstream eni-0, the model eni-1.
-//!    Upstream takes the interface's first free addresses in its address-list order, the model in
-//!    address (text) order; upstream never releases an interface's primary IP or from an
-//!    interface with prefixes (the model has neither).
-//! 5. An IP back in the pool while its entry is still `released` (issue #39981): the newer
-//!    operator drops the entry (and its local state) once the IP is not excess; the model, like
-//!    upstream @ed90dd5, keeps it for ever (the agent keeps it too, since the IP is in its pool, and
-//!    never hands the IP out).
-//! 6. `pre-allocate`, `max-above-watermark` (and upstream's `min-allocate`, `max-allocate`) are
-//!    per CiliumNode upstream (`spec.ipam.*`; pre-allocate 0 means the default 8,
-//!    `getPreAllocate`); the model has one operator-wide value each.
-//! 7. `excess-ip-release-delay` is configurable upstream (2 s in these tests); the model's is the
+//! Divergences that remain (the model against upstream @ed90dd5 unless said):
+//! 1. `pre-allocate`, `min-allocate`, `max-allocate`, `max-above-watermark` are per CiliumNode
+//!    upstream (`spec.ipam.*`; pre-allocate 0 means the default 8, `getPreAllocate`); the model
+//!    has one operator-wide [`Limits`].
+//! 2. `excess-ip-release-delay` is configurable upstream (2 s in these tests); the model's is the
 //!    constant 180 s.
-//! 8. The agent has no allocation of a given IP (`TestMarkForReleaseNoAllocate`'s `Allocate(ip)`,
+//! 3. Allocation size: the model assigns `needed + max-above-watermark` on the first interface
+//!    with room; upstream also adds a surge for pending pods (`MaxIPsToAllocate`,
+//!    node.go:651-700) and creates interfaces. Upstream's tests have no pending pods.
+//! 4. The agent has no allocation of a given IP (`TestMarkForReleaseNoAllocate`'s `Allocate(ip)`,
 //!    which fails for an IP in `marked-for-release`, `ready-for-release` or `released`). Upstream's
 //!    endpoint restore goes through it (`AllocateIPWithoutSyncUpstream`), so a restored endpoint
 //!    whose IP is marked is not restored; the model's restore takes every pod's IP unchecked.
+//! 5. An IP back in the pool while its entry is still `released` (issue #39981) is handled only
+//!    with the switch `readd_released_ip` (the newer operator's fix); without it the model behaves
+//!    as upstream @ed90dd5 (the entry sticks).
+//! 6. The read-after-write fence (`resyncNeeded`, node.go:965-978): the instance sync that follows
+//!    a mutating pass starts at the same simulated instant the pass ended, so `sync_time >
+//!    resync_needed` is false and the follow-up resync does not clear it; a node still short of
+//!    IPs after one allocation (an interface filled) gets its second allocation only at the next
+//!    60-s resync. Upstream's follow-up sync starts strictly later (`syncTime.After`) and
+//!    allocates at once. `upstream_cilium_eni_node_manager_release_address` shows it (18 at
+//!    "use 13" is 14 for up to a minute).
+//! 7. With `readd_released_ip` the operator drops its own fresh `released` entry ~5 ms after the
+//!    unassign: the resync's status write right after the release pass (cache from before the
+//!    unassign, so the spec still lists X and is not rewritten) publishes `released`, and the
+//!    follow-up resync runs the maintainer before its spec write, sees `released` with X in the
+//!    observed `spec.pool`, and drops it. Then the next status write removes the entry while the
+//!    spec still lists X, until the spec write that follows: the window of spec
+//!    cilium-upstream.md §3.8 hazard 1 (an agent could hand out X, which the cloud no longer
+//!    holds). Upstream's follow-up `k8sSync` writes status and spec together from the refreshed
+//!    cache. `upstream_cilium_node_manager_abort_release_ip_reassignment_simulated` shows it.
 //!
-//! Not exercised by upstream's tests, seen in the code while mirroring them (no test here):
-//! * the model drops the first-seen time of an IP as soon as a pass finds it not excess; upstream
-//!   keeps the times when a pass has no maintenance action (`handleIPRelease` not called,
-//!   node.go:934-949), so an IP can be marked as soon as it is excess again;
-//! * the model's free count is the pool's IPs not in `status.used`; upstream's used count is
-//!   `len(status.ipam.used)`, whether or not those IPs are in the pool;
-//! * the model's status write replaces `release-ips` with its local state on a fresh read;
-//!   upstream's `PopulateIPReleaseStatus` keeps, for an IP it holds as marked, an agent answer
-//!   (`ready-for-release`, `do-not-release`) already in the copy it writes;
-//! * the model's instance resync turns a `ready-for-release` entry whose IP the cloud no longer
-//!   holds into `released`; upstream drops such an entry;
-//! * a node's update triggers a model pass when `pool - used < pre-allocate`; upstream when
-//!   `NeededIPs > 0` (which includes min- and max-allocate).
-//!
-//! What the model matches (the passing tests): the agent's answers and its refusal to hand out a
-//! marked IP; excess and needed counts whenever min-allocate and max-allocate are 0 (and, for
-//! excess, `used + pre > maw`); no release on a CiliumNode update (only on the resync); marking only
-//! after the delay; unassigning exactly the IPs the agent acknowledged; `released` entries; an
-//! acknowledged IP that stops being excess is removed from `release-ips`, not released.
+//! Fixed since the previous model (each was a divergence these tests exposed): the piecewise
+//! excess with min-allocate; min- and max-allocate in the needed count; allocations with the
+//! watermark; the release interface chosen as upstream's `PrepareIPRelease` from the observed
+//! `status.eni.enis`; the used count as `len(status.used)`; first-seen times kept when a pass
+//! has no maintenance action; `PopulateIPReleaseStatus` keeping an agent's answer; a maintainer
+//! pass on an update only when `NeededIPs > 0`.
 
 mod cilium_support;
 
 use cilium_support::{run, short, Run, Script, Setup, Snapshot};
 use model::cilium::agent::{allocatable, answer_all};
-use model::cilium::operator::{fold_answers, release_step};
+use model::cilium::decide::{excess_ips, needed_ips, prepare_ip_release, Limits, ReleaseState};
+#[allow(unused_imports)]
+use model::cilium::operator::OperatorConfig;
 use model::cilium::{
-    agent_answer, excess_ips, needed_ips, unused, Answer, DO_NOT_RELEASE, MARKED, READY, RELEASED,
-    RELEASE_DELAY,
+    agent_answer, Answer, Switches, DO_NOT_RELEASE, MARKED, READY, RELEASED, RELEASE_DELAY,
 };
 use sim::Short;
 use std::collections::{BTreeMap, BTreeSet};
 
 const S: u64 = 1_000_000;
 
-// ---------------------------------------------------------------- upstream's functions
-
-/// Upstream's `calculateNeededIPs` (pkg/ipam/node.go:327-345 @ed90dd5), transcribed: the
-/// reference the table tests check and the simulated tests take their expected numbers from.
-fn upstream_calculate_needed_ips(
-    available: i64,
-    used: i64,
-    pre_allocate: i64,
-    min_allocate: i64,
-    max_allocate: i64,
-) -> i64 {
-    let mut needed = pre_allocate - (available - used);
-    if min_allocate > 0 {
-        needed = needed.max(min_allocate - available);
+fn limits(pre: usize, min: usize, max: usize, maw: usize) -> Limits {
+    Limits {
+        pre_allocate: pre,
+        min_allocate: min,
+        max_allocate: max,
+        max_above_watermark: maw,
     }
-    if max_allocate > 0 && available + needed > max_allocate {
-        needed = max_allocate - available;
-    }
-    needed.max(0)
 }
 
-/// Upstream's `calculateExcessIPs` (pkg/ipam/node.go:347-378 @ed90dd5), transcribed.
-fn upstream_calculate_excess_ips(
-    available: i64,
-    used: i64,
-    pre_allocate: i64,
-    min_allocate: i64,
-    max_above_watermark: i64,
-) -> i64 {
-    if used <= min_allocate + max_above_watermark {
-        if available <= min_allocate + max_above_watermark {
-            return 0;
-        }
-        if used + pre_allocate <= min_allocate + max_above_watermark {
-            return available - min_allocate - max_above_watermark;
-        }
-    }
-    (available - used - pre_allocate - max_above_watermark).max(0)
-}
+// ---------------------------------------------------------------- the formulas
 
 /// `neededDef` (pkg/ipam/node_test.go:30-41): available, used, pre-allocate, min-allocate,
 /// max-allocate, result.
-const NEEDED_DEF: [(i64, i64, i64, i64, i64, i64); 10] = [
+const NEEDED_DEF: [(usize, usize, usize, usize, usize, usize); 10] = [
     (0, 0, 0, 16, 0, 16),
     (0, 0, 8, 16, 0, 16),
     (0, 0, 16, 8, 0, 16),
@@ -195,7 +162,7 @@ const NEEDED_DEF: [(i64, i64, i64, i64, i64, i64); 10] = [
 
 /// `excessDef` (pkg/ipam/node_test.go:43-54): available, used, pre-allocate, min-allocate,
 /// max-above-watermark, result. (Upstream's inline comments call `available` "used".)
-const EXCESS_DEF: [(i64, i64, i64, i64, i64, i64); 10] = [
+const EXCESS_DEF: [(usize, usize, usize, usize, usize, usize); 10] = [
     (0, 0, 0, 16, 0, 0),
     (15, 0, 8, 16, 8, 0),
     (17, 0, 8, 16, 0, 1),
@@ -208,134 +175,47 @@ const EXCESS_DEF: [(i64, i64, i64, i64, i64, i64); 10] = [
     (20, 4, 8, 0, 8, 0),
 ];
 
-// ---------------------------------------------------------------- the model, pure
-
-fn ip(i: usize) -> Short {
-    Short::from_fmt(format_args!("10.0.{}.{}", i / 250, i % 250 + 1)).unwrap()
-}
-
-/// The model's free list for `available` pool IPs on one interface of which the first `used`
-/// are in use ([`unused`], as the operator computes it).
-fn free_list(available: i64, used: i64) -> Vec<(Short, Short)> {
-    let pool: BTreeMap<Short, Short> = (0..available as usize)
-        .map(|i| (ip(i), short("eni-0")))
-        .collect();
-    let in_use: BTreeMap<Short, ()> = pool.keys().take(used as usize).map(|k| (*k, ())).collect();
-    unused(&pool, &in_use).collect()
-}
-
-/// The model's excess count for a vector (min-allocate has no counterpart: dropped).
-fn model_excess(available: i64, used: i64, pre: i64, maw: i64) -> i64 {
-    excess_ips(&free_list(available, used), pre as usize, maw as usize).len() as i64
-}
-
-/// The model's needed count for a vector (min- and max-allocate have no counterpart: dropped).
-fn model_needed(available: i64, used: i64, pre: i64) -> i64 {
-    needed_ips(free_list(available, used).len(), pre as usize) as i64
-}
-
-/// The table's vectors that `keep` selects on which the model's value differs from upstream's,
-/// as text.
-fn table_mismatches(
-    table: &[(i64, i64, i64, i64, i64, i64)],
-    keep: impl Fn(&(i64, i64, i64, i64, i64, i64)) -> bool,
-    model: impl Fn(&(i64, i64, i64, i64, i64, i64)) -> i64,
-) -> (usize, Vec<String>) {
-    let mut checked = 0;
-    let mut out = Vec::new();
-    for (i, v) in table.iter().enumerate() {
-        if !keep(v) {
-            continue;
-        }
-        checked += 1;
-        let got = model(v);
-        if got != v.5 {
-            out.push(format!(
-                "vector {} {:?}: upstream {}, model {}",
-                i + 1,
-                (v.0, v.1, v.2, v.3, v.4),
-                v.5,
-                got
-            ));
-        }
-    }
-    (checked, out)
-}
-
-/// `TestCalculateExcessIPs`, the vectors the model expresses exactly (min-allocate 0). Also
-/// checks that the transcription of upstream's function gives every result of upstream's table.
+/// `TestCalculateExcessIPs` (pkg/ipam/node_test.go:63-68): every vector of `excessDef` against
+/// [`excess_ips`] (upstream's `calculateExcessIPs`, node.go:347-378, with its min-allocate
+/// branch: vectors 3, 4 and 6 take it).
 #[test]
 fn upstream_cilium_calculate_excess_ips() {
-    for (i, v) in EXCESS_DEF.iter().enumerate() {
-        assert_eq!(
-            upstream_calculate_excess_ips(v.0, v.1, v.2, v.3, v.4),
-            v.5,
-            "transcription, vector {}",
-            i + 1
-        );
-    }
-    let (checked, bad) = table_mismatches(
-        &EXCESS_DEF,
-        |v| v.3 == 0,
-        |v| model_excess(v.0, v.1, v.2, v.4),
-    );
-    assert_eq!(checked, 3);
+    let bad: Vec<String> = EXCESS_DEF
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &(avail, used, pre, min, maw, want))| {
+            let got = excess_ips(avail, used, &limits(pre, min, 0, maw));
+            (got != want).then(|| {
+                format!(
+                    "vector {} {:?}: upstream {want}, model {got}",
+                    i + 1,
+                    (avail, used, pre, min, maw)
+                )
+            })
+        })
+        .collect();
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
-/// `TestCalculateExcessIPs`, the vectors with min-allocate > 0, with min-allocate dropped (the
-/// model has none). The model coincides on vectors 1, 2, 7 and 8 only because upstream's final
-/// branch (`available - used - pre - maw`, at least 0) gives the same there; it differs on
-/// vector 3 {17,0,8,16,0}: upstream 1 (17 - 16), model 9; vector 4 {20,0,8,16,4}: upstream 0
-/// (20 <= 16 + 4), model 8; vector 6 {20,0,8,20,8}: upstream 0 (20 <= 28), model 4.
-#[test]
-#[ignore = "model differs from upstream: no min-allocate, so no `used <= min + maw` branch in the excess (vectors 3, 4, 6)"]
-fn upstream_cilium_calculate_excess_ips_min_allocate() {
-    let (checked, bad) = table_mismatches(
-        &EXCESS_DEF,
-        |v| v.3 != 0,
-        |v| model_excess(v.0, v.1, v.2, v.4),
-    );
-    assert_eq!(checked, 7);
-    assert!(bad.is_empty(), "{bad:#?}");
-}
-
-/// `TestCalculateNeededIPs`, the vectors the model expresses exactly (min- and max-allocate 0).
-/// Also checks the transcription of upstream's function against the whole table.
+/// `TestCalculateNeededIPs` (pkg/ipam/node_test.go:56-61): every vector of `neededDef` against
+/// [`needed_ips`] (upstream's `calculateNeededIPs`, node.go:327-345, with min-allocate raising and
+/// max-allocate capping the count: vectors 1, 2, 5, 8, 9 and 10 depend on them).
 #[test]
 fn upstream_cilium_calculate_needed_ips() {
-    for (i, v) in NEEDED_DEF.iter().enumerate() {
-        assert_eq!(
-            upstream_calculate_needed_ips(v.0, v.1, v.2, v.3, v.4),
-            v.5,
-            "transcription, vector {}",
-            i + 1
-        );
-    }
-    let (checked, bad) = table_mismatches(
-        &NEEDED_DEF,
-        |v| v.3 == 0 && v.4 == 0,
-        |v| model_needed(v.0, v.1, v.2),
-    );
-    assert_eq!(checked, 2);
-    assert!(bad.is_empty(), "{bad:#?}");
-}
-
-/// `TestCalculateNeededIPs`, the vectors with min-allocate or max-allocate set, both dropped (the
-/// model has neither). The model coincides on vectors 3 and 7 (min-allocate below what
-/// pre-allocate asks); it differs on vector 1 {0,0,0,16,0}: upstream 16 (min 16), model 0;
-/// vector 2 {0,0,8,16,0}: upstream 16, model 8; vector 5 {8,0,0,16,0}: upstream 8, model 0;
-/// vector 8 {8,4,8,8,6}: upstream 0 (capped at max 6), model 4; vector 9 {8,4,8,0,8}: upstream 0
-/// (capped at max 8), model 4; vector 10 {4,4,8,0,8}: upstream 4 (capped at max 8), model 8.
-#[test]
-#[ignore = "model differs from upstream: no min-allocate (raise to min - available) and no max-allocate (cap at max) in the needed count (vectors 1, 2, 5, 8, 9, 10)"]
-fn upstream_cilium_calculate_needed_ips_min_max_allocate() {
-    let (checked, bad) = table_mismatches(
-        &NEEDED_DEF,
-        |v| v.3 != 0 || v.4 != 0,
-        |v| model_needed(v.0, v.1, v.2),
-    );
-    assert_eq!(checked, 8);
+    let bad: Vec<String> = NEEDED_DEF
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &(avail, used, pre, min, max, want))| {
+            let got = needed_ips(avail, used, &limits(pre, min, max, 0));
+            (got != want).then(|| {
+                format!(
+                    "vector {} {:?}: upstream {want}, model {got}",
+                    i + 1,
+                    (avail, used, pre, min, max)
+                )
+            })
+        })
+        .collect();
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
@@ -489,29 +369,24 @@ fn check_handshake(run: &Run, excess: usize) -> BTreeSet<Short> {
     marked_ips
 }
 
-/// `TestNodeManagerReleaseAddress` (pkg/ipam/node_manager_test.go:444-510), with parameters the
-/// model expresses. Upstream: pre-allocate 4, min-allocate 15, max-above-watermark 4; announced
-/// with no IPs (19 allocated: min 15 + maw 4), use 11 (19, nothing allocated), use 19 (27: needed
-/// 4 + maw 4), use 10 (27, no release on the update), handshake, 19 available (the min-allocate
-/// branch: excess 27 - 15 - 4 = 8; upstream's comment "down to 18" is the formula without it).
-///
-/// Here: pre-allocate 8, max-above-watermark 0, no min-allocate (the model has none, and
-/// allocates no max-above-watermark: divergences 1, 3), and the node starts with the 19 IPs
-/// upstream allocates at announce (min-allocate 15 + watermark 4; here seeded in the cloud and
-/// the pool), so the driver uses 11 of them at once, before the first resync. Pre-allocate 8 with
-/// watermark 0 allocates the same 8 at "use 19" as upstream's 4 + 4. Upstream's formulas give for
-/// these parameters: 19/0, 19/11, 27/19, 27/10, then excess 27 - 10 - 8 = 9, released down to
-/// 18 (= upstream's comment); the test asserts those.
+/// `TestNodeManagerReleaseAddress` (pkg/ipam/node_manager_test.go:444-510), with upstream's
+/// parameters: pre-allocate 4, min-allocate 15, max-above-watermark 4, announced with no IPs.
+/// Upstream's numbers: 19 available (needed max(4, 15) = 15, plus the watermark 4); use 11: 19,
+/// nothing allocated; use 19: 27 (needed 4 + watermark 4); use 10: 27, no release on the update
+/// (upstream's `WaitUntil` of 2 s must time out: release happens only on a resync); then the
+/// handshake, and 19 available: the min-allocate branch of `calculateExcessIPs` gives 27 - 15 -
+/// 4 = 8 excess (upstream's comment "down to 18 (10 used + 4 prealloc + 4 max-above-watermark)"
+/// is the formula without that branch; the assertion is 19).
 #[test]
 fn upstream_cilium_node_manager_release_address() {
-    let (pre, maw) = (8, 0);
+    let l = limits(4, 15, 0, 4);
     let run = run(
         Setup {
-            pre_allocate: pre,
-            max_above_watermark: maw,
+            limits: l,
+            switches: Switches::default(),
             enis: 1,
             eni_capacity: 64,
-            seeded: vec![19],
+            seeded: vec![],
             run_for_s: 700,
         },
         release_address_script(Some(11), 19, 10),
@@ -524,61 +399,24 @@ fn upstream_cilium_node_manager_release_address() {
             ("use a", 19, 11),
             ("use b", 27, 19),
             ("use c", 27, 10),
-            ("released", 18, 10),
-            ("end", 18, 10),
+            ("released", 19, 10),
+            ("end", 19, 10),
         ],
     );
     assert!(bad.is_empty(), "{bad:#?}\n{}", show(&run.snapshots));
-    // Upstream's formulas for the same parameters (no min-allocate).
-    assert_eq!(upstream_calculate_needed_ips(19, 19, pre as i64, 0, 0), 8);
-    assert_eq!(
-        upstream_calculate_excess_ips(27, 10, pre as i64, 0, maw as i64),
-        9
-    );
-    // The 8 came in one allocation, at "use 19".
+    assert_eq!(excess_ips(27, 10, &l), 8);
+    // 19 at announce, 8 more in one allocation at "use 19".
     let assigns = run.assigns();
-    assert_eq!(assigns.len(), 8, "{assigns:?}");
-    let (use_a, use_b) = (run.at("use a"), run.at("use b"));
-    assert!(assigns.iter().all(|a| a.0 > use_a.t_us && a.0 < use_b.t_us));
-    let released = check_handshake(&run, 9);
+    assert_eq!(assigns.len(), 27, "{assigns:?}");
+    let (announce, use_a, use_b) = (run.at("announce"), run.at("use a"), run.at("use b"));
+    assert!(assigns[..19].iter().all(|a| a.0 < announce.t_us));
+    assert!(assigns[19..]
+        .iter()
+        .all(|a| a.0 > use_a.t_us && a.0 < use_b.t_us));
+    let released = check_handshake(&run, 8);
     assert!(released
         .iter()
         .all(|ip| !run.at("end").pool.contains_key(ip)));
-}
-
-/// `TestNodeManagerReleaseAddress` (pkg/ipam) with upstream's own parameters (pre-allocate 4,
-/// max-above-watermark 4; min-allocate 15 dropped: the model has none) and upstream's asserted
-/// numbers, starting like upstream with no IPs. The model allocates only pre-allocate's 4 at
-/// announce (upstream 19: min-allocate 15 + watermark 4) and at every shortage only the needed
-/// count (upstream adds the watermark), and would release down to used + pre + maw (upstream
-/// keeps min-allocate + watermark: 19). The driver, as an agent, can use only IPs of the pool, so
-/// with the model's smaller pool its used counts fall short of upstream's too (upstream's used IPs
-/// are outside its mock pool). With `--ignored` it lists each step's numbers.
-#[test]
-#[ignore = "model differs from upstream: no min-allocate (initial 19 and the final 19), allocations without max-above-watermark (27)"]
-fn upstream_cilium_node_manager_release_address_upstream_parameters() {
-    let run = run(
-        Setup {
-            pre_allocate: 4,
-            max_above_watermark: 4,
-            enis: 1,
-            eni_capacity: 64,
-            seeded: vec![],
-            run_for_s: 700,
-        },
-        release_address_script(Some(11), 19, 10),
-    );
-    let bad = step_mismatches(
-        &run,
-        &[
-            ("announce", 19, 0),
-            ("use a", 19, 11),
-            ("use b", 27, 19),
-            ("use c", 27, 10),
-            ("released", 19, 10),
-        ],
-    );
-    assert!(bad.is_empty(), "{bad:#?}\n{}", show(&run.snapshots));
 }
 
 /// `TestNodeManagerAbortRelease` steps: announced; use 3 (pre-allocate 1 adds one: 4); use 2 (one
@@ -609,24 +447,21 @@ fn abort_release_script() -> Script {
     })
 }
 
-/// `TestNodeManagerAbortRelease` (pkg/ipam/node_manager_test.go:514-585): pre-allocate 1,
-/// min-allocate 3: 3 available; use 3: 4; use 2: one excess (min-allocate branch: 4 - 3 = 1),
-/// marked after the delay (`len(ReleaseIPs) == 1`); acknowledged, then use 3: the entry is
+/// `TestNodeManagerAbortRelease` (pkg/ipam/node_manager_test.go:514-585), with upstream's
+/// parameters: pre-allocate 1, min-allocate 3, announced with no IPs: 3 available (min-allocate);
+/// use 3: 4 (needed 1); use 2: one excess (the min-allocate branch: 4 - 3 = 1), marked after the
+/// delay (`len(ReleaseIPs) == 1`); acknowledged, then use 3 (excess 4 - 3 - 1 = 0): the entry is
 /// "removed, instead of being set to released" (`ReleaseIPs` empty); 4 available, 3 used.
-///
-/// The model has no min-allocate; the node starts with the 3 IPs min-allocate allocates first
-/// (seeded), and the driver uses all 3 before the first resync. From there every number is
-/// upstream's: use 3 allocates one (needed 1 - 0 = 1 both ways), use 2 gives one excess (the
-/// model's 4 - 2 - 1 = 1 equals upstream's min-allocate branch 4 - 3 = 1).
 #[test]
 fn upstream_cilium_node_manager_abort_release() {
+    let l = limits(1, 3, 0, 0);
     let run = run(
         Setup {
-            pre_allocate: 1,
-            max_above_watermark: 0,
+            limits: l,
+            switches: Switches::default(),
             enis: 1,
             eni_capacity: 64,
-            seeded: vec![3],
+            seeded: vec![],
             run_for_s: 700,
         },
         abort_release_script(),
@@ -643,10 +478,11 @@ fn upstream_cilium_node_manager_abort_release() {
         ],
     );
     assert!(bad.is_empty(), "{bad:#?}\n{}", show(&run.snapshots));
+    assert_eq!((excess_ips(4, 2, &l), excess_ips(4, 3, &l)), (1, 0));
     let marked = run.at("marked");
     assert_eq!(marked.release_ips.len(), 1, "{marked:#?}");
     let x = *marked.in_state(MARKED).first().unwrap();
-    assert!(!marked.used.contains(&x));
+    assert!(marked.pool.contains_key(&x));
     // The mark came after the delay.
     let (t_mark, _) = run.marks()[0];
     assert!(t_mark >= run.at("use 2").t_us + RELEASE_DELAY.as_micros() as u64);
@@ -665,119 +501,34 @@ fn upstream_cilium_node_manager_abort_release() {
     assert!(run.at("end").release_ips.is_empty());
 }
 
-/// `TestNodeManagerAbortRelease` with upstream's parameters (pre-allocate 1; min-allocate 3
-/// dropped: the model has none) starting like upstream with no IPs. The model allocates 1 at
-/// announce (upstream 3), so every later count is off (the driver can use only the pool's IPs),
-/// and no IP is ever in excess before the end. With `--ignored` it lists them.
-#[test]
-#[ignore = "model differs from upstream: no min-allocate (announce allocates 1, not 3)"]
-fn upstream_cilium_node_manager_abort_release_upstream_parameters() {
-    let run = run(
-        Setup {
-            pre_allocate: 1,
-            max_above_watermark: 0,
-            enis: 1,
-            eni_capacity: 64,
-            seeded: vec![],
-            run_for_s: 700,
-        },
-        abort_release_script(),
-    );
-    let mut bad = step_mismatches(
-        &run,
-        &[
-            ("announce", 3, 0),
-            ("use 3", 4, 3),
-            ("use 2", 4, 2),
-            ("aborted", 4, 3),
-        ],
-    );
-    let marked = &run.at("marked").release_ips;
-    if marked.len() != 1 {
-        bad.push(format!(
-            "marked: upstream 1 entry, model {}: {marked:?}",
-            marked.len()
-        ));
-    }
-    if !run.at("aborted").release_ips.is_empty() {
-        bad.push(format!("aborted: {:?}", run.at("aborted").release_ips));
-    }
-    assert!(bad.is_empty(), "{bad:#?}\n{}", show(&run.snapshots));
-}
-
-/// `TestNodeManagerReleaseAddress` (pkg/aws/eni/node_manager_test.go:415-508), with parameters
-/// the model expresses. Upstream: m4.xlarge (14 secondary IPs per interface), pre-allocate 2,
-/// min-allocate 10, max-above-watermark 3; announced with one empty interface: 13 (min 10 + maw
-/// 3); use 11: 13; use 13: 18 (needed 2 + maw 3: the first interface filled to 14, a second one
-/// with 4); use 10: 18, no release on the update; handshake: 13 (the min-allocate branch: 18 -
-/// 10 - 3 = 5 excess; upstream's comment "10 used + 2 pre-allocate + 3 max-above-watermark =>
-/// 15" is the formula without it).
+/// `TestNodeManagerReleaseAddress` (pkg/aws/eni/node_manager_test.go:415-508), with upstream's
+/// parameters: m4.xlarge (14 secondary IPs per interface), pre-allocate 2, min-allocate 10,
+/// max-above-watermark 3, announced with one empty interface. Upstream's numbers: 13 (min 10 +
+/// watermark 3, "13 < 14 (interface limit)"); use 11: 13; use 13: 18 (needed 2 + watermark 3:
+/// the first interface filled to 14 with 1, then, needed 1 + watermark 3, 4 on a second one);
+/// use 10: 18, no release on the update; handshake: 13 (the min-allocate branch: 18 - 10 - 3 = 5
+/// excess; upstream's comment "10 used + 2 pre-allocate + 3 max-above-watermark => 15" is the
+/// formula without it; the assertion is 13).
 ///
-/// Here: upstream's pre-allocate 2 and max-above-watermark 3, no min-allocate, and the node starts
-/// where upstream's allocation phase ends (eni-0 with 14 IPs, eni-1 with 4), since the model
-/// cannot allocate the watermark (divergence 3). Upstream's formulas give for these parameters:
-/// use 13: 18 (nothing needed: 2 - 5 < 0; no excess: 18 - 13 - 2 - 3 = 0); use 10: 18, then
-/// excess 3, released down to 15 (= upstream's comment). The used IPs fill eni-0 first, so at
-/// "use 10" eni-0 and eni-1 have 4 free IPs each: upstream's `PrepareIPRelease` takes eni-0 (the
-/// first id, 3 = min(4, 3)), and so does the model (a tie on the most free, first by name).
+/// Upstream's test copies the operator's interfaces into the observed object
+/// (`obj.Status.ENI.ENIs = eniNode.enis`) before the resync; the model's operator writes them to
+/// `status.eni.enis` itself. The used IPs are not on any interface, so all 18 are free: eni-0 14,
+/// eni-1 4; `PrepareIPRelease` takes eni-0 (min(14, 5) = 5 > min(4, 5) = 4), its first 5.
+///
+/// The model stops at 14 at "use 13" (and so releases 1, down to 13, from 14): after the pass that
+/// fills eni-0 with 1 IP, its follow-up instance sync starts at the same simulated instant the
+/// pass ended, so `sync_time > resyncNeeded` fails (upstream: `syncTime.After(n.resyncNeeded)`,
+/// node.go:971-978, with the sync started strictly later), `resyncNeeded` stays, and the second
+/// allocation (needed 1 + watermark 3 on eni-1) waits for the next 60-s resync instead of
+/// happening at once (upstream's `WaitUntil` gives it 5 s).
 #[test]
+#[ignore = "model differs from upstream: the instance sync after a mutation does not clear resyncNeeded (same-instant timestamps), so a second allocation waits for the 60-s resync (18 at use 13 becomes 14)"]
 fn upstream_cilium_eni_node_manager_release_address() {
-    let (pre, maw) = (2, 3);
+    let l = limits(2, 10, 0, 3);
     let run = run(
         Setup {
-            pre_allocate: pre,
-            max_above_watermark: maw,
-            enis: 4,
-            eni_capacity: 14,
-            seeded: vec![14, 4],
-            run_for_s: 700,
-        },
-        release_address_script(None, 13, 10),
-    );
-    assert!(run.finished, "{}", show(&run.snapshots));
-    let bad = step_mismatches(
-        &run,
-        &[
-            ("announce", 18, 0),
-            ("use b", 18, 13),
-            ("use c", 18, 10),
-            ("released", 15, 10),
-            ("end", 15, 10),
-        ],
-    );
-    assert!(bad.is_empty(), "{bad:#?}\n{}", show(&run.snapshots));
-    assert_eq!(upstream_calculate_needed_ips(18, 13, pre as i64, 0, 0), 0);
-    assert_eq!(
-        upstream_calculate_excess_ips(18, 13, pre as i64, 0, maw as i64),
-        0
-    );
-    assert_eq!(
-        upstream_calculate_excess_ips(18, 10, pre as i64, 0, maw as i64),
-        3
-    );
-    assert!(run.assigns().is_empty(), "{:?}", run.assigns());
-    let use_c = run.at("use c");
-    assert_eq!((use_c.on("eni-0"), use_c.on("eni-1")), (14, 4));
-    let released = check_handshake(&run, 3);
-    // All from eni-0, as upstream's `PrepareIPRelease` chooses.
-    assert!(released.iter().all(|ip| use_c.pool[ip] == "eni-0"));
-    assert!(run.unassigns().iter().all(|u| u.1 == "eni-0"));
-    let end = run.at("end");
-    assert_eq!((end.on("eni-0"), end.on("eni-1")), (11, 4));
-}
-
-/// The ENI `TestNodeManagerReleaseAddress` with upstream's parameters (m4.xlarge: 4 interfaces of
-/// 14; pre-allocate 2, max-above-watermark 3; min-allocate 10 dropped) and asserted numbers,
-/// starting like upstream with empty interfaces. The model allocates 2 at announce (upstream
-/// 13) and never the watermark (the driver can use only the pool's IPs, so its used counts fall
-/// short too). With `--ignored` it lists each step's numbers.
-#[test]
-#[ignore = "model differs from upstream: no min-allocate (initial 13 and the final 13), allocations without max-above-watermark (18)"]
-fn upstream_cilium_eni_node_manager_release_address_upstream_parameters() {
-    let run = run(
-        Setup {
-            pre_allocate: 2,
-            max_above_watermark: 3,
+            limits: l,
+            switches: Switches::default(),
             enis: 4,
             eni_capacity: 14,
             seeded: vec![],
@@ -785,6 +536,7 @@ fn upstream_cilium_eni_node_manager_release_address_upstream_parameters() {
         },
         release_address_script(Some(11), 13, 10),
     );
+    assert!(run.finished, "{}", show(&run.snapshots));
     let bad = step_mismatches(
         &run,
         &[
@@ -793,177 +545,520 @@ fn upstream_cilium_eni_node_manager_release_address_upstream_parameters() {
             ("use b", 18, 13),
             ("use c", 18, 10),
             ("released", 13, 10),
+            ("end", 13, 10),
         ],
     );
     assert!(bad.is_empty(), "{bad:#?}\n{}", show(&run.snapshots));
-}
-
-/// Upstream's ENI `PrepareIPRelease` (pkg/aws/eni/node.go:131-198 @ed90dd5), transcribed for
-/// interfaces without prefixes or a primary IP among the free ones: in sorted interface order,
-/// the interface whose `min(free, excess)` is strictly larger than the best so far; its first
-/// `min(free, excess)` free IPs.
-fn upstream_prepare_ip_release(
-    free: &BTreeMap<Short, Vec<Short>>,
-    excess: usize,
-) -> Option<(Short, Vec<Short>)> {
-    let mut best: Option<(Short, Vec<Short>)> = None;
-    for (eni, ips) in free {
-        if ips.is_empty() {
-            continue;
-        }
-        let n = ips.len().min(excess);
-        if best.as_ref().is_none_or(|b| n > b.1.len()) {
-            best = Some((*eni, ips[..n].to_vec()));
-        }
-    }
-    best
+    assert_eq!(excess_ips(18, 10, &l), 5);
+    let use_c = run.at("use c");
+    assert_eq!((use_c.on("eni-0"), use_c.on("eni-1")), (14, 4));
+    let released = check_handshake(&run, 5);
+    // All from eni-0, as upstream's `PrepareIPRelease` chooses.
+    assert!(released.iter().all(|ip| use_c.pool[ip] == "eni-0"));
+    assert!(run.unassigns().iter().all(|u| u.1 == "eni-0"));
+    let end = run.at("end");
+    assert_eq!((end.on("eni-0"), end.on("eni-1")), (9, 4));
 }
 
 /// Not an upstream test function: the interface choice the ENI `TestNodeManagerReleaseAddress`
-/// runs through (`PrepareIPRelease`), on layouts where it matters. The model takes the interface
-/// with the most free IPs; upstream the first (by id) of those that cover the most of the excess.
-/// They agree unless two interfaces can each cover the whole excess: with excess 3 and 4 free on
-/// eni-0, 10 on eni-1, upstream releases from eni-0 and the model from eni-1.
+/// runs through (`PrepareIPRelease`, pkg/aws/eni/node.go:131-198 @ed90dd5), on layouts where it
+/// matters, against [`prepare_ip_release`]. Upstream walks the interfaces in order and takes the
+/// first whose `min(free, excess)` is strictly larger than the best so far, then its first
+/// `min(free, excess)` free addresses (addresses in `status.ipam.used` are not free). So when
+/// several interfaces can each cover the whole excess, the first one wins, not the one with the
+/// most free IPs. Expected values written out from that rule.
 #[test]
-#[ignore = "model differs from upstream: the release interface is the one with the most free IPs, not the first whose min(free, excess) is largest"]
 fn upstream_cilium_eni_prepare_ip_release_interface_choice() {
-    // (free on eni-0, free on eni-1, excess)
-    let layouts = [(4, 10, 3), (4, 10, 5), (4, 10, 12), (10, 4, 3), (4, 4, 3)];
+    let addr = |e: usize, k: usize| Short::from_fmt(format_args!("10.0.{e}.{}", 10 + k)).unwrap();
+    let eni = |e: usize| Short::from_fmt(format_args!("eni-{e}")).unwrap();
+    // (addresses on eni-0, on eni-1, used on eni-0, excess) -> (interface, count) chosen.
+    let cases: [((usize, usize, usize, usize), Option<(usize, usize)>); 8] = [
+        ((4, 10, 0, 3), Some((0, 3))),   // both cover 3: the first
+        ((4, 10, 0, 5), Some((1, 5))),   // 4 < 5
+        ((4, 10, 0, 12), Some((1, 10))), // neither covers it: the most
+        ((10, 4, 0, 3), Some((0, 3))),
+        ((4, 4, 0, 3), Some((0, 3))),
+        ((4, 4, 0, 5), Some((0, 4))), // a tie below the excess: the first
+        ((6, 4, 3, 4), Some((1, 4))), // eni-0 has 3 free: used addresses are skipped
+        ((4, 4, 0, 0), None),         // nothing in excess
+    ];
     let mut bad = Vec::new();
-    for (f0, f1, excess) in layouts {
-        let mut free = Vec::new();
-        let mut per_eni: BTreeMap<Short, Vec<Short>> = BTreeMap::new();
-        for (e, n) in [(0, f0), (1, f1)] {
-            for k in 0..n {
-                let a = Short::from_fmt(format_args!("10.0.{e}.{}", 10 + k)).unwrap();
-                let eni = Short::from_fmt(format_args!("eni-{e}")).unwrap();
-                free.push((a, eni));
-                per_eni.entry(eni).or_default().push(a);
-            }
-        }
-        free.sort();
-        // pre-allocate such that the excess is `excess` (watermark 0).
-        let pre = (f0 + f1) - excess;
-        let model = excess_ips(&free, pre, 0);
-        let model_eni = model
-            .first()
-            .map(|a| free.iter().find(|f| f.0 == *a).unwrap().1);
-        let upstream = upstream_prepare_ip_release(&per_eni, excess);
-        let want = upstream.as_ref().map(|u| (u.0, u.1.len()));
-        if want != model_eni.map(|e| (e, model.len())) {
+    for ((n0, n1, used0, excess), want) in cases {
+        let enis: BTreeMap<Short, BTreeSet<Short>> = [(0, n0), (1, n1)]
+            .into_iter()
+            .map(|(e, n)| (eni(e), (0..n).map(|k| addr(e, k)).collect()))
+            .collect();
+        let used: BTreeMap<Short, Short> = (0..used0).map(|k| (addr(0, k), short("pod"))).collect();
+        let got = prepare_ip_release(&enis, &used, excess);
+        let want = want.map(|(e, n)| {
+            let first = if e == 0 { used0 } else { 0 };
+            (
+                eni(e),
+                (first..first + n).map(|k| addr(e, k)).collect::<Vec<_>>(),
+            )
+        });
+        if got != want {
             bad.push(format!(
-                "free {f0}/{f1}, excess {excess}: upstream {want:?}, model {:?}",
-                model_eni.map(|e| (e, model.len()))
+                "{n0}/{n1} addresses, {used0} used on eni-0, excess {excess}: upstream {want:?}, model {got:?}"
             ));
         }
     }
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
-/// `TestNodeManagerAbortReleaseIPReassignment` (newer
-/// `operator/pkg/ipam/nodemanager/node_manager_test.go` @4813068c; issue #39981): pre-allocate 1,
-/// min-allocate 3; 4 available, 2 used, one excess IP X; X marked after the delay (asserted in
-/// `ReleaseIPs`), acknowledged (`ready-for-release` asserted), released: the test sets X
-/// `released` in `ReleaseIPs` and in the operator's `ipReleaseStatus` and removes it from the
-/// pool; then X is re-added to the pool (reassigned by the cloud) before the agent removed the
-/// entry. Expected: eventually X is in none of `ipReleaseStatus`, `ipsMarkedForRelease` and
-/// `Status.IPAM.ReleaseIPs`; 4 available, 2 used.
-///
-/// The simulated cloud never hands out an address twice, so this runs on the model's pure
-/// decision functions, pass by pass, with upstream's 2 s delay: [`fold_answers`] (the agent's
-/// answers into the operator's local state), [`excess_ips`] and [`release_step`]; the release
-/// itself is what the operator's pass does after a successful unassign (X `released`, its time
-/// dropped), as the upstream test sets it by hand. The model writes its local state as
-/// `release-ips`, so "X not in ReleaseIPs" is "X not in the local state". X comes back on
-/// another interface ("eni-test", as upstream's test re-adds it), where it is not the excess IP
-/// (upstream's mock picks the new IP it allocated; an X that is excess again keeps its entry
-/// upstream too, the newer code's `excessMap` check coming first).
-///
-/// The model behaves like upstream @ed90dd5: a `released` entry is never aborted, the agent keeps
-/// it while X is in its pool, so X stays `released` (and unallocatable) for ever.
-#[test]
-#[ignore = "model differs from upstream: no #39981 fix (a released entry whose IP is back in the pool is never dropped)"]
-fn upstream_cilium_node_manager_abort_release_ip_reassignment() {
+/// One `maintainIPPool` pass (node.go:934-956 @ed90dd5, with the newer `abortNoLongerExcessIPs`
+/// when `fix`) on the decision functions, for `TestNodeManagerAbortReleaseIPReassignment`:
+/// `removeStaleReleaseIPs`; the action from the cloud's view (`cloud`: interface -> addresses,
+/// which is also the observed `status.eni.enis`) and `used` (a count; the IPs are outside the
+/// pool, as upstream's `updateCiliumNode`); no action: `abortNoLongerExcessIPs(nil)`; else
+/// `handleIPRelease` then `abortNoLongerExcessIPs(excess)`. `observed` is `n.resource`'s
+/// `release-ips` and `observed_pool` its `spec.ipam.pool`. Returns the IPs to release.
+#[allow(clippy::too_many_arguments)]
+fn reassignment_pass(
+    st: &mut ReleaseState,
+    cloud: &BTreeMap<Short, BTreeSet<Short>>,
+    used: &BTreeMap<Short, Short>,
+    l: &Limits,
+    observed: &mut BTreeMap<Short, Short>,
+    observed_pool: &BTreeMap<Short, Short>,
+    now: u64,
+    fix: bool,
+) -> Vec<Short> {
     let delay = 2 * S; // upstream's testExcessIPReleaseDelay
-    let (pre, maw) = (1, 0);
-    let a = |s: &str| short(s);
-    let (x, c) = (a("10.0.0.3"), a("10.0.1.1"));
-    // 4 available: two used on eni-0, X on eni-0, c on eni-1.
-    let mut pool: BTreeMap<Short, Short> = [
-        (a("10.0.0.1"), a("eni-0")),
-        (a("10.0.0.2"), a("eni-0")),
-        (x, a("eni-0")),
-        (c, a("eni-1")),
-    ]
+    let available: usize = cloud.values().map(BTreeSet::len).sum();
+    st.remove_stale_release_ips(observed);
+    let excess = excess_ips(available, used.len(), l);
+    let release = (excess > 0).then(|| prepare_ip_release(cloud, used, excess).unwrap_or_default());
+    if release.is_none() && needed_ips(available, used.len(), l) == 0 {
+        st.abort_no_longer_excess(&BTreeSet::new(), observed, observed_pool, fix);
+        return Vec::new();
+    }
+    let list = release.as_ref().map(|r| r.1.clone());
+    let step = st.handle_ip_release(list.as_deref(), observed, now, delay, false, false);
+    let excess_set: BTreeSet<Short> = list.unwrap_or_default().into_iter().collect();
+    st.abort_no_longer_excess(&excess_set, observed, observed_pool, fix);
+    step.to_release.into_iter().map(|r| r.0).collect()
+}
+
+/// `TestNodeManagerAbortRelease`'s handshake (pkg/ipam/node_manager_test.go:514-585) on the
+/// decision functions, pass by pass ([`reassignment_pass`], fix off) with upstream's 2 s delay:
+/// 4 available, 2 used, pre-allocate 1, min-allocate 3: one excess IP; timed by the first pass,
+/// marked after 3 s (`len(ReleaseIPs) == 1`); acknowledged; used 3 (excess 0, nothing needed: no
+/// maintenance action, `abortNoLongerExcessIPs(nil)`); the entry is "removed, instead of being
+/// set to released" (`len(ReleaseIPs) == 0`), and nothing was released.
+#[test]
+fn upstream_cilium_node_manager_abort_release_decisions() {
+    let l = limits(1, 3, 0, 0);
+    let cloud: BTreeMap<Short, BTreeSet<Short>> = [(
+        short("eni-0"),
+        (1..=4).map(|i| short(&format!("10.0.0.{i}"))).collect(),
+    )]
     .into();
-    let used: BTreeMap<Short, Short> =
-        [(a("10.0.0.1"), a("pod-1")), (a("10.0.0.2"), a("pod-2"))].into();
-    let excess = |pool: &BTreeMap<Short, Short>| {
-        let free: Vec<_> = unused(pool, &used).collect();
-        excess_ips(&free, pre, maw)
+    let used_n = |n: usize| -> BTreeMap<Short, Short> {
+        (1..=n)
+            .map(|i| (short(&format!("1.1.1.{i}")), short("pod")))
+            .collect()
     };
-    // Upstream's count for 4 available / 2 used, min-allocate 3: 1. The model's: 4 - 2 - 1 = 1.
-    assert_eq!(upstream_calculate_excess_ips(4, 2, 1, 3, 0), 1);
-    assert_eq!(excess(&pool), vec![x]);
+    let pool = BTreeMap::new();
+    let mut st = ReleaseState::default();
+    let mut observed = BTreeMap::new();
+    let used = used_n(2);
+    assert!(
+        reassignment_pass(&mut st, &cloud, &used, &l, &mut observed, &pool, 0, false).is_empty()
+    );
+    reassignment_pass(
+        &mut st,
+        &cloud,
+        &used,
+        &l,
+        &mut observed,
+        &pool,
+        3 * S,
+        false,
+    );
+    observed = st.populate(&observed); // PopulateIPReleaseStatus
+    assert_eq!(observed.len(), 1, "{observed:?}");
+    let x = *observed.keys().next().unwrap();
+    assert_eq!(observed[&x], MARKED);
+    observed.insert(x, short(READY)); // FakeAcknowledgeReleaseIps
+    let used = used_n(3); // "Use up one more IP to make excess = 0"
+    assert_eq!((excess_ips(4, 3, &l), needed_ips(4, 3, &l)), (0, 0));
+    let released = reassignment_pass(
+        &mut st,
+        &cloud,
+        &used,
+        &l,
+        &mut observed,
+        &pool,
+        4 * S,
+        false,
+    );
+    assert!(released.is_empty());
+    observed = st.populate(&observed);
+    assert!(observed.is_empty(), "{observed:?}");
+    assert_eq!(st, ReleaseState::default());
+}
 
-    let mut local: BTreeMap<Short, Short> = BTreeMap::new(); // ipReleaseStatus (= what is written)
-    let mut seen: BTreeMap<Short, u64> = BTreeMap::new(); // ipsMarkedForRelease
-    let mut observed: BTreeMap<Short, Short> = BTreeMap::new(); // Status.IPAM.ReleaseIPs
-    let pass = |t: u64,
-                pool: &BTreeMap<Short, Short>,
-                local: &mut BTreeMap<Short, Short>,
-                seen: &mut BTreeMap<Short, u64>,
-                observed: &BTreeMap<Short, Short>| {
-        fold_answers(local, observed);
-        release_step(local, seen, &excess(pool), None, t, delay, false)
+/// `TestNodeManagerReleaseAddress`'s handshake (pkg/ipam/node_manager_test.go:444-510) on the
+/// decision functions with upstream's 2 s delay: 27 available, 10 used, pre-allocate 4,
+/// min-allocate 15, max-above-watermark 4: 8 excess; timed by the first pass, all 8 marked after
+/// 3 s, acknowledged, then released (and `released` written); 19 left.
+#[test]
+fn upstream_cilium_node_manager_release_address_decisions() {
+    let l = limits(4, 15, 0, 4);
+    let mut cloud: BTreeMap<Short, BTreeSet<Short>> = [(
+        short("eni-0"),
+        (1..=27).map(|i| short(&format!("10.0.0.{i}"))).collect(),
+    )]
+    .into();
+    let used: BTreeMap<Short, Short> = (1..=10)
+        .map(|i| (short(&format!("1.1.1.{i}")), short("pod")))
+        .collect();
+    let pool = BTreeMap::new();
+    let mut st = ReleaseState::default();
+    let mut observed = BTreeMap::new();
+    assert!(
+        reassignment_pass(&mut st, &cloud, &used, &l, &mut observed, &pool, 0, false).is_empty()
+    );
+    assert_eq!(st.marked_at.len(), 8);
+    reassignment_pass(
+        &mut st,
+        &cloud,
+        &used,
+        &l,
+        &mut observed,
+        &pool,
+        3 * S,
+        false,
+    );
+    observed = st.populate(&observed);
+    assert_eq!(observed.len(), 8);
+    assert!(observed.values().all(|s| s == MARKED));
+    for s in observed.values_mut() {
+        *s = short(READY);
+    }
+    let released = reassignment_pass(
+        &mut st,
+        &cloud,
+        &used,
+        &l,
+        &mut observed,
+        &pool,
+        4 * S,
+        false,
+    );
+    assert_eq!(released.len(), 8);
+    assert_eq!(
+        released.iter().collect::<BTreeSet<_>>(),
+        observed.keys().collect::<BTreeSet<_>>()
+    );
+    st.released(&released);
+    let eni0 = cloud.get_mut(&short("eni-0")).unwrap();
+    for ip in &released {
+        eni0.remove(ip);
+    }
+    observed = st.populate(&observed);
+    assert!(observed.values().all(|s| s == RELEASED) && observed.len() == 8);
+    let available: usize = cloud.values().map(BTreeSet::len).sum();
+    assert_eq!((available, used.len()), (19, 10));
+    assert_eq!(excess_ips(19, 10, &l), 0);
+}
+
+/// `TestNodeManagerAbortReleaseIPReassignment`'s steps on the decision functions, up to X
+/// `released` and back in the observed pool. Returns (state, cloud, used, observed release-ips,
+/// observed pool, X).
+#[allow(clippy::type_complexity)]
+fn reassignment_setup(
+    fix: bool,
+) -> (
+    ReleaseState,
+    BTreeMap<Short, BTreeSet<Short>>,
+    BTreeMap<Short, Short>,
+    BTreeMap<Short, Short>,
+    BTreeMap<Short, Short>,
+    Short,
+) {
+    let l = limits(1, 3, 0, 0);
+    let a = |i: u8| Short::from_fmt(format_args!("10.0.0.{i}")).unwrap();
+    // Announced: 3 (min-allocate); use 3: 4; use 2 ("Release one IP").
+    let mut cloud: BTreeMap<Short, BTreeSet<Short>> =
+        [(short("eni-0"), (1..=4).map(a).collect())].into();
+    let used: BTreeMap<Short, Short> = (1..=2)
+        .map(|i| (short(&format!("1.1.1.{i}")), short("pod")))
+        .collect();
+    assert_eq!(excess_ips(4, 2, &l), 1);
+    let pool_of = |c: &BTreeMap<Short, BTreeSet<Short>>| -> BTreeMap<Short, Short> {
+        c.iter()
+            .flat_map(|(e, ips)| ips.iter().map(move |ip| (*ip, *e)))
+            .collect()
     };
-
+    let mut pool = pool_of(&cloud);
+    let mut st = ReleaseState::default();
+    let mut observed: BTreeMap<Short, Short> = BTreeMap::new();
     // instanceSync: the excess IP is timed.
-    let step = pass(0, &pool, &mut local, &mut seen, &observed);
-    assert!(step.marked.is_empty() && seen.contains_key(&x));
-    // After the delay: marked for release (upstream asserts it in ReleaseIPs).
-    let step = pass(3 * S, &pool, &mut local, &mut seen, &observed);
-    assert_eq!(step.marked, vec![x]);
-    assert_eq!(local.get(&x).map(Short::as_str), Some(MARKED));
-    observed = local.clone(); // the operator's status write
-                              // FakeAcknowledgeReleaseIps.
-    observed.insert(x, a(READY));
-    // MaintainIPPool processes the acknowledgement: X is to be released, ready-for-release stays.
-    let step = pass(4 * S, &pool, &mut local, &mut seen, &observed);
-    assert_eq!(step.to_release.iter().map(|r| r.0).collect::<Vec<_>>(), [x]);
-    assert_eq!(local.get(&x).map(Short::as_str), Some(READY));
-    // Released (what the pass does after the unassign; upstream's test sets it by hand), and X
-    // removed from the pool.
-    local.insert(x, a(RELEASED));
-    seen.remove(&x);
-    observed.insert(x, a(RELEASED));
+    let r = reassignment_pass(&mut st, &cloud, &used, &l, &mut observed, &pool, 0, fix);
+    assert!(r.is_empty() && st.marked_at.len() == 1 && st.status.is_empty());
+    let x = *st.marked_at.keys().next().unwrap();
+    // After the delay: marked (MaintainIPPool, then PopulateIPReleaseStatus into n.resource).
+    reassignment_pass(&mut st, &cloud, &used, &l, &mut observed, &pool, 3 * S, fix);
+    observed = st.populate(&observed);
+    assert_eq!(observed.get(&x).map(Short::as_str), Some(MARKED));
+    // FakeAcknowledgeReleaseIps.
+    observed.insert(x, short(READY));
+    // MaintainIPPool processes the acknowledgement: X is to be released.
+    let r = reassignment_pass(&mut st, &cloud, &used, &l, &mut observed, &pool, 4 * S, fix);
+    assert_eq!(r, [x]);
+    assert_eq!(
+        st.populate(&observed).get(&x).map(Short::as_str),
+        Some(READY)
+    );
+    // "Now simulate the operator releasing the IP and marking it as released": X leaves the pool,
+    // `released` in ReleaseIPs and in ipReleaseStatus (the model's release path: `released`).
+    cloud.get_mut(&short("eni-0")).unwrap().remove(&x);
     pool.remove(&x);
-    // Before the agent removed the entry, X is reassigned to the node (another interface).
-    pool.insert(x, a("eni-test"));
-    // The agent keeps a `released` entry whose IP is in its pool (upstream's agent too), and the
-    // IP stays unallocatable.
+    st.released(&[x]);
+    observed.insert(x, short(RELEASED));
+    // Before the agent removed the entry, X is back in the pool (interface "eni-test"), and the
+    // test allocates one new IP in the mock (`node.ops.AllocateIPs(.., 1)`).
+    pool.insert(x, short("eni-test"));
+    let y = a(5);
+    cloud.get_mut(&short("eni-0")).unwrap().insert(y);
+    // The agent keeps a `released` entry whose IP is in its pool (upstream's agent too, crd.go:
+    // 371-375), and the IP stays unallocatable.
     assert_eq!(agent_answer(RELEASED, true, false), Answer::Keep);
     assert_eq!(answer_all(&observed, &pool, &used), observed);
     assert!(!allocatable(&pool, &used, &observed).any(|i| i == x));
-    // 4 available, 2 used; the excess IP is now c, not X.
-    assert_eq!((pool.len(), used.len()), (4, 2));
-    assert_eq!(excess(&pool), vec![c]);
+    (st, cloud, used, observed, pool, x)
+}
 
-    // Upstream: eventually X is in neither local map nor in ReleaseIPs.
+/// `TestNodeManagerAbortReleaseIPReassignment` (newer `operator/pkg/ipam/nodemanager/
+/// node_manager_test.go` @4813068c; issue #39981), on the decision functions with upstream's 2 s
+/// delay: pre-allocate 1, min-allocate 3; 4 available, 2 used, one excess IP X; X timed, marked
+/// after the delay (asserted in `ReleaseIPs`), acknowledged (`ready-for-release` asserted), then
+/// set `released` by hand and removed from the pool; then X is re-added to the pool
+/// (`Spec.IPAM.Pool[X]`, "eni-test") before the agent removed the entry, and one new IP is
+/// allocated. Expected: eventually X is in none of `ipReleaseStatus`, `ipsMarkedForRelease` and
+/// `Status.IPAM.ReleaseIPs`; 4 available, 2 used. With the fix
+/// ([`ReleaseState::abort_no_longer_excess`]`(.., fix_39981 = true)`, the operator's switch
+/// `readd_released_ip`): the first pass drops it.
+///
+/// The simulated cloud never hands out an address twice, so this runs pass by pass
+/// ([`reassignment_pass`]); the new excess IP is then the newly allocated one, not X (upstream's
+/// mock picks it too; an X that is excess again keeps its entry upstream, the newer code's
+/// `excessMap` check coming first).
+#[test]
+fn upstream_cilium_node_manager_abort_release_ip_reassignment() {
+    let l = limits(1, 3, 0, 0);
+    let (mut st, cloud, used, mut observed, pool, x) = reassignment_setup(true);
+    // 4 available, 2 used.
+    let available: usize = cloud.values().map(BTreeSet::len).sum();
+    assert_eq!((available, used.len()), (4, 2));
     let mut gone = false;
     for k in 5..15 {
-        pass(k * S, &pool, &mut local, &mut seen, &observed);
-        observed = local.clone(); // the operator's write; the agent keeps X's entry
-        if !local.contains_key(&x) && !seen.contains_key(&x) && !observed.contains_key(&x) {
+        reassignment_pass(
+            &mut st,
+            &cloud,
+            &used,
+            &l,
+            &mut observed,
+            &pool,
+            k * S,
+            true,
+        );
+        observed = st.populate(&observed); // PopulateIPReleaseStatus(node.resource)
+        if !st.status.contains_key(&x)
+            && !st.marked_at.contains_key(&x)
+            && !observed.contains_key(&x)
+        {
             gone = true;
             break;
         }
     }
     assert!(
         gone,
-        "X is still {:?} in the operator's state and release-ips after 10 passes",
-        local.get(&x)
+        "X is still {:?} in the operator's state / {:?} in release-ips after 10 passes",
+        st.status.get(&x),
+        observed.get(&x)
     );
+    // The agent would now hand X out.
+    assert!(allocatable(&pool, &used, &observed).any(|i| i == x));
+}
+
+/// The same steps with @ed90dd5's `abortNoLongerExcessIPs` (node.go:735-755, no fix; the model's
+/// default, switch `readd_released_ip` off): a `released` entry is never aborted, the agent keeps
+/// it while X is in its pool, so X stays `released` in the operator's state and in `release-ips`,
+/// and unallocatable, for ever (issue #39981's "No more IPs available").
+#[test]
+fn upstream_cilium_node_manager_abort_release_ip_reassignment_without_fix() {
+    let l = limits(1, 3, 0, 0);
+    let (mut st, cloud, used, mut observed, pool, x) = reassignment_setup(false);
+    for k in 5..15 {
+        reassignment_pass(
+            &mut st,
+            &cloud,
+            &used,
+            &l,
+            &mut observed,
+            &pool,
+            k * S,
+            false,
+        );
+        observed = st.populate(&observed);
+        // The agent's answer keeps the entry (X is in its pool).
+        observed = answer_all(&observed, &pool, &used);
+        assert_eq!(
+            st.status.get(&x).map(Short::as_str),
+            Some(RELEASED),
+            "pass {k}"
+        );
+        assert_eq!(
+            observed.get(&x).map(Short::as_str),
+            Some(RELEASED),
+            "pass {k}"
+        );
+    }
+    assert!(!allocatable(&pool, &used, &observed).any(|i| i == x));
+}
+
+/// `TestNodeManagerAbortReleaseIPReassignment`'s steps on the simulated operator: the abort
+/// release flow up to X `released` (X unassigned, gone from the pool), then the driver re-adds X
+/// to `spec.pool` (interface "eni-test") through the API server before any agent removed the
+/// entry, and allocates one new IP in the cloud directly (upstream's `node.ops.AllocateIPs`).
+/// Upstream's expectation with the fix (switch `readd_released_ip`): X leaves `release-ips`;
+/// 4 available, 2 used. Without it (@ed90dd5): X stays `released`.
+fn reassignment_script() -> Script {
+    Box::new(move |d| {
+        Box::pin(async move {
+            d.sleep_s(1.0).await;
+            d.snapshot("announce");
+            d.set_used(3).await;
+            d.sleep_s(5.0).await;
+            d.snapshot("use 3");
+            d.set_used(2).await;
+            d.snapshot("use 2");
+            d.wait_until(400.0, |s| !s.in_state(MARKED).is_empty())
+                .await;
+            d.snapshot("marked");
+            d.ack().await;
+            d.wait_until(180.0, |s| {
+                !s.release_ips.is_empty()
+                    && s.release_ips
+                        .iter()
+                        .all(|(ip, st)| st == RELEASED && !s.pool.contains_key(ip))
+            })
+            .await;
+            let released = d.snapshot("released");
+            if let Some(x) = released.in_state(RELEASED).first() {
+                d.add_to_pool(*x, short("eni-test")).await;
+                d.cloud_assign("eni-0", 1);
+                d.snapshot("re-added");
+                let x = *x;
+                d.wait_until(130.0, |s| !s.release_ips.contains_key(&x))
+                    .await;
+            }
+            d.snapshot("after");
+            d.sleep_s(60.0).await;
+            d.snapshot("end");
+        })
+    })
+}
+
+fn reassignment_run(fix: bool) -> Run {
+    run(
+        Setup {
+            limits: limits(1, 3, 0, 0),
+            switches: Switches {
+                readd_released_ip: fix,
+                ..Switches::default()
+            },
+            enis: 1,
+            eni_capacity: 64,
+            seeded: vec![],
+            run_for_s: 800,
+        },
+        reassignment_script(),
+    )
+}
+
+/// Upstream's expectations for [`reassignment_script`] against a run, as text where they fail.
+fn reassignment_mismatches(fix: bool) -> Vec<String> {
+    let mut bad = Vec::new();
+    let run = reassignment_run(fix);
+    if !run.finished {
+        bad.push(format!(
+            "the script did not finish\n{}",
+            show(&run.snapshots)
+        ));
+        return bad;
+    }
+    bad.extend(step_mismatches(
+        &run,
+        &[("announce", 3, 0), ("use 3", 4, 3), ("use 2", 4, 2)],
+    ));
+    let released = run.at("released");
+    let Some(x) = released.in_state(RELEASED).first().copied() else {
+        bad.push(format!(
+            "no `released` entry whose IP left the pool (aborts {:?})\n{}",
+            run.aborts(),
+            show(&run.snapshots)
+        ));
+        return bad;
+    };
+    if released.release_ips.len() != 1 {
+        bad.push(format!("released: {:?}", released.release_ips));
+    }
+    let end = run.at("end");
+    let state = end.release_ips.get(&x).map(Short::as_str);
+    if fix {
+        if state.is_some() {
+            bad.push(format!(
+                "X is still {state:?} at the end\n{}",
+                show(&run.snapshots)
+            ));
+        }
+        if (end.available(), end.used_count()) != (4, 2) {
+            bad.push(format!(
+                "end: upstream 4 available / 2 used, model {} / {}",
+                end.available(),
+                end.used_count()
+            ));
+        }
+    } else if state != Some(RELEASED) {
+        bad.push(format!(
+            "X is {state:?} at the end, not released\n{}",
+            show(&run.snapshots)
+        ));
+    }
+    bad
+}
+
+/// [`reassignment_script`] on the simulated operator without the fix (@ed90dd5, switch
+/// `readd_released_ip` off): X is released (one `released` entry, X gone from the pool), and after
+/// X is back in the pool the entry stays `released` (no agent removes it here; a real agent keeps
+/// it while X is in its pool).
+#[test]
+fn upstream_cilium_node_manager_abort_release_ip_reassignment_simulated_without_fix() {
+    let bad = reassignment_mismatches(false);
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// [`reassignment_script`] on the simulated operator with the fix (switch `readd_released_ip`).
+/// Upstream's expectation: X is released and written `released`; once X is back in the pool its
+/// entry goes; 4 available, 2 used.
+///
+/// The model never gets there: ~5 ms after its own unassign of X it drops X's fresh `released`
+/// state (a `CiliumAbort` of X), so no `released` entry for an IP that left the pool is ever
+/// written. Its resync writes status (`released`) right after the release pass with the cache
+/// from before the unassign, so the spec (pool still with X) is not rewritten; the follow-up
+/// resync after the instance sync runs the maintainer first, which sees `released` with X still
+/// in the observed `spec.pool`, and the fix drops it; only then is the spec without X written.
+/// Upstream's follow-up `k8sSync` writes status and spec together from the refreshed cache, and
+/// no maintainer pass runs between the two informer events.
+#[test]
+#[ignore = "model differs from upstream: with readd_released_ip the operator drops its own fresh `released` entry (the observed spec.pool still lists the IP it just unassigned)"]
+fn upstream_cilium_node_manager_abort_release_ip_reassignment_simulated() {
+    let bad = reassignment_mismatches(true);
+    assert!(bad.is_empty(), "{bad:#?}");
 }
 
 /// The simulated runs' snapshots, for a failing test's message.

@@ -21,6 +21,7 @@
 
 use crate::scenario::{Options, RunSpec};
 use model::cilium::agent::Workload;
+use model::cilium::decide::Limits;
 use model::cilium::operator::OperatorConfig;
 use model::cilium::{
     Switches, DO_NOT_RELEASE, KIND, MARKED, PRE_ALLOCATE, READY, RELEASED, RELEASE_DELAY,
@@ -47,6 +48,13 @@ pub const PODS_BOUND_US: u64 = 120 * S;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CiliumOptions {
     pub nodes: u32,
+    /// Operator processes (replicas of the Deployment, each on its own node).
+    pub operators: u32,
+    /// `min-allocate` and `max-above-watermark` of every node.
+    pub min_allocate: u32,
+    pub max_above_watermark: u32,
+    /// How long the graceful shutdown's stop hooks keep a deposed leader's IPAM running (ms).
+    pub shutdown_linger_ms: u64,
     pub latency_min_us: u64,
     pub latency_max_us: u64,
     /// Interfaces per node.
@@ -64,8 +72,19 @@ impl CiliumOptions {
     /// Node names in index order.
     pub fn node_names(&self) -> Vec<String> {
         let mut n: Vec<String> = (1..=self.nodes).map(|i| format!("n{i}")).collect();
-        n.extend(["apiserver", "cloud", "operator", "operator-2"].map(String::from));
+        n.extend(["apiserver", "cloud"].map(String::from));
+        n.extend(self.operator_names());
         n
+    }
+
+    /// The operators' node names: `operator`, `operator-2`, ...
+    pub fn operator_names(&self) -> Vec<String> {
+        (1..=self.operators.max(1))
+            .map(|i| match i {
+                1 => "operator".to_string(),
+                i => format!("operator-{i}"),
+            })
+            .collect()
     }
 }
 
@@ -85,8 +104,13 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
     let latency_min_us = rng.random_range(200..=2_000u64);
     let latency_max_us = latency_min_us + rng.random_range(0..=8_000u64);
     let enis = rng.random_range(2..=3u32);
+    let operators = rng.random_range(2..=3u32);
+    let min_allocate = *[0u32, 0, 10].choose(&mut rng).unwrap();
+    let max_above_watermark = *[0u32, 0, 2].choose(&mut rng).unwrap();
+    let shutdown_linger_ms = rng.random_range(0..=20_000u64);
     let workloads = (0..nodes)
         .map(|_| Workload {
+            restore_ms: rng.random_range(0..=3_000),
             max_pods: rng.random_range(4..=(enis * ENI_CAPACITY - PRE_ALLOCATE as u32 - 2)),
             period_s: rng.random_range(120..=480),
             step_min_s: rng.random_range(1..=5),
@@ -105,13 +129,22 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
             "stall-maintenance",
             "agent-crash",
             "operator-crash",
+            "operator-restart",
         ],
-        Family::ClockSkew => &["operator-step", "node-step", "drift", "operator-crash"],
+        Family::ClockSkew => &[
+            "operator-step",
+            "node-step",
+            "drift",
+            "operator-crash",
+            "operator-clock-rate",
+        ],
         Family::SplitBrain => &[
             "node-api-cut",
             "operator-api-cut",
             "operator-cloud-cut",
-            "handover",
+            "operator-pause",
+            "operator-api-slow",
+            "operator-clock-rate",
             "api-latency",
             "node-isolate",
         ],
@@ -128,7 +161,10 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
             "node-api-cut",
             "operator-api-cut",
             "operator-cloud-cut",
-            "handover",
+            "operator-pause",
+            "operator-api-slow",
+            "operator-clock-rate",
+            "operator-restart",
             "api-latency",
             "node-isolate",
             "cloud-down",
@@ -142,6 +178,10 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
     let fault_count = rng.random_range(1..=if family == Family::Swarm { 14 } else { 8 });
     let o = CiliumOptions {
         nodes,
+        operators,
+        min_allocate,
+        max_above_watermark,
+        shutdown_linger_ms,
         latency_min_us,
         latency_max_us,
         enis,
@@ -157,12 +197,14 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
 
 fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
     let nodes: Vec<String> = (1..=o.nodes).map(|i| format!("n{i}")).collect();
+    let operators = o.operator_names();
     let s = |x: &str| x.to_string();
     let mut out = Vec::new();
     for _ in 0..o.fault_count {
         let kind = o.fault_kinds.choose(rng).unwrap().as_str();
         let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
         let n = nodes.choose(rng).unwrap().clone();
+        let op = operators.choose(rng).unwrap().clone();
         let (dur_ms, k) = match kind {
             "death-status-writer" => (
                 0,
@@ -174,7 +216,7 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
             "death-maintenance" => (
                 0,
                 FaultKind::TaskDeath {
-                    node: s("operator"),
+                    node: op,
                     task: s("maintenance"),
                 },
             ),
@@ -188,7 +230,7 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
             "stall-maintenance" => (
                 rng.random_range(5_000..=240_000),
                 FaultKind::TaskStall {
-                    node: s("operator"),
+                    node: op,
                     task: s("maintenance"),
                 },
             ),
@@ -202,14 +244,36 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
             "operator-crash" => (
                 0,
                 FaultKind::ProcessCrash {
-                    node: s("operator"),
+                    node: op,
                     process: s("cilium-operator"),
+                },
+            ),
+            "operator-restart" => (
+                rng.random_range(1_000..=30_000),
+                FaultKind::ServiceRestart { node: op },
+            ),
+            "operator-pause" => (
+                rng.random_range(2_000..=40_000),
+                FaultKind::Pause { node: op },
+            ),
+            "operator-api-slow" => (
+                rng.random_range(10_000..=120_000),
+                FaultKind::Latency {
+                    node: op,
+                    extra_ms: rng.random_range(500..=6_000),
+                },
+            ),
+            "operator-clock-rate" => (
+                rng.random_range(30_000..=300_000),
+                FaultKind::ClockRate {
+                    node: op,
+                    ppm: rng.random_range(-400_000..=600_000),
                 },
             ),
             "operator-step" => (
                 0,
                 FaultKind::ClockStep {
-                    node: s("operator"),
+                    node: op.clone(),
                     delta_ms: rng.random_range(-300_000..=300_000),
                 },
             ),
@@ -224,7 +288,7 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
                 rng.random_range(30_000..=300_000),
                 FaultKind::Drift {
                     node: if rng.random_bool(0.5) {
-                        s("operator")
+                        op.clone()
                     } else {
                         n
                     },
@@ -241,21 +305,15 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
             "operator-api-cut" => (
                 rng.random_range(5_000..=180_000),
                 FaultKind::Partition {
-                    a: vec![s("operator")],
+                    a: vec![op],
                     b: vec![s("apiserver")],
                 },
             ),
             "operator-cloud-cut" => (
                 rng.random_range(5_000..=120_000),
                 FaultKind::Partition {
-                    a: vec![s("operator")],
+                    a: vec![op],
                     b: vec![s("cloud")],
-                },
-            ),
-            "handover" => (
-                rng.random_range(30_000..=300_000),
-                FaultKind::Activate {
-                    node: s("operator-2"),
                 },
             ),
             "api-latency" => (
@@ -344,13 +402,15 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
         FAULT_WINDOW_MS,
         LIVENESS_MS,
     );
+    let fix = |name: &str| spec.fixes.iter().any(|f| f == name);
     let sw = Switches {
         no_handshake: spec.bugs.iter().any(|b| b == "cilium-no-handshake"),
-        merge_release_ips: spec.fixes.iter().any(|f| f == "cilium-merge-release-ips"),
-        hold_unknown_release: spec
-            .fixes
-            .iter()
-            .any(|f| f == "cilium-hold-unknown-release"),
+        adopt_release_ips: fix("cilium-adopt-release-ips"),
+        exit_on_lost_lead: fix("cilium-exit-on-lost-lead"),
+        readd_released_ip: fix("cilium-readd-released-ip"),
+        restore_before_ack: fix("cilium-restore-before-ack"),
+        keep_released: fix("cilium-keep-released"),
+        readd_after_resync: fix("cilium-readd-after-resync"),
     };
     let node_names: Vec<String> = names[..n].to_vec();
     let mut monitor = CiliumMonitor::new(names.clone(), (o.enis * ENI_CAPACITY) as usize, coverage);
@@ -384,20 +444,24 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
                 serde_json::json!({ "pool": pool }),
                 serde_json::json!({}),
             );
-            model::cilium::agent::install(world, i as NodeIx, &kube, o2.workloads[i].clone());
+            model::cilium::agent::install(world, i as NodeIx, &kube, o2.workloads[i].clone(), &sw);
         }
-        for (node, standby) in [("operator", false), ("operator-2", true)] {
-            let cfg = OperatorConfig {
-                nodes: node_names.clone(),
+        let cfg = OperatorConfig {
+            nodes: node_names.clone(),
+            limits: Limits {
                 pre_allocate: PRE_ALLOCATE,
-                max_above_watermark: model::cilium::MAX_ABOVE_WATERMARK,
-                release_excess: true,
-                enis: o2.enis,
-                eni_capacity: ENI_CAPACITY,
-                standby,
-                switches: sw.clone(),
-            };
-            model::cilium::operator::install(world, idx(node), &kube, &cloud, cfg);
+                min_allocate: o2.min_allocate as usize,
+                max_allocate: 0,
+                max_above_watermark: o2.max_above_watermark as usize,
+            },
+            release_excess: true,
+            enis: o2.enis,
+            eni_capacity: ENI_CAPACITY,
+            shutdown_linger: std::time::Duration::from_millis(o2.shutdown_linger_ms),
+            switches: sw.clone(),
+        };
+        for node in o2.operator_names() {
+            model::cilium::operator::install(world, idx(&node), &kube, &cloud, cfg.clone());
         }
     })
 }
@@ -458,7 +522,7 @@ pub struct CiliumMonitor {
     unassigned: BTreeMap<NodeIp, (u64, String)>,
     /// (node, ip) -> (time, previous state) when the agent's entry went away.
     entry_removed: BTreeMap<NodeIp, (u64, Short)>,
-    /// Nodes whose agent, or the operator ("operator"), has a silently dead task.
+    /// Nodes whose agent or operator has a silently dead task.
     dead_tasks: BTreeSet<String>,
 }
 
@@ -630,11 +694,7 @@ impl Monitor for CiliumMonitor {
                 None
             }
             Event::TaskDeath { .. } => {
-                self.dead_tasks.insert(if node.starts_with("operator") {
-                    "operator".to_string()
-                } else {
-                    node.to_string()
-                });
+                self.dead_tasks.insert(node.to_string());
                 None
             }
             Event::NodeCrash => {
@@ -646,9 +706,7 @@ impl Monitor for CiliumMonitor {
                 None
             }
             Event::ProcessExit { name, .. } if name == "cilium-operator" => {
-                if node == "operator" {
-                    self.dead_tasks.remove("operator");
-                }
+                self.dead_tasks.remove(node.as_str());
                 if !self.marked.is_empty() {
                     self.reached.insert("operator-restart-mid-handshake");
                 }
@@ -747,7 +805,7 @@ impl Monitor for CiliumMonitor {
         }
         self.pods_deadline = None;
         let view = |n: &Short| &self.nodes[self.index(*n).expect("a pod's node is a node")];
-        let operator_ok = !self.dead_tasks.contains("operator");
+        let operator_ok = !self.dead_tasks.iter().any(|n| n.starts_with("operator"));
         let mut waiting = Vec::new();
         for (pod, (n, since)) in &self.pending {
             if *since + PODS_BOUND_US > now_us {

@@ -95,6 +95,19 @@ const fn calico(path: &'static str, function: &'static str, lines: &'static str)
     }
 }
 
+const CILIUM: &str = "cilium/cilium";
+const CILIUM_COMMIT: &str = "ed90dd5ea4c754a04a8135c6bb9c8afe29b75811";
+
+const fn cilium(path: &'static str, function: &'static str, lines: &'static str) -> Citation {
+    Citation {
+        repo: CILIUM,
+        path,
+        function,
+        lines,
+        commit: CILIUM_COMMIT,
+    }
+}
+
 /// The dead-task note of a violation names one of these tasks.
 fn names_dead(e: &str, tasks: &[&str]) -> bool {
     let Some((_, dead)) = e.split_once("silently dead tasks on") else {
@@ -276,10 +289,12 @@ pub static FINDINGS: &[Finding] = &[
             describe: "the erasing status write is another operator's than the unassign",
             test: |e| erased_by_other_operator(e) == Some(true),
         },
-        summary: "Operators write status.ipam.release-ips as a whole map from their own memory. During a leadership handover the other operator, or after a restart the new one (empty memory), writes a map without the predecessor's ready-for-release entry; the agent takes the missing entry for an aborted release and hands the IP, already unassigned in the cloud, to a pod. Judged against shared/spec/cilium.md; its re-judging against upstream source, with faithful leader election, is issue 27.",
+        summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
         upstream: &[],
-        fix: Some("cilium-merge-release-ips"),
-        status: Status::Active,
+        fix: None,
+        status: Status::Retired {
+            reason: "built on the injected 'standby believes it leads' fault, which upstream has no counterpart for: a non-leader cilium-operator runs no IPAM at all (operator/cmd/root.go 193-258, 526-581 at ed90dd5). Operators now elect through a client-go Lease; the real successor of this finding, a new leader rebuilding release-ips from nothing, is cilium-new-leader-wipes-release-ips.",
+        },
     },
     Finding {
         id: "cilium-handover-releases-in-use",
@@ -292,10 +307,12 @@ pub static FINDINGS: &[Finding] = &[
             describe: "the operator decided from a status whose used IPs lacked the IP",
             test: |e| e.contains("whose used IPs did not include"),
         },
-        summary: "The same handover as cilium-handover-erases-release, seen from the other side: the operator that still holds the agent's earlier ready-for-release unassigns the IP after the other operator's map write let the agent hand it to a pod. Judged against shared/spec/cilium.md; re-judging is issue 27.",
+        summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
         upstream: &[],
-        fix: Some("cilium-merge-release-ips"),
-        status: Status::Active,
+        fix: None,
+        status: Status::Retired {
+            reason: "built on the injected 'standby believes it leads' fault (no upstream counterpart, see cilium-handover-erases-release); seed 2233 no longer fails. Releases of an IP in use that remain come from an agent restart (cilium-restart-acks-in-use) or from a deposed leader acting on its stale cache (not yet catalogued: issue 27's fencing fix).",
+        },
     },
     Finding {
         id: "cilium-unknown-unassign-aborted",
@@ -308,9 +325,74 @@ pub static FINDINGS: &[Finding] = &[
             describe: "the erasing status write is the unassigning operator's own",
             test: |e| erased_by_other_operator(e) == Some(false),
         },
-        summary: "The cloud applies an unassign but the answer is lost; the operator still counts the IP as assigned and, once the node's IPs are no longer in excess, aborts the handshake; the agent then hands the IP out. Judged against shared/spec/cilium.md; re-judging is issue 27.",
+        summary: "The model's operator aborted handshakes from its own state after an unassign whose answer was lost.",
         upstream: &[],
-        fix: Some("cilium-hold-unknown-release"),
+        fix: None,
+        status: Status::Retired {
+            reason: "the model's operator now reads agent answers and aborts from the observed CiliumNode and keeps released state as upstream does (pkg/ipam/node.go handleIPRelease, abortNoLongerExcessIPs); seed 277 no longer fails, and no failure with an unanswered unassign was found in 3,000 seeds. The same operator erasing its own entry now happens through cilium-released-state-dropped.",
+        },
+    },
+    Finding {
+        id: "cilium-restart-acks-in-use",
+        system: "cilium",
+        title: "A restarted agent answers ready-for-release for an IP a pod still uses",
+        scenario: "cilium-swarm",
+        seeds: &[19, 682],
+        signature: Signature {
+            invariants: &["no-release-in-use"],
+            describe: "the status the operator decided from was written by a restarted agent",
+            test: |e| restarted_writer(e),
+        },
+        summary: "A pod gets IP X; before the agent's rate-limited status write (15 s) reports X as used, the operator marks X, and the agent crashes. The restarted agent's endpoint restore cannot take X back because X is marked for release, so the pod keeps X while the agent no longer counts it; on the next CiliumNode event the agent answers ready-for-release, and the operator unassigns X under the pod. Restore also runs after IPAM has started, so an answer can come before restore at all.",
+        upstream: &[
+            cilium("pkg/ipam/crd.go", "nodeStore.updateLocalNodeResource", "338-449"),
+            cilium("pkg/ipam/crd.go", "nodeStore.allocate / isIPInReleaseHandshake", "510-545"),
+            cilium("daemon/cmd/daemon.go", "newDaemon (startIPAM, restoreOldEndpoints)", "764-821"),
+            cilium("daemon/cmd/state.go", "restoreOldEndpoints / AllocateIPWithoutSyncUpstream", "106-109, 363-381"),
+        ],
+        fix: Some("cilium-restore-before-ack"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-released-state-dropped",
+        system: "cilium",
+        title: "The operator drops its own released entry while the spec still lists the IP",
+        scenario: "cilium-clock-skew",
+        seeds: &[1946],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool"],
+            describe: "the erasing status write is the unassigning operator's own",
+            test: |e| erased_by_other_operator(e) == Some(false),
+        },
+        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it.",
+        upstream: &[
+            cilium("pkg/ipam/node.go", "Node.handleIPRelease", "797-898"),
+            cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
+            cilium("pkg/aws/eni/node.go", "Node.PrepareIPRelease", "131-198"),
+            cilium("pkg/ipam/crd.go", "nodeStore.updateLocalNodeResource", "363-444"),
+        ],
+        fix: Some("cilium-keep-released"),
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-new-leader-wipes-release-ips",
+        system: "cilium",
+        title: "A new operator leader wipes release-ips while the spec still lists released IPs",
+        scenario: "cilium-split-brain",
+        seeds: &[444, 716],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool"],
+            describe: "the erasing status write is another operator process's than the unassign",
+            test: |e| erased_by_other_operator(e) == Some(true),
+        },
+        summary: "The leader unassigns X and writes 'released', then loses the lease (slow renew answers) before its spec write removes X from the pool. The new leader starts with empty handshake state; its first status write rebuilds release-ips from that empty state, dropping X's entry, and goes before its spec write. In between (or until the next sync if the spec write fails), the agent sees X in its pool with no entry and hands it to a pod, though the cloud no longer holds it.",
+        upstream: &[
+            cilium("pkg/ipam/node.go", "Node.PopulateIPReleaseStatus", "1013-1031"),
+            cilium("pkg/ipam/node_manager.go", "NodeManager.Upsert", "284-387"),
+            cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
+            cilium("operator/cmd/root.go", "runOperator (leader-only IPAM)", "437-470, 526-581"),
+        ],
+        fix: Some("cilium-adopt-release-ips"),
         status: Status::Active,
     },
 ];
@@ -325,6 +407,16 @@ fn erased_by_other_operator(e: &str) -> Option<bool> {
         .split("'s ")
         .next()?;
     Some(unassigner != eraser)
+}
+
+/// In a `no-release-in-use` sentence: whether the agent that wrote the status the operator
+/// decided from is a restarted one (not its first process, pid 1001).
+fn restarted_writer(e: &str) -> bool {
+    e.split("written by ")
+        .nth(1)
+        .and_then(|w| w.split(' ').next())
+        .and_then(|w| w.rsplit(':').next())
+        .is_some_and(|pid| pid != "1001")
 }
 
 /// The active finding of `scenario` that `v` is, if any.

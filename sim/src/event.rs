@@ -84,6 +84,8 @@ pub enum Event {
     ClockStep { delta_ms: i64 },
     /// The node's wall clock drift changed.
     ClockDrift { ppm: i64 },
+    /// The node's monotonic clock now runs at `(1 + ppm / 1e6)` times the true rate.
+    MonoRate { ppm: i64 },
 
     // ---- the simulated etcd ----
     /// A key was created or updated (key and value shared with the store: an event costs no copy
@@ -202,6 +204,14 @@ pub enum Event {
         observed_rv: u64,
         handshake: bool,
     },
+    /// An operator's elector called OnStartedLeading: its IPAM starts (`identity`: its Lease
+    /// holder identity, `transitions`: the Lease's leaderTransitions it won with).
+    CiliumLeading { identity: String, transitions: i32 },
+    /// An operator's leader context ended (leadership lost or released): with the graceful
+    /// shutdown of the pinned commit its IPAM keeps running until the process exits.
+    CiliumLeadershipLost { identity: String },
+    /// An operator's IPAM started its work as leader after the blocking cloud resync.
+    CiliumIpamStarted { identity: String },
 
     // ---- Calico (networking-calico's OpenStack driver) ----
     /// The elector tries to create the election key.
@@ -335,6 +345,7 @@ impl Event {
             TaskStall { .. } => "task-stall",
             ClockStep { .. } => "clock-step",
             ClockDrift { .. } => "clock-drift",
+            MonoRate { .. } => "mono-rate",
             EtcdPut { .. } => "etcd-put",
             EtcdDelete { .. } => "etcd-delete",
             EtcdLeaseGrant { .. } => "etcd-lease-grant",
@@ -354,6 +365,9 @@ impl Event {
             CiliumMark { .. } => "cilium-mark",
             CiliumAbort { .. } => "cilium-abort",
             CiliumRelease { .. } => "cilium-release",
+            CiliumLeading { .. } => "cilium-leading",
+            CiliumLeadershipLost { .. } => "cilium-leadership-lost",
+            CiliumIpamStarted { .. } => "cilium-ipam-started",
             CalicoCampaign { .. } => "calico-campaign",
             CalicoWon { .. } => "calico-won",
             CalicoRefresh { .. } => "calico-refresh",

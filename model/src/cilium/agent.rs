@@ -35,6 +35,9 @@ pub struct Workload {
     pub step_max_s: u32,
     /// Percentage of steps that create a burst of pods.
     pub burst_percent: u32,
+    /// How long endpoint restore takes after an agent restart, once IPAM has started (ms).
+    #[serde(default)]
+    pub restore_ms: u32,
 }
 
 /// Pods on a node: name -> IP (none while pending). Shared by the kubelet and the agent.
@@ -63,10 +66,31 @@ struct Agent {
     spec_part: RefCell<Option<Rc<sim::kube::Body>>>,
     pending: Cell<bool>,
     dirty: Notify,
+    /// The interfaces of the observed `status.eni.enis` (an IP whose interface is not among them
+    /// cannot be handed out: "unable to find ENI", crd.go:682-702 @ed90dd5).
+    enis: RefCell<BTreeSet<Short>>,
+    /// The last observed `release-ips`.
+    observed_release: RefCell<BTreeMap<Short, Short>>,
+    /// The observed `status.eni.enis` (written back by the agent's full-status writes).
+    observed_enis: RefCell<BTreeMap<Short, BTreeSet<Short>>>,
+    /// IPAM has started (the blocking wait for a minimal pool is over, crd.go:176-193, 288-325):
+    /// from then on the agent answers the handshake.
+    started: Cell<bool>,
+    /// The last observed object has the minimal pool IPAM's start waits for.
+    minimum: Cell<bool>,
+    /// Endpoint restore has finished (`RestoreFinished`); only then does the initial status
+    /// write go out and do pods get IPs.
+    restored: Cell<bool>,
+    /// The handshake answers changed since the last write (the "excess IP release" trigger,
+    /// crd.go:446-448, which is not gated on restore).
+    answered: Cell<bool>,
+    /// Fix `cilium-restore-before-ack`.
+    restore_first: bool,
 }
 
 /// Installs kubelet and the Cilium agent as the services of `node` (CiliumNode `name`).
-pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload) {
+pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw: &Switches) {
+    let restore_first = sw.restore_before_ack;
     let kube = kube.clone();
     world.set_services(
         node,
@@ -92,8 +116,18 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload) {
                         spec_part: RefCell::default(),
                         pending: Cell::new(true),
                         dirty: Notify::new(),
+                        enis: RefCell::default(),
+                        observed_enis: RefCell::default(),
+                        observed_release: RefCell::default(),
+                        started: Cell::new(false),
+                        minimum: Cell::new(false),
+                        restored: Cell::new(false),
+                        answered: Cell::new(false),
+                        restore_first,
                     });
-                    agent.restore();
+                    let a = agent.clone();
+                    let restore_ms = workload.restore_ms;
+                    proc.spawn("restore", async move { a.restore(restore_ms).await });
                     for (task, f) in [("informer", 0), ("cni", 1), ("status-writer", 2)] {
                         let a = agent.clone();
                         proc.spawn(task, async move {
@@ -193,14 +227,45 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
 }
 
 impl Agent {
-    /// Endpoint restore: the IPs of the pods that exist are in use.
-    fn restore(&self) {
-        let mut used = self.used.borrow_mut();
-        for (pod, ip) in self.pods.pods.borrow().iter() {
-            if let Some(ip) = ip {
+    /// Endpoint restore (daemon.go:764-821 @ed90dd5: `startIPAM`, then `restoreOldEndpoints`,
+    /// then `RestoreFinished`): once IPAM has started and after `restore_ms`, the IPs of the pods
+    /// that exist are in use again (`AllocateIPWithoutSyncUpstream`, daemon/cmd/state.go:106-109,
+    /// 363-381). An IP in a handshake state that forbids allocation cannot be taken: that pod's
+    /// endpoint is not restored, and the agent no longer counts the IP as used, although the pod
+    /// still has it (shared/spec/cilium-upstream.md §4.4 b).
+    async fn restore(&self, restore_ms: u32) {
+        // `newNodeStore`'s blocking wait polls every 5 s (crd.go:176-193); then the allocator
+        // is registered and later events are answered.
+        while !self.minimum.get() {
+            self.proc.sleep(Duration::from_secs(5)).await;
+        }
+        self.started.set(true);
+        self.proc
+            .sleep(Duration::from_millis(restore_ms as u64))
+            .await;
+        {
+            let taken = [MARKED, READY, RELEASED].map(Short::lit);
+            let view = self.view.borrow();
+            let mut used = self.used.borrow_mut();
+            for (pod, ip) in self.pods.pods.borrow().iter() {
+                let Some(ip) = ip else { continue };
+                let state = view.get(ip);
+                let forbidden = state.is_some_and(|s| taken.contains(s));
+                // With the fix, an IP only marked is still the pod's: restore takes it (and the
+                // answer becomes do-not-release).
+                let marked = state.is_some_and(|s| s.as_str() == MARKED);
+                if forbidden && !(self.restore_first && marked) {
+                    continue; // "IP not available, marked or ready for release"
+                }
                 used.insert(*ip, *pod);
             }
         }
+        self.restored.set(true);
+        if self.restore_first {
+            self.answer_observed();
+        }
+        self.pods.changed.notify();
+        self.mark_dirty();
     }
 
     fn answer(&self, ip: Short, state: Option<Short>) {
@@ -227,8 +292,28 @@ impl Agent {
             *self.spec_part.borrow_mut() = Some(obj.spec.clone());
         }
         let status = status_of(obj);
-        let release_ips = &status.release_ips;
-        let view = answer_all(release_ips, &self.spec.borrow().pool, &self.used.borrow());
+        *self.enis.borrow_mut() = status.enis.keys().copied().collect();
+        *self.observed_enis.borrow_mut() = status.enis.clone();
+        // hasMinimumIPsInPool (crd.go:288-325): two IPs (the health endpoint's default) and the
+        // VPC's CIDR, which comes from the interfaces in the status.
+        self.minimum
+            .set(self.spec.borrow().pool.len() >= 2 && !status.enis.is_empty());
+        *self.observed_release.borrow_mut() = status.release_ips.clone();
+        self.answer_observed();
+    }
+
+    /// The handshake loop of `updateLocalNodeResource` (crd.go:363-449) on the last observed
+    /// `release-ips`. Before the allocator is registered (crd.go:410-426), and with fix
+    /// `cilium-restore-before-ack` before endpoint restore has finished, entries are left as
+    /// they are (the view is the observed map: IPs in it stay unallocatable).
+    fn answer_observed(&self) {
+        let release_ips = &*self.observed_release.borrow();
+        let answering = self.started.get() && (!self.restore_first || self.restored.get());
+        let view = if answering {
+            answer_all(release_ips, &self.spec.borrow().pool, &self.used.borrow())
+        } else {
+            release_ips.clone()
+        };
         {
             let old = self.view.borrow();
             for (ip, s) in &view {
@@ -243,7 +328,8 @@ impl Agent {
         let changed = view != *release_ips;
         *self.view.borrow_mut() = view;
         self.pods.changed.notify();
-        if changed {
+        if changed && answering {
+            self.answered.set(true);
             self.mark_dirty();
         }
     }
@@ -277,20 +363,18 @@ impl Agent {
                 let w = pods.iter().filter(|(_, ip)| ip.is_none());
                 w.map(|(pod, _)| *pod).collect()
             };
-            let pending = if self.pods.pending.get() == 0 {
+            let pending = if self.pods.pending.get() == 0 || !self.restored.get() {
                 Vec::new()
             } else {
                 waiting()
             };
             // The count the kubelet and this loop keep must be the pods' own (debug builds check).
-            debug_assert_eq!(
-                self.pods.pending.get() as usize,
+            debug_assert!(!self.restored.get() || self.pods.pending.get() as usize ==
                 if pending.is_empty() {
                     waiting().len()
                 } else {
                     pending.len()
-                }
-            );
+                });
             // Each pending pod, in name order, gets the first free IP in pool order. Only this
             // pass takes IPs, each the first left, so one walk of the pool finds them all.
             let free: Vec<Short> = if pending.is_empty() {
@@ -298,8 +382,12 @@ impl Agent {
             } else {
                 let (spec, used, view) =
                     (self.spec.borrow(), self.used.borrow(), self.view.borrow());
+                let enis = self.enis.borrow();
+                // An IP whose interface the status does not list yet cannot be handed out
+                // ("unable to find ENI"); the pod waits for a later attempt.
                 allocatable(&spec.pool, &used, &view)
                     .take(pending.len())
+                    .take_while(|ip| spec.pool.get(ip).is_some_and(|e| enis.contains(e)))
                     .collect()
             };
             for (pod, ip) in pending.into_iter().zip(free) {
@@ -329,9 +417,12 @@ impl Agent {
     async fn status_writer(&self) {
         let mut last_write: Option<u64> = None;
         loop {
-            while !self.pending.get() {
+            // The initial write waits for restore (crd.go:195-200, PR #9888); the "excess IP
+            // release" trigger does not.
+            let ready = || self.pending.get() && (self.restored.get() || self.answered.get());
+            while !ready() {
                 let seen = self.dirty.generation();
-                if self.pending.get() {
+                if ready() {
                     break;
                 }
                 self.dirty.changed_since(seen).await;
@@ -344,9 +435,12 @@ impl Agent {
                 }
             }
             self.pending.set(false);
+            self.answered.set(false);
+            // A full-status write (crd.go:474-500): the interfaces as last observed go back too.
             let status = sim::kube::Body::of(Rc::new(Status {
                 used: self.used.borrow().clone(),
                 release_ips: self.view.borrow().clone(),
+                enis: self.observed_enis.borrow().clone(),
             }));
             let result = self
                 .kube

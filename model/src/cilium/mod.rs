@@ -20,6 +20,7 @@
 //! excess for the delay, with no states (the behaviour the handshake replaced).
 
 pub mod agent;
+pub mod decide;
 pub mod operator;
 
 use serde::{Deserialize, Serialize};
@@ -34,7 +35,7 @@ pub const RELEASE_DELAY: Duration = Duration::from_secs(180);
 pub const AGENT_UPDATE_RATE: Duration = Duration::from_secs(15);
 /// The operator's resync of every node.
 pub const OPERATOR_RESYNC: Duration = Duration::from_secs(60);
-/// `pre-allocate` default.
+/// `pre-allocate` default (`defaults.IPAMPreAllocation`).
 pub const PRE_ALLOCATE: usize = 8;
 /// `max-above-watermark` default.
 pub const MAX_ABOVE_WATERMARK: usize = 0;
@@ -61,13 +62,30 @@ pub const KIND: &str = "CiliumNode";
 pub struct Switches {
     /// Bug `cilium-no-handshake`.
     pub no_handshake: bool,
-    /// Fix `cilium-merge-release-ips`: the operator's status write changes only the entries it
-    /// changed itself, instead of replacing the whole map with its (possibly stale or empty) state.
-    pub merge_release_ips: bool,
-    /// Fix `cilium-hold-unknown-release`: after an unassign whose outcome is unknown (no answer),
-    /// never abort that IP's handshake until the instance resync shows whether the cloud still
-    /// holds it.
-    pub hold_unknown_release: bool,
+    /// Fix `cilium-adopt-release-ips`: a new leader (or restarted operator) takes each node's
+    /// `release-ips` as it first sees it as its own handshake state, instead of rebuilding it from
+    /// nothing and wiping every entry, agent answers and `released` included, on its first write
+    /// (`PopulateIPReleaseStatus`, node.go:1013-1031 @ed90dd5).
+    pub adopt_release_ips: bool,
+    /// Fix `cilium-exit-on-lost-lead` (newer upstream, PR #42920): an operator that loses the
+    /// lease exits at once instead of shutting down gracefully.
+    pub exit_on_lost_lead: bool,
+    /// Fix `cilium-readd-released-ip` (newer upstream, issue #39981): a `released` entry whose IP
+    /// is back in the node's pool is dropped.
+    pub readd_released_ip: bool,
+    /// Fix `cilium-restore-before-ack`: after a restart the agent answers the handshake only
+    /// once endpoint restore has finished, and restore takes an IP only marked for release (its
+    /// pod still uses it; the answer becomes do-not-release).
+    pub restore_before_ack: bool,
+    /// Fix `cilium-keep-released`: the operator never drops its own `released` state when the IP
+    /// leaves its release list (upstream's `deleteLocalReleaseStatus` does, node.go
+    /// `handleIPRelease`); only the agent's removal of the entry ends it.
+    pub keep_released: bool,
+    /// Fix `cilium-readd-after-resync`: the issue #39981 clean-up, but a `released` entry is
+    /// dropped only when the cloud itself lists the IP on the node again, in a describe that
+    /// started after the release (upstream's newer code checks the CiliumNode's spec pool, which
+    /// still lists every released IP until the next spec write).
+    pub readd_after_resync: bool,
 }
 
 /// `spec` of a CiliumNode.
@@ -87,6 +105,10 @@ pub struct Status {
     /// IP -> handshake state.
     #[serde(default)]
     pub release_ips: BTreeMap<Short, Short>,
+    /// `status.eni.enis`: interface -> its addresses, as the operator last wrote them from its
+    /// cloud cache (`PopulateStatusFields`, pkg/aws/eni/node.go:103-114 @ed90dd5).
+    #[serde(default)]
+    pub enis: BTreeMap<Short, BTreeSet<Short>>,
 }
 
 /// A CiliumNode's spec: the typed value its writer stored (the operator and agent write typed
@@ -123,45 +145,6 @@ pub fn unused<'a, V>(
             }
         })
         .map(|(ip, eni)| (*ip, *eni))
-}
-
-/// The operator's allocation decision for one node: how many IPs to assign so that
-/// `pre_allocate` of the pool are free (`free`: the pool's IPs not in use; none when at least
-/// `pre_allocate` are free). Upstream's `calculateNeededIPs` (cilium/cilium pkg/ipam/node.go at
-/// ed90dd5, see shared/spec/cilium-upstream.md) also applies min-allocate and max-allocate, which
-/// the model lacks (`model/tests/upstream_cilium.rs` lists the vectors that differ).
-pub fn needed_ips(free: usize, pre_allocate: usize) -> usize {
-    pre_allocate.saturating_sub(free)
-}
-
-/// The operator's excess decision for one node: which IPs to release, chosen from the interface
-/// with the most free IPs, never one in use. `free` is the pool's entries not in use, in IP order
-/// ([`unused`]). Excess = available - used - pre_allocate - max_above_watermark, that is, free -
-/// pre_allocate - max_above_watermark (none while within pre_allocate + max_above_watermark of
-/// used).
-pub fn excess_ips(
-    free: &[(Short, Short)],
-    pre_allocate: usize,
-    max_above_watermark: usize,
-) -> Vec<Short> {
-    let excess = free
-        .len()
-        .saturating_sub(pre_allocate + max_above_watermark);
-    if excess == 0 {
-        return Vec::new();
-    }
-    let mut by_eni: BTreeMap<Short, Vec<Short>> = BTreeMap::new();
-    for (ip, eni) in free {
-        by_eni.entry(*eni).or_default().push(*ip);
-    }
-    // The interface with the most free IPs (ties: the first by name), so that it may be emptied.
-    let Some((_, ips)) = by_eni
-        .iter()
-        .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0)))
-    else {
-        return Vec::new();
-    };
-    ips.iter().take(excess).copied().collect()
 }
 
 /// What the agent does with one `release-ips` entry (spec/cilium.md, "Agent").
@@ -204,6 +187,7 @@ mod tests {
         let st = Status {
             used: pool(&[("10.0.0.2", "pod-a"), ("10.0.0.3", "pod-b")]),
             release_ips: pool(&[("10.0.0.9", "ready-for-release")]),
+            enis: BTreeMap::new(),
         };
         let sp = Spec {
             pool: pool(&[("10.0.0.2", "eni-0"), ("10.0.0.9", "eni-1")]),
@@ -238,30 +222,6 @@ mod tests {
         assert_eq!(*spec_of(&empty), Spec::default());
     }
 
-    #[test]
-    fn excess_is_available_minus_used_minus_pre_allocate() {
-        let p: BTreeMap<Short, Short> = (0..12)
-            .map(|i| {
-                (
-                    Short::new(&format!("10.0.0.{i:02}")).unwrap(),
-                    Short::lit(if i < 4 { "eni-0" } else { "eni-1" }),
-                )
-            })
-            .collect();
-        let used: BTreeMap<Short, ()> =
-            [(Short::lit("10.0.0.00"), ()), (Short::lit("10.0.0.05"), ())].into();
-        let free: Vec<_> = unused(&p, &used).collect();
-        // 12 available - 2 used - 8 pre-allocate = 2 excess, from eni-1 (7 free vs 3).
-        assert_eq!(excess_ips(&free, 8, 0), vec!["10.0.0.04", "10.0.0.06"]);
-        // Within the watermark: nothing.
-        assert!(excess_ips(&free, 8, 2).is_empty());
-        assert!(excess_ips(&free, 10, 0).is_empty());
-        // Used IPs are never chosen, whatever the interface.
-        let all_used: BTreeMap<Short, ()> = p.keys().map(|ip| (*ip, ())).collect();
-        assert_eq!(unused(&p, &all_used).count(), 0);
-        assert!(excess_ips(&[], 0, 0).is_empty());
-    }
-
     proptest::proptest! {
         /// The walk finds exactly the pool entries a lookup per IP finds unused.
         #[test]
@@ -280,13 +240,6 @@ mod tests {
                 .collect();
             proptest::prop_assert_eq!(unused(&pool, &used).collect::<Vec<_>>(), by_lookup);
         }
-    }
-
-    #[test]
-    fn excess_prefers_the_interface_with_most_free() {
-        let p = pool(&[("a", "eni-0"), ("b", "eni-0"), ("c", "eni-1")]);
-        let free: Vec<_> = p.iter().map(|(a, b)| (*a, *b)).collect();
-        assert_eq!(excess_ips(&free, 1, 0), vec!["a", "b"]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! holds it (what the operator published: `spec.pool`, and the status it and the driver wrote);
 //! the test asserts on them after the run, together with the operator's and the cloud's events.
 
+use model::cilium::decide::Limits;
 use model::cilium::operator::OperatorConfig;
 use model::cilium::{spec_of, status_of, Status, Switches, KIND, MARKED, READY, RELEASED};
 use sim::cloud::{eni_name, Cloud};
@@ -32,10 +33,10 @@ const NODES: [&str; 4] = [NODE, "apiserver", "cloud", "operator"];
 /// One run's parameters.
 #[derive(Clone, Debug)]
 pub struct Setup {
-    /// The operator's `pre-allocate`.
-    pub pre_allocate: usize,
-    /// The operator's `max-above-watermark`.
-    pub max_above_watermark: usize,
+    /// The operator's IPAM limits (upstream's per-CiliumNode `spec.ipam`).
+    pub limits: Limits,
+    /// The operator's bug and fix switches.
+    pub switches: Switches,
     /// Interfaces of the instance, and each one's capacity of secondary IPs.
     pub enis: u32,
     pub eni_capacity: u32,
@@ -180,6 +181,7 @@ pub struct Driver {
     proc: Proc,
     kube: Kube,
     client: KubeClient,
+    cloud: Cloud,
     snapshots: Rc<RefCell<Vec<Snapshot>>>,
     acks: Acks,
 }
@@ -256,12 +258,60 @@ impl Driver {
         panic!("the driver could not write the CiliumNode status");
     }
 
-    /// Sets `status.used` to `n` IPs, as an agent whose pods hold `n` IPs reports it (upstream's
-    /// `Upsert(updateCiliumNode(cn, n))`): when shrinking it keeps the first `n` of those in use;
+    /// Upstream's `Upsert(updateCiliumNode(cn, n))` (pkg/ipam/node_manager_test.go:296-311,
+    /// pkg/aws/eni/node_manager_test.go:1040-1055): `status.used` becomes `n` IPs "1.1.1.1" ..
+    /// "1.1.1.n", which are NOT in the operator's pool (upstream's used count is
+    /// `len(status.ipam.used)`, node.go:476, and so is the model's).
+    pub async fn set_used(&self, n: usize) {
+        self.write_status(|status| {
+            status.used = (1..=n)
+                .map(|i| {
+                    (
+                        Short::from_fmt(format_args!("1.1.1.{i}")).unwrap(),
+                        Short::from_fmt(format_args!("pod-{i}")).unwrap(),
+                    )
+                })
+                .collect();
+        })
+        .await;
+    }
+
+    /// Adds `ip` (on interface `eni`) to `spec.pool` through the API server, as upstream's
+    /// `TestNodeManagerAbortReleaseIPReassignment` does to the operator's copy
+    /// (`node.resource.Spec.IPAM.Pool[releasedIP] = ..`).
+    pub async fn add_to_pool(&self, ip: Short, eni: Short) {
+        for _ in 0..20 {
+            let Ok(fresh) = self.client.get(KIND, NODE).await else {
+                continue;
+            };
+            let mut spec = (*spec_of(&fresh)).clone();
+            spec.pool.insert(ip, eni);
+            let body = Body::of(Rc::new(spec));
+            if self
+                .client
+                .update(KIND, NODE, fresh.rv, Part::Spec, body)
+                .await
+                .is_ok()
+            {
+                return;
+            }
+        }
+        panic!("the driver could not write the CiliumNode spec");
+    }
+
+    /// Assigns `count` new IPs to interface `eni` in the cloud directly, not through the operator
+    /// (upstream's test calling `node.ops.AllocateIPs`); returns them.
+    pub fn cloud_assign(&self, eni: &str, count: u32) -> Vec<Short> {
+        self.cloud.seed_assign(NODE, &short(eni), count)
+    }
+
+    /// Sets `status.used` to `n` IPs of the pool, as a real agent whose pods hold `n` IPs reports
+    /// it: when shrinking it keeps the first `n` of those in use;
     /// when growing it adds pool IPs that are neither used nor in `marked-for-release`,
     /// `ready-for-release` or `released` (what the agent may hand out), in [`use_order`]. If the
     /// pool has too few such IPs, fewer than `n` are used (the snapshot shows how many).
-    pub async fn set_used(&self, n: usize) {
+    #[allow(dead_code)]
+    pub async fn set_used_from_pool(&self, n: usize) {
         self.write_status(|status| {
             let obj = self.kube.peek(KIND, NODE).expect("the CiliumNode exists");
             let pool = spec_of(&obj).pool.clone();
@@ -393,16 +443,16 @@ fn run_here(setup: Setup, script: Script) -> Run {
         );
         let op = OperatorConfig {
             nodes: vec![NODE.to_string()],
-            pre_allocate: setup.pre_allocate,
-            max_above_watermark: setup.max_above_watermark,
+            limits: setup.limits,
             release_excess: true,
             enis: setup.enis,
             eni_capacity: setup.eni_capacity,
-            standby: false,
-            switches: Switches::default(),
+            shutdown_linger: Duration::ZERO,
+            switches: setup.switches.clone(),
         };
         model::cilium::operator::install(world, 3, &kube, &cloud, op);
         let w = world.clone();
+        let cloud = cloud.clone();
         let (snaps, ack_log, done) = (snaps.clone(), ack_log.clone(), done.clone());
         world.set_services(
             0,
@@ -413,6 +463,7 @@ fn run_here(setup: Setup, script: Script) -> Run {
                     world: w.clone(),
                     client: kube.client(&proc),
                     kube: kube.clone(),
+                    cloud: cloud.clone(),
                     proc: proc.clone(),
                     snapshots: snaps.clone(),
                     acks: ack_log.clone(),

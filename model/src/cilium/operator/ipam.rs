@@ -1,69 +1,54 @@
-//! The Cilium operator's ENI pool maintenance (spec/cilium.md, "Operator").
+//! The leader's ENI IPAM node manager (cilium/cilium `pkg/ipam/node_manager.go`, `node.go` and
+//! `pkg/aws/eni/node.go` at ed90dd5ea4c754a04a8135c6bb9c8afe29b75811; shared/spec/
+//! cilium-upstream.md §3). Where each input comes from, as upstream:
 //!
-//! An informer caches every CiliumNode. Maintenance runs on a 1-minute resync of every node, and
-//! in between for a node whose update shows it short of IPs (upstream `UpdatedResource` triggers
-//! that node's pool maintainer, not the others'): it folds the agent's answers into its in-memory
-//! handshake state, assigns IPs when a node is below `pre-allocate` free, and for the IPs in
-//! excess:
-//! * skips those seen as excess for less than `excess-ip-release-delay` (180 s on its monotonic
-//!   clock: Go's `time.Since`);
-//! * no answer yet: marks them `marked-for-release`;
-//! * `ready-for-release`: unassigns them in the cloud and marks them `released`;
-//! * `do-not-release`: drops their state (they are re-timed if still excess later);
-//! * no longer excess: drops their entry (abort), unless already released.
+//! * **the cloud cache** (the instances API's describe results, node_manager.go:212-225): each
+//!   node's pool and interfaces. The spec's `pool` and `status.eni.enis` are written from it;
+//!   `available` is counted from it (`ResyncInterfacesAndIPs`, eni/node.go:539-611);
+//! * **the observed CiliumNode** (the informer's copy, `n.resource`): `used` (node.go:476), the
+//!   interfaces' addresses the release candidates come from (`PrepareIPRelease` reads
+//!   `status.eni.enis`), and the agent's answers in `release-ips`. The operator's own writes do
+//!   not update it; only the informer does;
+//! * **its own memory** ([`ReleaseState`]): when each IP was first seen excess and its own
+//!   handshake state, lost with the process.
 //!
-//! Each cycle starts by re-reading the node's interfaces from the cloud (the instance resync): the
-//! pool follows what the cloud says, and an IP in the handshake that the cloud no longer holds (an
-//! unassign whose answer was lost) counts as released.
+//! The cadence (node_manager.go:231-249, 477-520; node.go:982-1010): a resync every minute (the
+//! `ipam-node-interval-refresh` controller, at once when the IPAM starts): describe every
+//! instance, then for each node, deficit first, recalculate, run the pool maintainer when an
+//! allocation or a release is needed, and sync the node to the API server. A CiliumNode update
+//! that shows a node short of IPs triggers that node's maintainer. A maintainer pass that mutated
+//! the cloud or failed syncs that instance and resyncs every node. Maintenance waits for the
+//! instances API to be ready, and after each successful pass for a resync that started after it
+//! (`requireResync`, the read-after-write fence against the cloud's stale view); a failing pass
+//! backs off exponentially (1 s doubling to 5 min).
 //!
-//! Then it writes the status (its `release-ips`), then the spec (the pool), each tried twice, each
-//! from a fresh read. A restart loses every timer and state; the first status write then rebuilds
-//! `release-ips` from nothing. A standby instance only acts while it believes it leads.
+//! Upstream runs the maintainer and the API sync of each node in their own goroutines (triggers),
+//! up to 50 nodes at once; the model runs them one after the other in one task, `maintenance`, in
+//! the order above.
+//!
+//! Interfaces exist from the start (the model does not create or attach ENIs), each with the same
+//! capacity; an allocation takes the first interface with room.
 
-use super::*;
-use sim::cloud::{eni_name, Cloud, CloudClient, CloudError};
-use sim::kube::{Body, Kube, KubeClient, KubeError, Part, WatchEvent};
+use super::OperatorConfig;
+use crate::cilium::decide::{excess_ips, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep};
+use crate::cilium::*;
+use sim::cloud::{Cloud, CloudClient, Interfaces};
+use sim::kube::{Body, Kube, KubeClient, Part, WatchEvent};
 use sim::sync::Notify;
-use sim::world::Host;
-use sim::{Event, NodeIx, Proc, World};
+use sim::{Event, Proc};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Operator settings.
-#[derive(Clone, Debug)]
-pub struct OperatorConfig {
-    /// The nodes (CiliumNode names) it maintains.
-    pub nodes: Vec<String>,
-    /// `pre-allocate`.
-    pub pre_allocate: usize,
-    /// `max-above-watermark`.
-    pub max_above_watermark: usize,
-    /// `excess-ip-release` enabled.
-    pub release_excess: bool,
-    /// Interfaces per node and their capacity.
-    pub enis: u32,
-    pub eni_capacity: u32,
-    /// Only act while the node is activated (a standby instance).
-    pub standby: bool,
-    pub switches: Switches,
-}
-
-#[derive(Default)]
-struct State {
-    /// node -> IPs of unassigns whose outcome is unknown.
-    uncertain: BTreeMap<Short, BTreeSet<Short>>,
-    observed: BTreeMap<Short, Rc<Observed>>,
-    release: BTreeMap<Short, BTreeMap<Short, Short>>,
-    first_seen: BTreeMap<Short, BTreeMap<Short, u64>>,
-    /// Nodes seen short of IPs since the last pass (their pool maintainer was triggered).
-    short: BTreeSet<Short>,
-}
+/// The pool maintainer's backoff after a failed pass: from 1 s, doubling, at most 5 min
+/// (node_manager.go:312-330).
+const BACKOFF_MIN_US: u64 = 1_000_000;
+const BACKOFF_MAX_US: u64 = 300_000_000;
 
 /// A CiliumNode as the operator last saw it, each part parsed when first needed (most versions
-/// are superseded before a maintenance pass looks at them) and carried over to the next version
-/// when that version shares the part (a status write keeps the spec).
-struct Observed {
-    obj: Rc<sim::kube::Object>,
+/// are superseded before a pass looks at them) and carried over to the next version when that
+/// version shares the part (a status write keeps the spec).
+pub(crate) struct Observed {
+    pub(crate) obj: Rc<sim::kube::Object>,
     spec: std::cell::OnceCell<Rc<Spec>>,
     status: std::cell::OnceCell<Rc<Status>>,
 }
@@ -76,11 +61,7 @@ impl Observed {
             status: Default::default(),
         };
         if let Some(p) = prev {
-            if let Some(s) = p
-                .spec
-                .get()
-                .filter(|_| Rc::ptr_eq(&p.obj.spec, &o.obj.spec))
-            {
+            if let Some(s) = p.spec.get().filter(|_| Rc::ptr_eq(&p.obj.spec, &o.obj.spec)) {
                 let _ = o.spec.set(s.clone());
             }
             if let Some(s) = p
@@ -102,194 +83,67 @@ impl Observed {
         self.status.get_or_init(|| status_of(&self.obj))
     }
 
-    /// Fewer free IPs than `pre_allocate` (counted without parsing a part written as JSON).
-    fn short(&self, pre_allocate: usize) -> bool {
-        let len = |v: &serde_json::Value| v.as_object().map_or(0, |m| m.len());
-        let (spec, status) = (&self.obj.spec, &self.obj.status);
-        let pool = spec
-            .typed::<Spec>()
-            .map_or_else(|| len(&spec["pool"]), |s| s.pool.len());
-        let used = status
-            .typed::<Status>()
-            .map_or_else(|| len(&status["used"]), |s| s.used.len());
-        pool.saturating_sub(used) < pre_allocate
+    /// The number of IPs in `status.used` (counted without parsing a part written as JSON).
+    fn used_count(&self) -> usize {
+        let status = &self.obj.status;
+        status.typed::<Status>().map_or_else(
+            || status["used"].as_object().map_or(0, |m| m.len()),
+            |s| s.used.len(),
+        )
     }
 }
 
-struct Operator {
+/// The node manager's view of one node.
+#[derive(Default)]
+struct NodeState {
+    /// `n.resource`: the informer's copy.
+    resource: Option<Rc<Observed>>,
+    /// Entries of the observed `release-ips` this operator deleted from its copy (the issue
+    /// #39981 fix deletes from `n.resource`); cleared when the informer replaces the copy.
+    dropped: BTreeSet<Short>,
+    release: ReleaseState,
+    needed: usize,
+    excess: usize,
+    /// `resyncNeeded`: when the last successful pass ended (monotonic µs).
+    resync_needed: Option<u64>,
+    /// The backoff after failed passes: (failures in a row, no pass before this time).
+    failures: u32,
+    retry_at: u64,
+    /// When this operator last released each IP (fix `cilium-readd-after-resync`).
+    released_at: BTreeMap<Short, u64>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The instances API cache: node -> its interfaces, and when the describe that filled it
+    /// started.
+    cache: BTreeMap<Short, Rc<Interfaces>>,
+    cache_at: BTreeMap<Short, u64>,
+    /// `InstancesAPIIsReady`.
+    ready: bool,
+    nodes: BTreeMap<Short, NodeState>,
+    /// Nodes new to the informer (their instance is synced first), and nodes whose pool
+    /// maintainer was triggered.
+    new: BTreeSet<Short>,
+    triggered: BTreeSet<Short>,
+}
+
+/// What a pool maintainer pass did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    Idle,
+    Mutated,
+    Failed,
+}
+
+/// The leader's IPAM: node manager, CiliumNode informer, cloud cache.
+pub struct Ipam {
     proc: Proc,
     kube: KubeClient,
     cloud: CloudClient,
     cfg: Rc<OperatorConfig>,
-    /// The interfaces' names, `eni-0` .. (made once, not per pass).
-    enis: Rc<[Short]>,
     state: RefCell<State>,
     trigger: Notify,
-}
-
-/// Installs an operator instance as the services of `node`.
-pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: OperatorConfig) {
-    let enis: Rc<[Short]> = (0..cfg.enis).map(eni_name).collect();
-    let (kube, cloud, cfg) = (kube.clone(), cloud.clone(), Rc::new(cfg));
-    world.set_services(
-        node,
-        Rc::new(move |host: &Host| {
-            // The deployment's supervisor: restart the operator (new pid, empty state) when it dies.
-            let sup = host.spawn_process("supervisor");
-            let (k, c, cfg, s) = (kube.clone(), cloud.clone(), cfg.clone(), sup.clone());
-            let enis = enis.clone();
-            sup.spawn("restart", async move {
-                loop {
-                    let proc = s.spawn_child("cilium-operator");
-                    let op = Rc::new(Operator {
-                        kube: k.client(&proc),
-                        cloud: c.client(&proc),
-                        proc: proc.clone(),
-                        cfg: cfg.clone(),
-                        enis: enis.clone(),
-                        state: RefCell::default(),
-                        trigger: Notify::new(),
-                    });
-                    let o = op.clone();
-                    proc.spawn("informer", async move { o.informer().await });
-                    proc.spawn("maintenance", async move { op.maintenance().await });
-                    proc.wait_exit().await;
-                    s.sleep(Duration::from_secs(2)).await;
-                }
-            });
-        }),
-    );
-}
-
-/// The instance resync's two differences between the pool and the cloud's interfaces: the pool's
-/// IPs the cloud no longer holds, and the (IP, interface) pairs the cloud holds that the pool
-/// lacks, each in IP order. (An IP is on at most one interface: the cloud never hands out an
-/// address twice.) One walk over the sorted lists instead of a set lookup per IP per interface.
-fn resync(
-    pool: &BTreeMap<Short, Short>,
-    ifs: &sim::cloud::Interfaces,
-) -> (Vec<Short>, Vec<(Short, Short)>) {
-    // The interfaces' IP sets merged in IP order (each set is sorted already); were an IP on two
-    // interfaces, the first interface by name would count, as a lookup in interface order finds.
-    let mut heads: Vec<_> = ifs
-        .iter()
-        .map(|(eni, ips)| (*eni, ips.iter().peekable()))
-        .collect();
-    let held = std::iter::from_fn(move || {
-        let mut min: Option<(Short, Short)> = None;
-        for (eni, ips) in &mut heads {
-            if let Some(&&ip) = ips.peek() {
-                if min.is_none_or(|m| ip < m.0) {
-                    min = Some((ip, *eni));
-                }
-            }
-        }
-        let (ip, _) = min?;
-        for (_, ips) in &mut heads {
-            ips.next_if_eq(&&ip);
-        }
-        min
-    });
-    let (mut gone, mut new) = (Vec::new(), Vec::new());
-    let mut held = held.peekable();
-    for ip in pool.keys() {
-        while let Some(h) = held.next_if(|h| h.0 < *ip) {
-            new.push(h);
-        }
-        if held.next_if(|h| h.0 == *ip).is_none() {
-            gone.push(*ip);
-        }
-    }
-    new.extend(held);
-    (gone, new)
-}
-
-/// Folds the agent's answers in an observed `release-ips` into the operator's local handshake
-/// state (IP -> state): an IP the operator holds as `marked-for-release` takes the agent's
-/// `ready-for-release` or `do-not-release`, and a `released` IP whose entry the agent has removed
-/// is forgotten (upstream: the reads of `handleIPReleaseResponse`, and `removeStaleReleaseIPs`).
-pub fn fold_answers(local: &mut BTreeMap<Short, Short>, observed: &BTreeMap<Short, Short>) {
-    for (ip, s) in observed {
-        if local.get(ip).map(Short::as_str) == Some(MARKED) && (*s == READY || *s == DO_NOT_RELEASE)
-        {
-            local.insert(*ip, *s);
-        }
-    }
-    local.retain(|ip, s| *s != RELEASED || observed.contains_key(ip));
-}
-
-/// What one maintenance pass's release step decided for a node ([`release_step`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ReleaseStep {
-    /// Handshake entries dropped because their IP is no longer excess, in IP order.
-    pub aborted: Vec<Short>,
-    /// IPs newly set to `marked-for-release`, in candidate order.
-    pub marked: Vec<Short>,
-    /// IPs to unassign: (IP, the handshake state seen, µs the IP has been excess), in candidate
-    /// order.
-    pub to_release: Vec<(Short, String, u64)>,
-}
-
-/// The release step of a maintenance pass for one node, on the operator's local handshake state
-/// (`local`: IP -> state) and first-seen-excess times (`seen`: IP -> µs on its monotonic clock):
-/// `candidates` are this pass's excess IPs ([`excess_ips`]), `uncertain` the IPs of unassigns
-/// whose outcome is unknown (fix `cilium-hold-unknown-release`), `now` the pass's time and
-/// `delay_us` the `excess-ip-release-delay`.
-/// * times are dropped for IPs no longer excess; handshake entries of IPs no longer excess are
-///   dropped (aborted) unless `released` or uncertain;
-/// * a candidate excess for less than the delay waits; then with no entry it is marked, when
-///   `ready-for-release` it is to be unassigned, when `do-not-release` its entry and time go.
-///
-/// With `no_handshake` (bug `cilium-no-handshake`) nothing is aborted or marked: every candidate
-/// excess for the delay is to be unassigned.
-pub fn release_step(
-    local: &mut BTreeMap<Short, Short>,
-    seen: &mut BTreeMap<Short, u64>,
-    candidates: &[Short],
-    uncertain: Option<&BTreeSet<Short>>,
-    now: u64,
-    delay_us: u64,
-    no_handshake: bool,
-) -> ReleaseStep {
-    let mut step = ReleaseStep::default();
-    seen.retain(|ip, _| candidates.contains(ip));
-    if !no_handshake {
-        step.aborted = local
-            .iter()
-            .filter(|(ip, s)| {
-                !candidates.contains(*ip)
-                    && **s != RELEASED
-                    && !uncertain.is_some_and(|u| u.contains(*ip))
-            })
-            .map(|(ip, _)| *ip)
-            .collect();
-        for ip in &step.aborted {
-            local.remove(ip);
-        }
-    }
-    for ip in candidates {
-        let since = *seen.entry(*ip).or_insert(now);
-        if now - since < delay_us {
-            continue;
-        }
-        if no_handshake {
-            step.to_release.push((*ip, String::new(), now - since));
-            continue;
-        }
-        match local.get(ip).map(Short::as_str) {
-            None => {
-                local.insert(*ip, Short::lit(MARKED));
-                step.marked.push(*ip);
-            }
-            Some(READY) => step.to_release.push((*ip, READY.into(), now - since)),
-            Some(DO_NOT_RELEASE) => {
-                local.remove(ip);
-                seen.remove(ip);
-            }
-            _ => {}
-        }
-    }
-    step
 }
 
 /// A CiliumNode's name as a map key (node names are short).
@@ -297,384 +151,489 @@ fn key(name: &str) -> Short {
     Short::new(name).expect("CiliumNode names (node names) fit a Short")
 }
 
-impl Operator {
-    fn now_us(&self) -> u64 {
+/// A node's pool from its interfaces (IP -> interface).
+fn pool_of(ifs: &Interfaces) -> BTreeMap<Short, Short> {
+    ifs.iter()
+        .flat_map(|(eni, ips)| ips.iter().map(move |ip| (*ip, *eni)))
+        .collect()
+}
+
+impl Ipam {
+    /// The node manager of a leader whose election won with Lease transition count `fence`.
+    pub fn new(
+        proc: &Proc,
+        kube: &Kube,
+        cloud: &Cloud,
+        cfg: Rc<OperatorConfig>,
+        fence: i32,
+    ) -> Rc<Ipam> {
+        let client = cloud.client(proc);
+        let _ = fence; // the Lease transition count it won with (a fencing token: not yet used)
+        Rc::new(Ipam {
+            proc: proc.clone(),
+            kube: kube.client(proc),
+            cloud: client,
+            cfg,
+            state: RefCell::default(),
+            trigger: Notify::new(),
+        })
+    }
+
+    fn now(&self) -> u64 {
         self.proc.mono_us()
+    }
+
+    /// `NodeManager.Start`: the blocking resync of every instance (false: it failed, and the
+    /// process must exit), then the informer and the maintenance task.
+    pub async fn start(self: &Rc<Self>, identity: &str) -> bool {
+        if self.instances_resync().await.is_none() {
+            return false;
+        }
+        self.proc.emit(Event::CiliumIpamStarted {
+            identity: identity.to_string(),
+        });
+        let me = self.clone();
+        self.proc.spawn("informer", async move { me.informer().await });
+        let me = self.clone();
+        self.proc
+            .spawn("maintenance", async move { me.maintenance().await });
+        true
     }
 
     async fn informer(&self) {
         self.kube
             .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
-                WatchEvent::Upsert(obj) => {
-                    let node = key(&obj.name);
-                    let o = self.remember(node, obj.clone());
-                    if o.short(self.cfg.pre_allocate) {
-                        let mut st = self.state.borrow_mut();
-                        st.short.insert(node);
-                        self.trigger.notify();
-                    }
-                }
+                WatchEvent::Upsert(obj) => self.upsert(obj),
                 WatchEvent::Deleted { name, .. } => {
-                    self.state.borrow_mut().observed.remove(&key(&name));
+                    self.state.borrow_mut().nodes.remove(&key(&name));
                 }
             })
             .await;
     }
 
-    /// The resync of every node every `OPERATOR_RESYNC` (counted from the end of the previous
-    /// one), and in between a pass over the nodes seen short of IPs (upstream: each node's pool
-    /// maintainer trigger).
+    /// `Upsert`/`UpdatedResource` (node_manager.go:284-387, node.go:412-440): a new node is
+    /// created with empty handshake state and its instance synced; an update replaces the copy
+    /// and triggers the maintainer only when an allocation is needed.
+    fn upsert(&self, obj: Rc<sim::kube::Object>) {
+        let node = key(&obj.name);
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let n = st.nodes.entry(node).or_default();
+        let fresh = n.resource.is_none();
+        n.resource = Some(Observed::of(obj, n.resource.as_deref()));
+        n.dropped.clear();
+        if fresh && self.cfg.switches.adopt_release_ips {
+            // Fix `cilium-adopt-release-ips`: start from the handshake the CiliumNode shows
+            // instead of from nothing (upstream's first write would wipe it).
+            n.release.status = observed_release(n);
+        }
+        if fresh {
+            st.new.insert(node);
+            self.trigger.notify();
+            return;
+        }
+        recalculate(n, st.cache.get(&node), &self.cfg);
+        if allocation_needed(n) {
+            st.triggered.insert(node);
+            self.trigger.notify();
+        }
+    }
+
+    /// The `ipam-node-interval-refresh` controller (at once, then a minute after each run ends),
+    /// the maintainer triggers, and the instance syncs they ask for.
     async fn maintenance(&self) {
         let period = OPERATOR_RESYNC.as_micros() as u64;
-        let mut resync = self.proc.sleep_until_mono(self.now_us() + period);
+        let mut resync = self.proc.sleep_until_mono(self.now());
         loop {
             let seen = self.trigger.generation();
-            let all = matches!(
+            let timer = matches!(
                 futures::future::select(&mut resync, self.trigger.changed_since(seen)).await,
                 futures::future::Either::Left(_)
             );
-            let short = std::mem::take(&mut self.state.borrow_mut().short);
-            if !self.cfg.standby || self.proc.service_faults().active {
-                for node in self.cfg.nodes.iter().map(|n| key(n)) {
-                    if all || short.contains(&node) {
-                        self.maintain(node).await;
-                    }
+            let mut followups = BTreeSet::new();
+            if timer {
+                if let Some(t) = self.instances_resync().await {
+                    followups = self.resync_all(t).await;
+                }
+                resync.reset(self.proc.mono_instant(self.now() + period));
+            }
+            let new = std::mem::take(&mut self.state.borrow_mut().new);
+            for node in new {
+                if let Some(t) = self.instance_sync(node).await {
+                    followups.extend(self.resync_all(t).await);
                 }
             }
-            if all {
-                resync.reset(self.proc.mono_instant(self.now_us() + period));
+            let triggered = std::mem::take(&mut self.state.borrow_mut().triggered);
+            for node in triggered {
+                if self.maintain(node).await != Pass::Idle {
+                    followups.insert(node);
+                }
+            }
+            // instanceSync after a mutation or a failure: this instance, then every node.
+            while let Some(node) = followups.pop_first() {
+                if let Some(t) = self.instance_sync(node).await {
+                    followups.extend(self.resync_all(t).await);
+                }
             }
         }
     }
 
-    async fn maintain(&self, node: Short) {
-        let Some(obj) = self.state.borrow().observed.get(&node).cloned() else {
-            return;
-        };
-        let (spec, status) = (obj.spec(), obj.status());
-        let used = &status.used;
-        let now = self.now_us();
-        // Fold the agent's answers (and its removal of released entries) into the local state.
-        {
-            let mut st = self.state.borrow_mut();
-            let local = st.release.entry(node).or_default();
-            fold_answers(local, &status.release_ips);
-            if self.cfg.release_excess && self.cfg.switches.merge_release_ips {
-                // Entries another (or an earlier) operator wrote: adopt them before the instance
-                // resync (which turns a ready entry whose IP the cloud no longer holds into
-                // released) and before `before`, so that an adopted entry this pass aborts is
-                // removed by the write below.
-                for (ip, s) in &status.release_ips {
-                    if *s != RELEASED && !local.contains_key(ip) {
-                        local.insert(*ip, *s);
-                    }
-                }
-            }
+    /// `instancesAPIResync`: describe every instance; the time the sync started, if all
+    /// answered.
+    async fn instances_resync(&self) -> Option<u64> {
+        let start = self.now();
+        let mut fresh = BTreeMap::new();
+        for name in &self.cfg.nodes {
+            fresh.insert(key(name), self.cloud.describe(name).await.ok()?);
         }
-        // The local state before this pass (what a merging write compares with).
-        let before = if self.cfg.switches.merge_release_ips {
-            self.state
-                .borrow()
-                .release
-                .get(&node)
-                .cloned()
-                .unwrap_or_default()
-        } else {
-            BTreeMap::new()
-        };
-        // The pool as this pass changes it (copied only if it does).
-        let mut pool = std::borrow::Cow::Borrowed(&spec.pool);
-        let (mut added, mut removed) = (BTreeMap::new(), BTreeSet::new());
-        // Instance resync: the cloud is the truth about which IPs the node holds.
-        if let Ok(ifs) = self.cloud.describe(&node).await {
-            let (gone, new) = resync(&pool, &ifs);
-            for ip in gone {
-                pool.to_mut().remove(&ip);
-                removed.insert(ip);
-                let mut st = self.state.borrow_mut();
-                let local = st.release.entry(node).or_default();
-                if matches!(local.get(&ip).map(Short::as_str), Some(READY)) {
-                    local.insert(ip, Short::lit(RELEASED));
-                }
-            }
-            self.state.borrow_mut().uncertain.remove(&node);
-            for (ip, eni) in new {
-                pool.to_mut().insert(ip, eni);
-                added.insert(ip, eni);
-            }
-        }
-        // Allocation: keep pre-allocate IPs free.
-        // (Counted: the free IPs themselves are needed only when some are in excess.)
-        let mut free = unused(&pool, used).count();
-        let need = needed_ips(free, self.cfg.pre_allocate);
-        if need > 0 {
-            let need = need as u32;
-            // IPs per interface, in one pass over the pool.
-            let mut counts: Vec<(Short, usize)> = self.enis.iter().map(|e| (*e, 0)).collect();
-            for eni in pool.values() {
-                if let Some(c) = counts.iter_mut().find(|c| c.0 == *eni) {
-                    c.1 += 1;
-                }
-            }
-            // The interface with the fewest IPs that has room (ties: the first by name).
-            if let Some((eni, _)) = counts
-                .iter()
-                .filter(|(_, n)| (*n as u32) < self.cfg.eni_capacity)
-                .min_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)))
-            {
-                if let Ok(ips) = self.cloud.assign(&node, eni, need).await {
-                    for ip in ips {
-                        pool.to_mut().insert(ip, *eni);
-                        added.insert(ip, *eni);
-                    }
-                    free = unused(&pool, used).count();
-                }
-            }
-        }
-        if self.cfg.release_excess {
-            let (pre, above) = (self.cfg.pre_allocate, self.cfg.max_above_watermark);
-            let candidates = if free > pre + above {
-                excess_ips(&unused(&pool, used).collect::<Vec<_>>(), pre, above)
-            } else {
-                Vec::new() // what `excess_ips` finds when none are in excess
-            };
-            let to_release = {
-                let mut st = self.state.borrow_mut();
-                let State {
-                    release,
-                    first_seen,
-                    uncertain,
-                    ..
-                } = &mut *st;
-                let step = release_step(
-                    release.entry(node).or_default(),
-                    first_seen.entry(node).or_default(),
-                    &candidates,
-                    uncertain.get(&node),
-                    now,
-                    RELEASE_DELAY.as_micros() as u64,
-                    self.cfg.switches.no_handshake,
-                );
-                for ip in step.aborted {
-                    self.proc.emit(Event::CiliumAbort {
-                        node: node.into(),
-                        ip: ip.into(),
-                    });
-                }
-                for ip in step.marked {
-                    self.proc.emit(Event::CiliumMark {
-                        node: node.into(),
-                        ip: ip.into(),
-                        observed_used: used.contains_key(&ip),
-                        observed_rv: obj.obj.rv,
-                    });
-                }
-                step.to_release
-            };
-            for (ip, seen_state, excess_for) in to_release {
-                let eni = pool.get(&ip).copied().unwrap_or_default();
-                self.proc.emit(Event::CiliumRelease {
-                    node: node.into(),
-                    ip: ip.into(),
-                    state_seen: seen_state,
-                    excess_for_ms: excess_for / 1000,
-                    observed_rv: obj.obj.rv,
-                    handshake: !self.cfg.switches.no_handshake,
-                });
-                let done = match self.cloud.unassign(&node, &eni, vec![ip]).await {
-                    Ok(()) => true,
-                    // An earlier attempt that timed out was applied after all.
-                    Err(CloudError::Invalid(_)) => true,
-                    Err(CloudError::Timeout) => {
-                        if self.cfg.switches.hold_unknown_release {
-                            self.state
-                                .borrow_mut()
-                                .uncertain
-                                .entry(node)
-                                .or_default()
-                                .insert(ip);
-                        }
-                        false
-                    }
-                    Err(_) => false,
-                };
-                if done {
-                    pool.to_mut().remove(&ip);
-                    removed.insert(ip);
-                    let mut st = self.state.borrow_mut();
-                    st.first_seen.entry(node).or_default().remove(&ip);
-                    if !self.cfg.switches.no_handshake {
-                        st.release
-                            .entry(node)
-                            .or_default()
-                            .insert(ip, Short::lit(RELEASED));
-                    }
-                }
-            }
-        }
-        // Status first, then spec; each write tried twice from a fresh read.
-        let differs = match self.state.borrow().release.get(&node) {
-            Some(local) => *local != status.release_ips,
-            None => !status.release_ips.is_empty(),
-        };
-        if !self.cfg.switches.no_handshake && differs {
-            // Copied: the state may change while the write waits for its answers.
-            let local = self
-                .state
-                .borrow()
-                .release
-                .get(&node)
-                .cloned()
-                .unwrap_or_default();
-            if self.cfg.switches.merge_release_ips {
-                // Only what this operator changed since the version it observed.
-                let dropped: Vec<Short> = before
-                    .keys()
-                    .filter(|ip| !local.contains_key(*ip))
-                    .copied()
-                    .collect();
-                let changed: BTreeMap<Short, Short> = local
-                    .iter()
-                    .filter(|(ip, s)| before.get(*ip) != Some(*s))
-                    .map(|(a, b)| (*a, *b))
-                    .collect();
-                self.write(node, |st| {
-                    for ip in &dropped {
-                        st.release_ips.remove(ip);
-                    }
-                    st.release_ips.extend(changed.iter().map(|(a, b)| (*a, *b)));
-                })
-                .await;
-            } else {
-                self.write(node, |st| st.release_ips = local.clone()).await;
-            }
-        }
-        if !added.is_empty() || !removed.is_empty() {
-            self.write_spec(node, &added, &removed).await;
-        }
-    }
-
-    /// `obj` as an observed version of `node` (sharing the parts it has in common with the
-    /// version observed before; a part this operator wrote is its own typed value).
-    fn remember(&self, node: Short, obj: Rc<sim::kube::Object>) -> Rc<Observed> {
         let mut st = self.state.borrow_mut();
-        // (A node's entry is replaced in place: no key string per version.)
-        match st.observed.get_mut(&node) {
-            Some(slot) => {
-                *slot = Observed::of(obj, Some(&**slot));
-                slot.clone()
-            }
-            None => {
-                let o = Observed::of(obj, None);
-                st.observed.insert(node, o.clone());
-                o
-            }
-        }
+        st.cache_at = fresh.keys().map(|k| (*k, start)).collect();
+        st.cache = fresh;
+        st.ready = true;
+        Some(start)
     }
 
-    /// A fresh read of `node` (parsed as needed, sharing what it has in common with the version
-    /// observed last).
-    async fn fresh(&self, node: Short) -> Option<Rc<Observed>> {
-        let obj = self.kube.get(KIND, &node).await.ok()?;
-        let st = self.state.borrow();
-        Some(Observed::of(obj, st.observed.get(&node).map(|o| &**o)))
+    /// `InstanceSync` of one instance.
+    async fn instance_sync(&self, node: Short) -> Option<u64> {
+        let start = self.now();
+        let ifs = self.cloud.describe(&node).await.ok()?;
+        let mut st = self.state.borrow_mut();
+        st.cache.insert(node, ifs);
+        st.cache_at.insert(node, start);
+        st.ready = true;
+        Some(start)
     }
 
-    async fn write(&self, node: Short, f: impl Fn(&mut Status)) -> bool {
-        for _ in 0..WRITE_ATTEMPTS {
-            let Some(fresh) = self.fresh(node).await else {
-                continue;
-            };
-            let mut status = fresh.status().clone();
-            f(&mut status);
-            let value = Body::of(Rc::new(status));
-            match self
-                .kube
-                .update(KIND, &node, fresh.obj.rv, Part::Status, value)
-                .await
-            {
-                Ok(obj) => {
-                    self.remember(node, obj);
-                    return true;
+    /// `Resync(syncTime)`: every node's last resync and numbers, then, deficit first and then
+    /// the largest excess, its maintainer if needed and its API sync. Returns the nodes whose
+    /// pass mutated or failed.
+    async fn resync_all(&self, sync_time: u64) -> BTreeSet<Short> {
+        let order: Vec<Short> = {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            for (node, n) in st.nodes.iter_mut() {
+                // updateLastResync: `syncTime.After(resyncNeeded)`; upstream's sync starts strictly
+                // after the pass that required it, the model's can start at the same instant.
+                if n.resync_needed.is_some_and(|t| sync_time >= t) {
+                    n.resync_needed = None;
                 }
-                Err(KubeError::Conflict) | Err(_) => continue,
+                recalculate(n, st.cache.get(node), &self.cfg);
             }
+            let mut order: Vec<(&Short, &NodeState)> = st.nodes.iter().collect();
+            order.sort_by(|a, b| (b.1.needed, b.1.excess).cmp(&(a.1.needed, a.1.excess)));
+            order.into_iter().map(|(k, _)| *k).collect()
+        };
+        let mut followups = BTreeSet::new();
+        for node in order {
+            let wanted = self.state.borrow().nodes.get(&node).is_some_and(|n| {
+                allocation_needed(n) || self.release_needed(n)
+            });
+            if wanted && self.maintain(node).await != Pass::Idle {
+                followups.insert(node);
+            }
+            self.k8s_sync(node).await;
         }
-        false
+        followups
     }
 
-    async fn write_spec(
-        &self,
-        node: Short,
-        added: &BTreeMap<Short, Short>,
-        removed: &BTreeSet<Short>,
-    ) {
-        for _ in 0..WRITE_ATTEMPTS {
-            let Some(fresh) = self.fresh(node).await else {
-                continue;
+    /// `releaseNeeded` (node.go:511-520).
+    fn release_needed(&self, n: &NodeState) -> bool {
+        let pending = n
+            .resource
+            .as_ref()
+            .is_some_and(|r| !r.status().release_ips.is_empty());
+        (self.cfg.release_excess && n.resync_needed.is_none() && n.excess > 0) || pending
+    }
+
+    /// `MaintainIPPool` (node.go:982-1010): nothing before the instances API is ready or during
+    /// the backoff; after a successful pass a resync is required before the next decision.
+    async fn maintain(&self, node: Short) -> Pass {
+        {
+            let st = self.state.borrow();
+            let Some(n) = st.nodes.get(&node) else {
+                return Pass::Idle;
             };
-            let mut spec = fresh.spec().clone();
-            spec.pool.extend(added.iter().map(|(a, b)| (*a, *b)));
-            spec.pool.retain(|ip, _| !removed.contains(ip));
-            let value = Body::of(Rc::new(spec));
-            if let Ok(obj) = self
-                .kube
-                .update(KIND, &node, fresh.obj.rv, Part::Spec, value)
-                .await
-            {
-                self.remember(node, obj);
+            if !st.ready || self.now() < n.retry_at || n.resource.is_none() {
+                return Pass::Idle;
+            }
+        }
+        let pass = self.maintain_ip_pool(node).await;
+        let now = self.now();
+        if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
+            if pass == Pass::Failed {
+                n.failures += 1;
+                let backoff = BACKOFF_MIN_US << n.failures.min(16).saturating_sub(1);
+                n.retry_at = now + backoff.min(BACKOFF_MAX_US);
+            } else {
+                n.failures = 0;
+                n.resync_needed = Some(now);
+            }
+        }
+        pass
+    }
+
+    /// `maintainIPPool` (node.go:934-956) with `determineMaintenanceAction`, `handleIPRelease`
+    /// and `handleIPAllocation`.
+    async fn maintain_ip_pool(&self, node: Short) -> Pass {
+        let now = self.now();
+        let (resource, cache) = {
+            let st = self.state.borrow();
+            let n = &st.nodes[&node];
+            (n.resource.clone().expect("checked"), st.cache.get(&node).cloned())
+        };
+        let status = resource.status();
+        let no_handshake = self.cfg.switches.no_handshake;
+        // removeStaleReleaseIPs, then the action: release when in excess, else allocation.
+        let (release, excess) = {
+            let mut st = self.state.borrow_mut();
+            let n = st.nodes.get_mut(&node).expect("checked");
+            let observed = observed_release(n);
+            if self.cfg.release_excess {
+                n.release.remove_stale_release_ips(&observed);
+            }
+            let release = (self.cfg.release_excess && n.excess > 0).then(|| {
+                prepare_ip_release(&status.enis, &status.used, n.excess).unwrap_or_default()
+            });
+            (release, n.excess)
+        };
+        let allocation = release.is_none() && self.state.borrow().nodes[&node].needed > 0;
+        if release.is_none() && !allocation {
+            self.abort(node, &BTreeSet::new(), &resource);
+            return Pass::Idle;
+        }
+        let _ = excess;
+        let (eni, list) = release.clone().unwrap_or_default();
+        let step = {
+            let mut st = self.state.borrow_mut();
+            let n = st.nodes.get_mut(&node).expect("checked");
+            let observed = observed_release(n);
+            let step = n.release.handle_ip_release(
+                release.as_ref().map(|r| r.1.as_slice()),
+                &observed,
+                now,
+                RELEASE_DELAY.as_micros() as u64,
+                no_handshake,
+                self.cfg.switches.keep_released,
+            );
+            step
+        };
+        for ip in &step.aborted {
+            self.emit_abort(node, *ip);
+        }
+        for ip in &step.marked {
+            self.proc.emit(Event::CiliumMark {
+                node: node.into(),
+                ip: (*ip).into(),
+                observed_used: status.used.contains_key(ip),
+                observed_rv: resource.obj.rv,
+            });
+        }
+        let excess_set: BTreeSet<Short> = list.iter().copied().collect();
+        self.abort(node, &excess_set, &resource);
+        if !step.to_release.is_empty() {
+            return self.release(node, eni, &step, resource.obj.rv).await;
+        }
+        if allocation {
+            return self.allocate(node, cache.as_deref()).await;
+        }
+        Pass::Idle
+    }
+
+    /// `abortNoLongerExcessIPs` with this pass's excess list.
+    fn abort(&self, node: Short, excess: &BTreeSet<Short>, resource: &Observed) {
+        let aborted = {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            let sw = &self.cfg.switches;
+            // The pool a `released` entry is checked against: upstream's observed spec pool, or
+            // with fix `cilium-readd-after-resync` the cloud cache, counting only IPs released
+            // before the cache was last refreshed.
+            let pool = if sw.readd_after_resync {
+                let fresh_since = st.cache_at.get(&node).copied().unwrap_or(0);
+                let n = &st.nodes[&node];
+                st.cache.get(&node).map_or_else(BTreeMap::new, |ifs| {
+                    let mut p = pool_of(ifs);
+                    p.retain(|ip, _| n.released_at.get(ip).is_some_and(|t| *t < fresh_since));
+                    p
+                })
+            } else {
+                resource.spec().pool.clone()
+            };
+            let n = st.nodes.get_mut(&node).expect("a known node");
+            let mut observed = observed_release(n);
+            let before: BTreeSet<Short> = observed.keys().copied().collect();
+            let aborted = n.release.abort_no_longer_excess(
+                excess,
+                &mut observed,
+                &pool,
+                sw.readd_released_ip || sw.readd_after_resync,
+            );
+            n.dropped
+                .extend(before.into_iter().filter(|ip| !observed.contains_key(ip)));
+            aborted
+        };
+        for ip in aborted {
+            self.emit_abort(node, ip);
+        }
+    }
+
+    fn emit_abort(&self, node: Short, ip: Short) {
+        self.proc.emit(Event::CiliumAbort {
+            node: node.into(),
+            ip: ip.into(),
+        });
+    }
+
+    /// The release step's cloud call (node.go:863-895): unassign; on success the IPs are
+    /// `released`; on an error the local state stays and the pass failed.
+    async fn release(&self, node: Short, eni: Short, step: &ReleaseStep, rv: u64) -> Pass {
+        let ips: Vec<Short> = step.to_release.iter().map(|r| r.0).collect();
+        for (ip, seen, timed) in &step.to_release {
+            self.proc.emit(Event::CiliumRelease {
+                node: node.into(),
+                ip: (*ip).into(),
+                state_seen: seen.clone(),
+                excess_for_ms: timed / 1000,
+                observed_rv: rv,
+                handshake: !self.cfg.switches.no_handshake,
+            });
+        }
+        match self.cloud.unassign(&node, &eni, ips.clone()).await {
+            Ok(()) => {
+                if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
+                    if self.cfg.switches.no_handshake {
+                        for ip in &ips {
+                            n.release.marked_at.remove(ip);
+                        }
+                    } else {
+                        n.release.released(&ips);
+                        let now = self.proc.mono_us();
+                        n.released_at.extend(ips.iter().map(|ip| (*ip, now)));
+                    }
+                }
+                Pass::Mutated
+            }
+            Err(_) => Pass::Failed, // the local state stays (node.go:890-895)
+        }
+    }
+
+    /// `handleIPAllocation` (ENI `PrepareIPAllocation`/`AllocateIPs`): the first interface with
+    /// room gets `min(needed + max-above-watermark, room)` new addresses.
+    async fn allocate(&self, node: Short, cache: Option<&Interfaces>) -> Pass {
+        let Some(ifs) = cache else {
+            return Pass::Failed;
+        };
+        let needed = self.state.borrow().nodes[&node].needed;
+        let cap = self.cfg.eni_capacity as usize;
+        let Some((eni, held)) = ifs.iter().find(|(_, ips)| ips.len() < cap) else {
+            return Pass::Idle; // no room: upstream would create an interface
+        };
+        let count = (needed + self.cfg.limits.max_above_watermark).min(cap - held.len());
+        match self.cloud.assign(&node, eni, count as u32).await {
+            Ok(_) => Pass::Mutated,
+            Err(_) => Pass::Failed,
+        }
+    }
+
+    /// `syncToAPIServer` (node.go:1043-1117): the pool is taken from the cache first; status
+    /// (interfaces and `release-ips`) is written, then spec (the pool), each at most twice, the
+    /// second time from a fresh read; an unchanged part is not written; spec is not written when
+    /// status failed.
+    async fn k8s_sync(&self, node: Short) {
+        let (resource, ifs) = {
+            let st = self.state.borrow();
+            let Some(n) = st.nodes.get(&node) else {
+                return;
+            };
+            match (&n.resource, st.cache.get(&node)) {
+                (Some(r), Some(ifs)) => (r.clone(), ifs.clone()),
+                _ => return,
+            }
+        };
+        let pool = pool_of(&ifs);
+        // `update` (node.go:1131-1178): a successful write hands back the written object, the
+        // base of the next write; a failed one re-reads the object from the API server.
+        let mut base = resource;
+        let mut ok = false;
+        for _ in 0..WRITE_ATTEMPTS {
+            let status = self.status_to_write(node, base.status(), &ifs);
+            if status == *base.status() {
+                ok = true; // DeepEqual: no call (cilium_node.go:353-365)
+                break;
+            }
+            let value = Body::of(Rc::new(status));
+            match self.kube.update(KIND, &node, base.obj.rv, Part::Status, value).await {
+                Ok(obj) => {
+                    base = Observed::of(obj, Some(&base));
+                    ok = true;
+                    break;
+                }
+                Err(_) => match self.kube.get(KIND, &node).await {
+                    Ok(obj) => base = Observed::of(obj, Some(&base)),
+                    Err(_) => return,
+                },
+            }
+        }
+        if !ok {
+            return; // spec is not written when status failed
+        }
+        for _ in 0..WRITE_ATTEMPTS {
+            if base.spec().pool == pool {
                 return;
             }
+            let value = Body::of(Rc::new(Spec { pool: pool.clone() }));
+            match self.kube.update(KIND, &node, base.obj.rv, Part::Spec, value).await {
+                Ok(_) => return,
+                Err(_) => match self.kube.get(KIND, &node).await {
+                    Ok(obj) => base = Observed::of(obj, Some(&base)),
+                    Err(_) => return,
+                },
+            }
         }
+    }
+
+    /// `PopulateStatusFields` and `PopulateIPReleaseStatus` on the copy being written.
+    fn status_to_write(&self, node: Short, base: &Status, ifs: &Interfaces) -> Status {
+        let mut st = self.state.borrow_mut();
+        let n = st.nodes.get_mut(&node).expect("a known node");
+        let observed = observed_release(n);
+        n.release.remove_stale_release_ips(&observed);
+        let mut status = base.clone();
+        status.enis = ifs.clone();
+        if !self.cfg.switches.no_handshake {
+            status.release_ips = n.release.populate(&base.release_ips);
+        }
+        status
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// The resync as a lookup per pool IP and per held IP (what `resync` replaces).
-    fn resync_by_lookup(
-        pool: &BTreeMap<Short, Short>,
-        ifs: &sim::cloud::Interfaces,
-    ) -> (Vec<Short>, Vec<(Short, Short)>) {
-        let gone = pool
-            .keys()
-            .filter(|ip| !ifs.values().any(|ips| ips.contains(*ip)))
-            .copied()
-            .collect();
-        let mut new = BTreeMap::new();
-        for (eni, ips) in ifs {
-            for ip in ips {
-                if !pool.contains_key(ip) {
-                    new.entry(*ip).or_insert(*eni);
-                }
-            }
-        }
-        (gone, new.into_iter().collect())
+/// The observed `release-ips`, without the entries this operator deleted from its copy.
+fn observed_release(n: &NodeState) -> BTreeMap<Short, Short> {
+    let Some(r) = &n.resource else {
+        return BTreeMap::new();
+    };
+    let mut m = r.status().release_ips.clone();
+    for ip in &n.dropped {
+        m.remove(ip);
     }
+    m
+}
 
-    fn ip(i: u8) -> Short {
-        Short::from_fmt(format_args!("10.0.{}.{}", i / 16, i % 16)).unwrap()
-    }
+/// `recalculate` (node.go:449-500): available from the cache, used from the observed copy; a node
+/// whose instance the cache lacks needs and frees nothing.
+fn recalculate(n: &mut NodeState, cache: Option<&Rc<Interfaces>>, cfg: &OperatorConfig) {
+    let (Some(ifs), Some(r)) = (cache, &n.resource) else {
+        n.needed = 0;
+        n.excess = 0;
+        return;
+    };
+    let available: usize = ifs.values().map(|ips| ips.len()).sum();
+    let used = r.used_count();
+    n.needed = needed_ips(available, used, &cfg.limits);
+    n.excess = excess_ips(available, used, &cfg.limits);
+}
 
-    proptest! {
-        /// Pools and interfaces that overlap in every way (including an IP on two interfaces,
-        /// which the cloud never does) give the same differences as per-IP lookups.
-        #[test]
-        fn resync_walk_matches_lookups(
-            pool in proptest::collection::btree_map(0u8..40, 0u32..3, 0..25),
-            held in proptest::collection::vec(proptest::collection::btree_set(0u8..40, 0..15), 0..4),
-        ) {
-            let pool: BTreeMap<Short, Short> =
-                pool.into_iter().map(|(i, e)| (ip(i), eni_name(e))).collect();
-            let ifs: sim::cloud::Interfaces = held
-                .into_iter()
-                .enumerate()
-                .map(|(e, ips)| (eni_name(e as u32), ips.into_iter().map(ip).collect()))
-                .collect();
-            prop_assert_eq!(resync(&pool, &ifs), resync_by_lookup(&pool, &ifs));
-        }
-    }
+/// `allocationNeeded` (node.go:503-509).
+fn allocation_needed(n: &NodeState) -> bool {
+    n.resync_needed.is_none() && n.needed > 0
 }

@@ -1,0 +1,119 @@
+//! cilium-operator: high availability through client-go leader election, and the leader's ENI
+//! IPAM ([`ipam`]).
+//!
+//! Upstream: cilium/cilium `operator/cmd/root.go` at ed90dd5ea4c754a04a8135c6bb9c8afe29b75811
+//! (`@ed90dd5`; shared/spec/cilium-upstream.md §1).
+//!
+//! * Every operator process runs client-go's elector on the Lease
+//!   `cilium-operator-resource-lock` (`leaderelection.RunOrDie`, root.go:437-470) with cilium's
+//!   15 s / 10 s / 2 s and `ReleaseOnCancel: true` ([`sim::leaderelection`]). Its identity is new
+//!   at every start (`hostname + "-" + rand.String(10)`, root.go:408-412; here host and pid).
+//! * Only the leader runs IPAM (`WithLeaderLifecycle`, root.go:193-258; `legacyOnLeader.onStart`,
+//!   root.go:526-581): a non-leader has no CiliumNode informer, no node manager and no handshake
+//!   state, and makes no cloud call. On winning, the node manager starts from nothing: a
+//!   **blocking** resync of every instance from the cloud, whose failure exits the process
+//!   (`alloc.Start` → `log.Fatalf`, root.go:575-578; node_manager.go:221-225), then the CiliumNode
+//!   informer, whose replay creates every node with empty handshake maps (node_manager.go:289-297).
+//! * Losing the lease calls `OnStoppedLeading` (root.go:454-458). At the pinned commit that is a
+//!   graceful hive shutdown: stop hooks run before `legacy.onStop` cancels the IPAM's context, so
+//!   the leader-only goroutines keep running for as long as the hooks before it take
+//!   ([`OperatorConfig::shutdown_linger`], a parameter of the model: upstream has no fixed value;
+//!   PR #42920 reports that "a blocking stop hook could delay the shutdown past the hard
+//!   deadline"), then the process exits. Fix `cilium-exit-on-lost-lead` is newer upstream's
+//!   PR #42920: exit at once.
+//! * A clean stop (SIGTERM) cancels the election context (`doCleanup`, root.go:370-376): the
+//!   elector releases the Lease (empty holder, 1 s), and the process exits.
+//! * The Deployment restarts an exited operator (the supervisor here, after 2 s).
+//!
+//! Two operators act at once only through the gaps client-go's documentation names (no fencing,
+//! leaderelection.go:17-20): a paused leader, renew answers that come late, a candidate whose
+//! monotonic clock runs fast, and the graceful shutdown's lingering.
+
+pub mod ipam;
+
+use super::decide::Limits;
+use super::Switches;
+use sim::cloud::Cloud;
+use sim::kube::Kube;
+use sim::leaderelection::{LeaderElectionConfig, LeaderElector};
+use sim::world::Host;
+use sim::{Event, NodeIx, Proc, World};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Operator settings (every operator process of the deployment shares them).
+#[derive(Clone, Debug)]
+pub struct OperatorConfig {
+    /// The nodes (CiliumNode names) there are.
+    pub nodes: Vec<String>,
+    /// The per-node IPAM limits.
+    pub limits: Limits,
+    /// `aws-release-excess-ips`.
+    pub release_excess: bool,
+    /// Interfaces per node and their capacity.
+    pub enis: u32,
+    pub eni_capacity: u32,
+    /// How long the stop hooks that run before the IPAM's context is cancelled take, after
+    /// leadership is lost (graceful shutdown; ignored with `cilium-exit-on-lost-lead`).
+    pub shutdown_linger: Duration,
+    pub switches: Switches,
+}
+
+/// Installs an operator process (restarted by its supervisor whenever it exits) as the services
+/// of `node`.
+pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: OperatorConfig) {
+    let (kube, cloud, cfg) = (kube.clone(), cloud.clone(), Rc::new(cfg));
+    world.set_services(
+        node,
+        Rc::new(move |host: &Host| {
+            let sup = host.spawn_process("supervisor");
+            let (k, c, cfg, s) = (kube.clone(), cloud.clone(), cfg.clone(), sup.clone());
+            sup.spawn("restart", async move {
+                loop {
+                    let proc = s.spawn_child("cilium-operator");
+                    start(&proc, &k, &c, &cfg);
+                    proc.wait_exit().await;
+                    s.sleep(Duration::from_secs(2)).await;
+                }
+            });
+        }),
+    );
+}
+
+/// One operator process: the election, the leader-only IPAM, the clean shutdown.
+fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
+    let identity = format!("{}-{}", proc.host_name(), proc.pid());
+    let le = LeaderElector::new(kube, proc, LeaderElectionConfig::cilium_operator(&identity))
+        .expect("cilium-operator's election configuration is valid");
+    let (le2, p, c) = (le.clone(), proc.clone(), cfg.clone());
+    let id = identity.clone();
+    proc.spawn("leader-election", async move {
+        le2.run().await; // RunOrDie
+        // OnStoppedLeading: "Leader election lost".
+        if !c.switches.exit_on_lost_lead {
+            p.sleep(c.shutdown_linger).await; // the stop hooks before legacy.onStop
+        }
+        p.emit(Event::CiliumLeadershipLost { identity: id });
+        p.exit(1);
+    });
+    let (le2, p, k, cl, c) = (le.clone(), proc.clone(), kube.clone(), cloud.clone(), cfg.clone());
+    proc.spawn("leader-lifecycle", async move {
+        if !le2.started_leading().await {
+            return;
+        }
+        let transitions = le2.snapshot().observed.leader_transitions;
+        p.emit(Event::CiliumLeading {
+            identity: identity.clone(),
+            transitions,
+        });
+        let ipam = ipam::Ipam::new(&p, &k, &cl, c, transitions);
+        if !ipam.start(&identity).await {
+            p.exit(1); // log.Fatalf("Unable to start ... allocator")
+        }
+    });
+    let (p, le2) = (proc.clone(), le);
+    proc.spawn("shutdown", async move {
+        p.terminated().await;
+        le2.stop(); // doCleanup: ReleaseOnCancel releases the lease, then RunOrDie returns
+    });
+}
