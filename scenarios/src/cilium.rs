@@ -415,12 +415,13 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
     let node_names: Vec<String> = names[..n].to_vec();
     let mut monitor = CiliumMonitor::new(names.clone(), (o.enis * ENI_CAPACITY) as usize, coverage);
     let (o2, names2) = (o.clone(), names.clone());
-    // Initial pools: pre-allocate IPs on eni-0 of every node (computed here so the monitor knows them).
+    // Initial pools: pre-allocate IPs on eni-0 of every node (the cloud's picks for this seed,
+    // replayed here on a copy of its subnet so that the monitor knows them).
+    let mut subnet = sim::cloud::Subnet::of_run(cfg.seed, sim::cloud::DEFAULT_SUBNET_SIZE);
     let initial: Vec<Vec<String>> = (0..n)
-        .map(|i| {
-            (1..=PRE_ALLOCATE as u32)
-                .map(|k| initial_ip(&names[i], k))
-                .collect()
+        .map(|_| {
+            let ips = subnet.take(PRE_ALLOCATE as u32).expect("the subnet has room");
+            ips.iter().map(|ip| ip.to_string()).collect()
         })
         .collect();
     for (i, ips) in initial.iter().enumerate() {
@@ -464,15 +465,6 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
             model::cilium::operator::install(world, idx(&node), &kube, &cloud, cfg.clone());
         }
     })
-}
-
-/// The IPs `Cloud::seed_assign` hands out first (mirrors its numbering).
-fn initial_ip(instance: &str, n: u32) -> String {
-    let base = instance
-        .bytes()
-        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32))
-        % 250;
-    format!("10.{base}.{}.{}", n / 250, n % 250 + 1)
 }
 
 fn secs(us: u64) -> String {

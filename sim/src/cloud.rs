@@ -5,12 +5,24 @@
 //! ground truth of which IPs a node holds at every instant. Faults: unavailable (refused, not
 //! applied), slow, and ambiguous, which here means APPLIED but reported to the caller as a timeout
 //! (the cloud changed, the caller does not know).
+//!
+//! # Addresses
+//!
+//! All instances of a cloud draw from one [`Subnet`], as the interfaces of one VPC subnet do in
+//! EC2: `AssignPrivateIpAddresses` with a count picks free addresses of the subnet (which ones is up
+//! to EC2: here uniformly at random, from a generator derived from the run's seed), and
+//! `UnassignPrivateIpAddresses` returns them to it. So an address released by one instance may
+//! later go to another instance, or back to the same interface: an IP is never on two interfaces at
+//! once, but "this IP is ours" is only true of the present. When fewer addresses are free than an
+//! assign needs, it fails as a whole, like EC2's `InsufficientFreeAddressesInSubnet`.
 
 use crate::event::{Event, NodeIx, Text};
 use crate::net::{Call, Endpoint};
 use crate::short::Short;
 use crate::world::{Host, Proc, World};
 use futures::StreamExt;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -42,8 +54,19 @@ pub enum CloudError {
     Unavailable,
     /// No answer in time; the change may have been applied.
     Timeout,
-    /// The interface is full, or the IP is not on it.
+    /// The interface is full, the subnet too, or the IP is not on the interface.
     Invalid(String),
+}
+
+impl Request {
+    /// The operation's name, as events give it.
+    fn op(&self) -> &'static str {
+        match self {
+            Request::Assign { .. } => "assign",
+            Request::Unassign { .. } => "unassign",
+            Request::Describe { .. } => "describe",
+        }
+    }
 }
 
 /// Interface id -> IPs (dotted addresses and interface ids are [`Short`]s).
@@ -61,12 +84,191 @@ pub enum Response {
     Interfaces(Rc<Interfaces>),
 }
 
-struct Shared {
-    node: NodeIx,
+/// The label of the generator that picks a subnet's addresses (under the run's seed).
+pub const SUBNET_RNG_LABEL: &str = "cloud-subnet";
+
+/// Addresses in the default subnet: a /24 less the five AWS reserves (network, router, DNS, one
+/// for future use, broadcast), enough for the ENI capacity of any scenario's nodes.
+pub const DEFAULT_SUBNET_SIZE: u32 = 251;
+
+/// The subnet's first host number: AWS keeps 10.0.0.0 to 10.0.0.3.
+const FIRST_HOST: u32 = 4;
+
+/// The largest subnet: 10.0.0.4 to 10.0.255.254 (addresses stay `10.0.x.y`).
+pub const MAX_SUBNET_SIZE: u32 = 65_531;
+
+/// A cloud's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CloudConfig {
+    /// Secondary IPs each interface holds at most.
+    pub capacity: u32,
+    /// Addresses in the subnet that all instances share (at most [`MAX_SUBNET_SIZE`]).
+    pub subnet_size: u32,
+}
+
+impl CloudConfig {
+    /// Interfaces of `capacity` in a subnet of [`DEFAULT_SUBNET_SIZE`].
+    pub fn new(capacity: u32) -> Self {
+        CloudConfig {
+            capacity,
+            subnet_size: DEFAULT_SUBNET_SIZE,
+        }
+    }
+}
+
+/// The subnet's `i`-th address (from 0): `10.0.0.4`, `10.0.0.5`, ... `10.0.0.255`, `10.0.1.0`, ...
+pub fn subnet_address(i: u32) -> Short {
+    let h = FIRST_HOST + i;
+    Short::from_fmt(format_args!("10.0.{}.{}", h >> 8, h & 255)).expect("a dotted address fits")
+}
+
+/// A subnet's free addresses and the generator that picks among them.
+///
+/// The free pool is ordered (a `BTreeSet`), and a pick is its `k`-th address for a `k` drawn
+/// uniformly: the same seed and the same calls give the same addresses.
+#[derive(Clone, Debug)]
+pub struct Subnet {
+    free: BTreeSet<Short>,
+    rng: ChaCha8Rng,
+}
+
+impl Subnet {
+    /// A subnet of `size` addresses, all free, picked with `rng`.
+    pub fn new(size: u32, rng: ChaCha8Rng) -> Subnet {
+        assert!(
+            size <= MAX_SUBNET_SIZE,
+            "a subnet holds at most {MAX_SUBNET_SIZE} addresses"
+        );
+        Subnet {
+            free: (0..size).map(subnet_address).collect(),
+            rng,
+        }
+    }
+
+    /// The subnet a cloud installed in the run of `seed` starts with ([`Cloud::install_with`]
+    /// makes exactly this one): a scenario that must know the initial assignments before the run
+    /// replays its [`Cloud::seed_assign`] calls on it.
+    pub fn of_run(seed: u64, size: u32) -> Subnet {
+        Subnet::new(size, crate::rng::rng_for(seed, SUBNET_RNG_LABEL))
+    }
+
+    /// Takes `count` free addresses, each uniformly among those still free, in the order picked;
+    /// none if fewer than `count` are free.
+    pub fn take(&mut self, count: u32) -> Option<Vec<Short>> {
+        if (count as usize) > self.free.len() {
+            return None;
+        }
+        Some((0..count).map(|_| self.take_one()).collect())
+    }
+
+    fn take_one(&mut self) -> Short {
+        let k = self.rng.random_range(0..self.free.len() as u32) as usize;
+        let ip = *self.free.iter().nth(k).expect("k < free addresses");
+        self.free.remove(&ip);
+        ip
+    }
+
+    /// Returns an address to the pool.
+    pub fn give_back(&mut self, ip: Short) {
+        let fresh = self.free.insert(ip);
+        debug_assert!(fresh, "{ip} was given back twice");
+    }
+
+    /// How many addresses are free.
+    pub fn free_count(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Whether `ip` is free.
+    pub fn is_free(&self, ip: &Short) -> bool {
+        self.free.contains(ip)
+    }
+}
+
+/// What the cloud holds: the instances' interfaces and the subnet they draw from. Pure state, so
+/// its rules are tested without a world.
+struct State {
     capacity: u32,
     /// Each instance's interfaces (copied on change while a describe's answer still shares them).
-    instances: RefCell<BTreeMap<String, Rc<Interfaces>>>,
-    next_ip: RefCell<BTreeMap<String, u32>>,
+    instances: BTreeMap<String, Rc<Interfaces>>,
+    subnet: Subnet,
+}
+
+impl State {
+    fn new(cfg: CloudConfig, subnet: Subnet) -> State {
+        State {
+            capacity: cfg.capacity,
+            instances: BTreeMap::new(),
+            subnet,
+        }
+    }
+
+    fn add_instance(&mut self, instance: &str, enis: u32) {
+        let ifs = (0..enis).map(|i| (eni_name(i), BTreeSet::new())).collect();
+        self.instances.insert(instance.into(), Rc::new(ifs));
+    }
+
+    /// Assigns up to `count` free addresses of the subnet to `eni` (as many as the interface has
+    /// room for); none if the interface is full or the subnet has too few free.
+    fn assign(
+        &mut self,
+        instance: &str,
+        eni: &Short,
+        count: u32,
+    ) -> Result<Vec<Short>, CloudError> {
+        let ifs = self
+            .instances
+            .get_mut(instance)
+            .ok_or_else(|| CloudError::Invalid(format!("no instance {instance}")))?;
+        let held = ifs
+            .get(eni)
+            .ok_or_else(|| CloudError::Invalid(format!("no interface {eni}")))?
+            .len();
+        let room = self.capacity.saturating_sub(held as u32);
+        if room == 0 {
+            return Err(CloudError::Invalid(format!("{eni} is full")));
+        }
+        let want = count.min(room);
+        let new = self.subnet.take(want).ok_or_else(|| {
+            CloudError::Invalid(format!(
+                "subnet full: {} free, {want} wanted",
+                self.subnet.free_count()
+            ))
+        })?;
+        // Copied here if a describe's answer still shares the interfaces.
+        let ips = Rc::make_mut(ifs).get_mut(eni).expect("checked above");
+        ips.extend(new.iter().copied());
+        Ok(new)
+    }
+
+    /// Removes `ips` from `eni` and returns them to the subnet: all of them, or none if one is
+    /// not on it.
+    fn unassign(&mut self, instance: &str, eni: &Short, ips: &[Short]) -> Result<(), CloudError> {
+        let ifs = self
+            .instances
+            .get_mut(instance)
+            .filter(|i| i.contains_key(eni))
+            .ok_or_else(|| CloudError::Invalid(format!("no {instance}/{eni}")))?;
+        if let Some(missing) = ips.iter().find(|ip| !ifs[eni].contains(*ip)) {
+            return Err(CloudError::Invalid(format!("{missing} is not on {eni}")));
+        }
+        let set = Rc::make_mut(ifs).get_mut(eni).expect("checked above");
+        for ip in ips {
+            if set.remove(ip) {
+                self.subnet.give_back(*ip);
+            }
+        }
+        Ok(())
+    }
+
+    fn describe(&self, instance: &str) -> Rc<Interfaces> {
+        self.instances.get(instance).cloned().unwrap_or_default()
+    }
+}
+
+struct Shared {
+    node: NodeIx,
+    state: RefCell<State>,
     endpoint: Endpoint<Request, Reply>,
 }
 
@@ -78,13 +280,19 @@ pub struct Cloud(Rc<Shared>);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Cloud {
-    /// Installs the cloud API on `node`; each interface holds at most `capacity` secondary IPs.
+    /// Installs the cloud API on `node`; each interface holds at most `capacity` secondary IPs, and
+    /// all draw from a subnet of [`DEFAULT_SUBNET_SIZE`] addresses.
     pub fn install(world: &World, node: NodeIx, capacity: u32) -> Cloud {
+        Cloud::install_with(world, node, CloudConfig::new(capacity))
+    }
+
+    /// Installs the cloud API on `node` with `cfg`. Its subnet picks addresses with a generator
+    /// derived from the run's seed ([`Subnet::of_run`]).
+    pub fn install_with(world: &World, node: NodeIx, cfg: CloudConfig) -> Cloud {
+        let subnet = Subnet::of_run(world.seed(), cfg.subnet_size);
         let c = Cloud(Rc::new(Shared {
             node,
-            capacity,
-            instances: RefCell::default(),
-            next_ip: RefCell::default(),
+            state: RefCell::new(State::new(cfg, subnet)),
             endpoint: Endpoint::new(node),
         }));
         let c2 = c.clone();
@@ -99,16 +307,22 @@ impl Cloud {
 
     /// Gives an instance its interfaces (empty) before the run starts.
     pub fn add_instance(&self, instance: &str, enis: u32) {
-        let ifs = (0..enis).map(|i| (eni_name(i), BTreeSet::new())).collect();
-        self.0
-            .instances
-            .borrow_mut()
-            .insert(instance.into(), Rc::new(ifs));
+        self.0.state.borrow_mut().add_instance(instance, enis);
     }
 
-    /// Assigns IPs directly (initial state, before anything runs); returns them.
+    /// Assigns IPs directly (initial state, before anything runs; no events): free addresses of
+    /// the subnet, picked as a request's are. Returns them.
     pub fn seed_assign(&self, instance: &str, eni: &Short, count: u32) -> Vec<Short> {
-        self.apply_assign(instance, eni, count).unwrap_or_default()
+        self.0
+            .state
+            .borrow_mut()
+            .assign(instance, eni, count)
+            .unwrap_or_default()
+    }
+
+    /// How many addresses of the subnet are free.
+    pub fn free_addresses(&self) -> usize {
+        self.0.state.borrow().subnet.free_count()
     }
 
     /// A client for a process.
@@ -117,46 +331,6 @@ impl Cloud {
             endpoint: self.0.endpoint.clone(),
             proc: proc.clone(),
         }
-    }
-
-    /// Assigns up to `count` new addresses to `eni`. Addresses come from a counter per instance,
-    /// so one is never handed out twice (an address is on at most one interface, ever).
-    fn apply_assign(
-        &self,
-        instance: &str,
-        eni: &Short,
-        count: u32,
-    ) -> Result<Vec<Short>, CloudError> {
-        let mut inst = self.0.instances.borrow_mut();
-        let ifs = inst
-            .get_mut(instance)
-            .ok_or_else(|| CloudError::Invalid(format!("no instance {instance}")))?;
-        let held = ifs
-            .get(eni)
-            .ok_or_else(|| CloudError::Invalid(format!("no interface {eni}")))?
-            .len();
-        let room = self.0.capacity.saturating_sub(held as u32);
-        if room == 0 {
-            return Err(CloudError::Invalid(format!("{eni} is full")));
-        }
-        // Copied here if a describe's answer still shares the interfaces.
-        let ips = Rc::make_mut(ifs).get_mut(eni).expect("checked above");
-        let mut next = self.0.next_ip.borrow_mut();
-        let counter = next.entry(instance.to_string()).or_insert(1);
-        let base = instance
-            .bytes()
-            .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32))
-            % 250;
-        let new: Vec<Short> = (0..count.min(room))
-            .map(|_| {
-                let n = *counter;
-                *counter += 1;
-                Short::from_fmt(format_args!("10.{base}.{}.{}", n / 250, n % 250 + 1))
-                    .expect("a dotted address fits")
-            })
-            .collect();
-        ips.extend(new.iter().copied());
-        Ok(new)
     }
 
     fn start(&self, host: &Host) {
@@ -173,11 +347,7 @@ impl Cloud {
                     reply.send(Err(CloudError::Unavailable));
                     continue;
                 };
-                let op = match &req {
-                    Request::Assign { .. } => "assign",
-                    Request::Unassign { .. } => "unassign",
-                    Request::Describe { .. } => "describe",
-                };
+                let op = req.op();
                 let resp = c.handle(&p, &caller, req);
                 if ambiguous {
                     p.emit(Event::CloudAmbiguous {
@@ -199,7 +369,7 @@ impl Cloud {
                 eni,
                 count,
             } => {
-                let ips = self.apply_assign(&instance, &eni, count)?;
+                let ips = self.0.state.borrow_mut().assign(&instance, &eni, count)?;
                 for ip in &ips {
                     p.emit(Event::CloudAssign {
                         instance: instance.clone(),
@@ -211,19 +381,7 @@ impl Cloud {
                 Ok(Response::Assigned(ips))
             }
             Request::Unassign { instance, eni, ips } => {
-                let mut inst = self.0.instances.borrow_mut();
-                let ifs = inst
-                    .get_mut(instance.as_str())
-                    .filter(|i| i.contains_key(&eni))
-                    .ok_or_else(|| CloudError::Invalid(format!("no {instance}/{eni}")))?;
-                if let Some(missing) = ips.iter().find(|ip| !ifs[&eni].contains(*ip)) {
-                    return Err(CloudError::Invalid(format!("{missing} is not on {eni}")));
-                }
-                let set = Rc::make_mut(ifs).get_mut(&eni).expect("checked above");
-                for ip in &ips {
-                    set.remove(ip);
-                }
-                drop(inst);
+                self.0.state.borrow_mut().unassign(&instance, &eni, &ips)?;
                 for ip in ips {
                     p.emit(Event::CloudUnassign {
                         instance: instance.clone(),
@@ -235,12 +393,7 @@ impl Cloud {
                 Ok(Response::Unassigned)
             }
             Request::Describe { instance } => Ok(Response::Interfaces(
-                self.0
-                    .instances
-                    .borrow()
-                    .get(instance.as_str())
-                    .cloned()
-                    .unwrap_or_default(),
+                self.0.state.borrow().describe(&instance),
             )),
         }
     }
@@ -312,6 +465,171 @@ impl CloudClient {
         {
             Response::Interfaces(i) => Ok(i),
             r => unreachable!("describe answered {r:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A cloud's state with `instances` instances of two interfaces of `capacity`, in a subnet of
+    /// `size` picked under `seed`.
+    fn state(seed: u64, size: u32, capacity: u32, instances: &[&str]) -> State {
+        let cfg = CloudConfig {
+            capacity,
+            subnet_size: size,
+        };
+        let mut s = State::new(cfg, Subnet::of_run(seed, size));
+        for i in instances {
+            s.add_instance(i, 2);
+        }
+        s
+    }
+
+    /// Which interface holds `ip`, over every instance.
+    fn holders(s: &State, ip: &Short) -> Vec<(String, Short)> {
+        let mut out = Vec::new();
+        for (inst, ifs) in &s.instances {
+            for (eni, ips) in ifs.iter() {
+                if ips.contains(ip) {
+                    out.push((inst.clone(), *eni));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn addresses_are_dotted_and_skip_the_reserved_ones() {
+        assert_eq!(subnet_address(0).as_str(), "10.0.0.4");
+        assert_eq!(subnet_address(250).as_str(), "10.0.0.254");
+        assert_eq!(subnet_address(252).as_str(), "10.0.1.0");
+        assert_eq!(subnet_address(MAX_SUBNET_SIZE - 1).as_str(), "10.0.255.254");
+    }
+
+    #[test]
+    fn picks_are_the_seeds_and_span_the_subnet() {
+        let picks = |seed| Subnet::of_run(seed, 200).take(20).unwrap();
+        assert_eq!(picks(9), picks(9), "same seed, same addresses");
+        assert_ne!(picks(9), picks(10), "another seed, other addresses");
+        // Not handed out in address order: picked at random.
+        let p = picks(9);
+        let mut sorted = p.clone();
+        sorted.sort();
+        assert_ne!(p, sorted);
+    }
+
+    #[test]
+    fn a_released_address_comes_back_to_another_instance_and_to_the_same_one() {
+        // A subnet of 4: every release is one of few free addresses, so it is soon reissued.
+        let mut s = state(3, 4, 4, &["a", "b"]);
+        let eni = eni_name(0);
+        let mut to_other = false;
+        let mut to_same = false;
+        for round in 0..40 {
+            let taken = s.assign("a", &eni, 1).unwrap()[0];
+            s.unassign("a", &eni, &[taken]).unwrap();
+            assert!(s.subnet.is_free(&taken));
+            let who = if round % 2 == 0 { "a" } else { "b" };
+            let got = s.assign(who, &eni, 4).unwrap();
+            if got.contains(&taken) {
+                to_same |= who == "a";
+                to_other |= who == "b";
+            }
+            s.unassign(who, &eni, &got).unwrap();
+        }
+        assert!(to_other, "a released address went to another instance");
+        assert!(
+            to_same,
+            "a released address came back to the same interface"
+        );
+    }
+
+    #[test]
+    fn a_full_subnet_refuses_and_changes_nothing() {
+        let mut s = state(1, 3, 10, &["a", "b"]);
+        let eni = eni_name(0);
+        let got = s.assign("a", &eni, 2).unwrap();
+        assert_eq!(got.len(), 2);
+        let err = s.assign("b", &eni, 2).unwrap_err();
+        assert_eq!(
+            err,
+            CloudError::Invalid("subnet full: 1 free, 2 wanted".into())
+        );
+        assert!(s.describe("b")[&eni].is_empty());
+        assert_eq!(s.subnet.free_count(), 1);
+        s.assign("b", &eni, 1).unwrap();
+        assert!(
+            matches!(s.assign("b", &eni_name(1), 1), Err(CloudError::Invalid(e)) if e.starts_with("subnet full"))
+        );
+        // Releasing makes room again.
+        s.unassign("a", &eni, &got[..1]).unwrap();
+        assert_eq!(s.assign("b", &eni_name(1), 1).unwrap(), got[..1].to_vec());
+    }
+
+    #[test]
+    fn an_interface_takes_what_it_has_room_for() {
+        let mut s = state(1, 50, 3, &["a"]);
+        let eni = eni_name(1);
+        assert_eq!(s.assign("a", &eni, 5).unwrap().len(), 3);
+        assert_eq!(
+            s.assign("a", &eni, 1),
+            Err(CloudError::Invalid("eni-1 is full".into()))
+        );
+        assert_eq!(s.subnet.free_count(), 47);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Assign { inst: usize, eni: u32, count: u32 },
+        Unassign { inst: usize, eni: u32, pick: usize },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..3usize, 0..2u32, 0..4u32).prop_map(|(inst, eni, count)| Op::Assign {
+                inst,
+                eni,
+                count
+            }),
+            (0..3usize, 0..2u32, 0..8usize).prop_map(|(inst, eni, pick)| Op::Unassign {
+                inst,
+                eni,
+                pick
+            }),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the order of assigns and unassigns, no address is ever on two interfaces at
+        /// once, and every address of the subnet is either free or on exactly one interface.
+        #[test]
+        fn no_address_is_ever_on_two_interfaces(seed in any::<u64>(), ops in prop::collection::vec(op(), 1..120)) {
+            const SIZE: u32 = 10;
+            let names = ["a", "b", "c"];
+            let mut s = state(seed, SIZE, 3, &names);
+            for op in ops {
+                match op {
+                    Op::Assign { inst, eni, count } => {
+                        let _ = s.assign(names[inst], &eni_name(eni), count);
+                    }
+                    Op::Unassign { inst, eni, pick } => {
+                        let eni = eni_name(eni);
+                        let held: Vec<Short> = s.describe(names[inst])[&eni].iter().copied().collect();
+                        if !held.is_empty() {
+                            s.unassign(names[inst], &eni, &[held[pick % held.len()]]).unwrap();
+                        }
+                    }
+                }
+                for i in 0..SIZE {
+                    let ip = subnet_address(i);
+                    let on = holders(&s, &ip).len();
+                    let free = usize::from(s.subnet.is_free(&ip));
+                    prop_assert_eq!(on + free, 1, "{} is on {} interfaces, free: {}", ip, on, free);
+                }
+            }
         }
     }
 }
