@@ -379,7 +379,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A new operator leader wipes release-ips while the spec still lists released IPs",
         scenario: "cilium-split-brain",
-        seeds: &[444, 716],
+        seeds: &[444, 2831],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the erasing status write is another operator process's than the unassign",
