@@ -15,6 +15,17 @@
 //! later go to another instance, or back to the same interface: an IP is never on two interfaces at
 //! once, but "this IP is ours" is only true of the present. When fewer addresses are free than an
 //! assign needs, it fails as a whole, like EC2's `InsufficientFreeAddressesInSubnet`.
+//!
+//! # Fencing (not in EC2)
+//!
+//! A client may carry a [`Fence`]: a lock's name and a token that grows with every change of the
+//! lock's holder (a Lease's `leaderTransitions`, or its resourceVersion). The cloud keeps, per lock,
+//! the highest token any request has carried (describes included, so a new leader's first resync
+//! already fences the old one) and refuses a request with a lower one ([`CloudError::Fenced`],
+//! nothing applied). This is the fix that closes the leader-election gap, where a deposed leader
+//! that has not noticed yet still changes the cloud: **real EC2 has nothing like it** (its IP APIs
+//! take no condition or token), so it shows what the gap would need, not what can be deployed.
+//! Unfenced clients are never refused for it.
 
 use crate::event::{Event, NodeIx, Text};
 use crate::net::{Call, Endpoint};
@@ -56,6 +67,30 @@ pub enum CloudError {
     Timeout,
     /// The interface is full, the subnet too, or the IP is not on the interface.
     Invalid(String),
+    /// The request's fencing token is below the highest the cloud has seen for its lock; nothing
+    /// changed (see the module doc: EC2 has no such error).
+    Fenced {
+        /// The request's token.
+        token: u64,
+        /// The highest the cloud has seen for the lock.
+        highest: u64,
+    },
+}
+
+/// A fencing token: the name of a lock and a token that grows with each change of its holder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fence {
+    /// The lock's name (the Lease's, say).
+    pub lock: Text,
+    /// The holder's token (the Lease's `leaderTransitions` or resourceVersion when it got it).
+    pub token: u64,
+}
+
+/// A request as it travels: with the sender's fence, if it has one.
+#[derive(Clone, Debug)]
+struct Sent {
+    fence: Option<Fence>,
+    req: Request,
 }
 
 impl Request {
@@ -192,6 +227,8 @@ struct State {
     /// Each instance's interfaces (copied on change while a describe's answer still shares them).
     instances: BTreeMap<String, Rc<Interfaces>>,
     subnet: Subnet,
+    /// Per lock, the highest fencing token a request has carried.
+    fences: BTreeMap<Text, u64>,
 }
 
 impl State {
@@ -200,7 +237,19 @@ impl State {
             capacity: cfg.capacity,
             instances: BTreeMap::new(),
             subnet,
+            fences: BTreeMap::new(),
         }
+    }
+
+    /// Admits a request carrying `fence` if its token is at least the highest seen for its lock,
+    /// and raises that to it; else the highest, and nothing is recorded.
+    fn admit_fence(&mut self, fence: &Fence) -> Result<(), u64> {
+        let highest = self.fences.entry(fence.lock.clone()).or_insert(0);
+        if fence.token < *highest {
+            return Err(*highest);
+        }
+        *highest = fence.token;
+        Ok(())
     }
 
     fn add_instance(&mut self, instance: &str, enis: u32) {
@@ -269,7 +318,7 @@ impl State {
 struct Shared {
     node: NodeIx,
     state: RefCell<State>,
-    endpoint: Endpoint<Request, Reply>,
+    endpoint: Endpoint<Sent, Reply>,
 }
 
 /// The cloud API (cheap to clone).
@@ -330,7 +379,13 @@ impl Cloud {
         CloudClient {
             endpoint: self.0.endpoint.clone(),
             proc: proc.clone(),
+            fence: None,
         }
+    }
+
+    /// The highest fencing token a request has carried for `lock` (0 if none has).
+    pub fn highest_fence(&self, lock: &str) -> u64 {
+        self.0.state.borrow().fences.get(lock).copied().unwrap_or(0)
     }
 
     fn start(&self, host: &Host) {
@@ -347,8 +402,8 @@ impl Cloud {
                     reply.send(Err(CloudError::Unavailable));
                     continue;
                 };
-                let op = req.op();
-                let resp = c.handle(&p, &caller, req);
+                let op = req.req.op();
+                let resp = c.handle_sent(&p, &caller, req);
                 if ambiguous {
                     p.emit(Event::CloudAmbiguous {
                         op: op.into(),
@@ -360,6 +415,29 @@ impl Cloud {
                 }
             }
         });
+    }
+
+    /// Checks the request's fence, if any, then carries it out. Only requests the cloud admitted
+    /// get here (one refused as unavailable records no token); an ambiguous one records its token
+    /// like any applied request.
+    fn handle_sent(&self, p: &Proc, caller: &str, sent: Sent) -> Reply {
+        if let Some(fence) = &sent.fence {
+            let admitted = self.0.state.borrow_mut().admit_fence(fence);
+            if let Err(highest) = admitted {
+                p.emit(Event::CloudFenced {
+                    op: sent.req.op().into(),
+                    client: caller.into(),
+                    lock: fence.lock.clone(),
+                    token: fence.token,
+                    highest,
+                });
+                return Err(CloudError::Fenced {
+                    token: fence.token,
+                    highest,
+                });
+            }
+        }
+        self.handle(p, caller, sent.req)
     }
 
     fn handle(&self, p: &Proc, caller: &str, req: Request) -> Reply {
@@ -407,14 +485,33 @@ pub fn eni_name(i: u32) -> Short {
 /// A process's cloud API client.
 #[derive(Clone)]
 pub struct CloudClient {
-    endpoint: Endpoint<Request, Reply>,
+    endpoint: Endpoint<Sent, Reply>,
     proc: Proc,
+    fence: Option<Fence>,
 }
 
 impl CloudClient {
+    /// The same client, with every request carrying `fence` (see the module doc; real EC2 has no
+    /// such thing).
+    pub fn fenced(&self, fence: Fence) -> CloudClient {
+        CloudClient {
+            fence: Some(fence),
+            ..self.clone()
+        }
+    }
+
+    /// The fence its requests carry, if any.
+    pub fn fence(&self) -> Option<&Fence> {
+        self.fence.as_ref()
+    }
+
     async fn call(&self, req: Request) -> Reply {
+        let sent = Sent {
+            fence: self.fence.clone(),
+            req,
+        };
         self.proc
-            .call(&self.endpoint, req, REQUEST_TIMEOUT)
+            .call(&self.endpoint, sent, REQUEST_TIMEOUT)
             .await
             .unwrap_or(Err(CloudError::Timeout))
     }
@@ -499,6 +596,24 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_fence_admits_equal_and_higher_tokens_and_refuses_lower_ones() {
+        let mut s = state(1, 10, 4, &[]);
+        let f = |lock: &str, token| Fence {
+            lock: lock.into(),
+            token,
+        };
+        assert_eq!(s.admit_fence(&f("l", 3)), Ok(()));
+        assert_eq!(s.admit_fence(&f("l", 3)), Ok(()), "an equal token");
+        assert_eq!(s.admit_fence(&f("l", 2)), Err(3), "a lower token");
+        // A refused token records nothing; a higher one raises the bar.
+        assert_eq!(s.admit_fence(&f("l", 5)), Ok(()));
+        assert_eq!(s.admit_fence(&f("l", 4)), Err(5));
+        // Locks are independent.
+        assert_eq!(s.admit_fence(&f("m", 0)), Ok(()));
+        assert_eq!(s.fences.get("l"), Some(&5));
     }
 
     #[test]

@@ -170,6 +170,15 @@ pub enum Event {
     },
     /// A request was applied but the caller got no answer.
     CloudAmbiguous { op: Text, client: Text },
+    /// A request was refused (not applied) because its fencing token for `lock` was below the
+    /// `highest` the cloud had seen (a check real EC2 does not have: `sim::cloud`'s module doc).
+    CloudFenced {
+        op: Text,
+        client: Text,
+        lock: Text,
+        token: u64,
+        highest: u64,
+    },
 
     // ---- Cilium ENI IPAM ----
     // (Pod names and addresses are `Short`s, the agent's own type for them: these are most of a
@@ -358,6 +367,7 @@ impl Event {
             CloudAssign { .. } => "cloud-assign",
             CloudUnassign { .. } => "cloud-unassign",
             CloudAmbiguous { .. } => "cloud-ambiguous",
+            CloudFenced { .. } => "cloud-fenced",
             CiliumPodCreated { .. } => "cilium-pod-created",
             CiliumPodIp { .. } => "cilium-pod-ip",
             CiliumPodDeleted { .. } => "cilium-pod-deleted",
