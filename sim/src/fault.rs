@@ -140,6 +140,9 @@ fn ppm_as_percent(ppm: i64) -> String {
     format!("{sign}{}.{frac}%", abs / 10_000)
 }
 
+/// A run's fault schedule, ordered by start time.
+pub type Schedule = Vec<Fault>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +188,3 @@ mod tests {
         );
     }
 }
-
-/// A run's fault schedule, ordered by start time.
-pub type Schedule = Vec<Fault>;
