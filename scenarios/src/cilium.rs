@@ -13,6 +13,7 @@
 //! | `agent-allocates-from-pool` | safety | the agent hands a pod only an IP assigned to its node in the cloud, never one in `marked-for-release`, `ready-for-release` or `released` |
 //! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP it has not allocated |
 //! | `operator-marks-unused` | safety | the operator never marks an IP that is in the `used` set it observed |
+//! | `released-entries-clear` | liveness | at the same deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
 //! | `pods-get-ips` | liveness | 120 s after faults stop, on every node whose agent and the operator run all their tasks, no pod still waits for an IP while an unused IP is held in a handshake state, or while the node has room (pods holding IPs < interfaces x capacity) |
 //!
 //! A task that died silently stays dead (no Cilium mechanism restarts it; the liveness phase heals
@@ -37,12 +38,26 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Length of the fault window (ms).
 pub const FAULT_WINDOW_MS: u64 = 600_000;
 /// Length of the liveness phase (ms).
-pub const LIVENESS_MS: u64 = 150_000;
+pub const LIVENESS_MS: u64 = PODS_BOUND_US / 1000 + 30_000;
 /// Interfaces' capacity.
 pub const ENI_CAPACITY: u32 = 10;
 const S: u64 = 1_000_000;
 /// Bound of `pods-get-ips` after faults stop.
-pub const PODS_BOUND_US: u64 = 120 * S;
+///
+/// Derived from the code's constants, the longest chain after faults stop: a new leader takes
+/// over (lease duration, the widest acquire wait, one request), a node's maintainer waits out
+/// its longest backoff (a failing cloud leaves it at 5 min, node_manager.go:312-330), then the
+/// next resync, the operator's writes, the agent's start poll and restore, and its
+/// rate-limited status write; 20 s for the requests between.
+pub const PODS_BOUND_US: u64 = {
+    use sim::leaderelection::{LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD};
+    let takeover = LEASE_DURATION.as_micros() + RETRY_PERIOD.as_micros() * 22 / 10
+        + RENEW_DEADLINE.as_micros() / 2;
+    let operator = model::cilium::operator::ipam::BACKOFF_MAX_US as u128
+        + model::cilium::OPERATOR_RESYNC.as_micros();
+    let agent = 5 * S as u128 + 3 * S as u128 + model::cilium::AGENT_UPDATE_RATE.as_micros();
+    (takeover + operator + agent) as u64 + 20 * S
+};
 
 /// The options a seed draws for a Cilium scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +74,9 @@ pub struct CiliumOptions {
     pub latency_max_us: u64,
     /// Interfaces per node.
     pub enis: u32,
+    /// Addresses in the cloud's subnet (shared by every node): a little more than the nodes can
+    /// hold, so that a released address often comes back, to the same node or another.
+    pub subnet_size: u32,
     /// Per Kubernetes node.
     pub workloads: Vec<Workload>,
     /// Wall clock offset (ms) and drift (ppm) of the operator and each node.
@@ -105,6 +123,7 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
     let latency_max_us = latency_min_us + rng.random_range(0..=8_000u64);
     let enis = rng.random_range(2..=3u32);
     let operators = rng.random_range(2..=3u32);
+    let subnet_size = nodes * enis * ENI_CAPACITY + rng.random_range(4..=40u32);
     let min_allocate = *[0u32, 0, 10].choose(&mut rng).unwrap();
     let max_above_watermark = *[0u32, 0, 2].choose(&mut rng).unwrap();
     let shutdown_linger_ms = rng.random_range(0..=20_000u64);
@@ -179,6 +198,7 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
     let o = CiliumOptions {
         nodes,
         operators,
+        subnet_size,
         min_allocate,
         max_above_watermark,
         shutdown_linger_ms,
@@ -411,13 +431,15 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
         restore_before_ack: fix("cilium-restore-before-ack"),
         keep_released: fix("cilium-keep-released"),
         readd_after_resync: fix("cilium-readd-after-resync"),
+        fence_cloud: fix("cilium-fence-cloud"),
+        hold_unknown_release: fix("cilium-hold-unknown-release"),
     };
     let node_names: Vec<String> = names[..n].to_vec();
     let mut monitor = CiliumMonitor::new(names.clone(), (o.enis * ENI_CAPACITY) as usize, coverage);
     let (o2, names2) = (o.clone(), names.clone());
     // Initial pools: pre-allocate IPs on eni-0 of every node (the cloud's picks for this seed,
     // replayed here on a copy of its subnet so that the monitor knows them).
-    let mut subnet = sim::cloud::Subnet::of_run(cfg.seed, sim::cloud::DEFAULT_SUBNET_SIZE);
+    let mut subnet = sim::cloud::Subnet::of_run(cfg.seed, o.subnet_size);
     let initial: Vec<Vec<String>> = (0..n)
         .map(|_| {
             let ips = subnet.take(PRE_ALLOCATE as u32).expect("the subnet has room");
@@ -432,7 +454,14 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
     simulate(cfg, Box::new(monitor), move |world| {
         let idx = |name: &str| names2.iter().position(|x| x == name).unwrap() as NodeIx;
         let kube = sim::kube::Kube::install(world, idx("apiserver"));
-        let cloud = sim::cloud::Cloud::install(world, idx("cloud"), ENI_CAPACITY);
+        let cloud = sim::cloud::Cloud::install_with(
+            world,
+            idx("cloud"),
+            sim::cloud::CloudConfig {
+                capacity: ENI_CAPACITY,
+                subnet_size: o2.subnet_size,
+            },
+        );
         for (i, name) in node_names.iter().enumerate() {
             cloud.add_instance(name, o2.enis);
             let eni = sim::cloud::eni_name(0);
@@ -511,9 +540,13 @@ pub struct CiliumMonitor {
     /// IPs a node can hold (interfaces x capacity).
     capacity: usize,
     /// (node, ip) -> (time, client) of the last unassign.
-    unassigned: BTreeMap<NodeIp, (u64, String)>,
+    unassigned: BTreeMap<NodeIp, (u64, String, String)>,
     /// (node, ip) -> (time, previous state) when the agent's entry went away.
     entry_removed: BTreeMap<NodeIp, (u64, Short)>,
+    /// The operator process that won the Lease last ("host:pid") and when its IPAM started.
+    leader: Option<(String, u64)>,
+    /// Operator processes whose leadership ended (OnStoppedLeading) and when.
+    stopped: BTreeMap<String, u64>,
     /// Nodes whose agent or operator has a silently dead task.
     dead_tasks: BTreeSet<String>,
 }
@@ -525,6 +558,8 @@ impl CiliumMonitor {
             unassigned: BTreeMap::new(),
             entry_removed: BTreeMap::new(),
             dead_tasks: BTreeSet::new(),
+            leader: None,
+            stopped: BTreeMap::new(),
             names: names.iter().map(|n| short(n)).collect(),
             nodes: names.iter().map(|_| NodeView::default()).collect(),
             decisions: BTreeMap::new(),
@@ -535,6 +570,54 @@ impl CiliumMonitor {
             reached: BTreeSet::new(),
             catalog,
         }
+    }
+
+    /// When `client` is an operator process other than the latest Lease winner: the note that it
+    /// was deposed (empty otherwise).
+    fn deposed(&self, client: &str) -> String {
+        let lingering = match self.stopped.get(client) {
+            Some(t) => format!(
+                " (its leadership had ended at {}: it was lingering in its graceful shutdown)",
+                secs(*t)
+            ),
+            None => String::new(),
+        };
+        match &self.leader {
+            Some((leader, since)) if leader != client && client.starts_with("operator") => format!(
+                "; {client} was deposed{lingering}: {leader} had led since {}",
+                secs(*since)
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// `released-entries-clear`: an agent's `released` entry for an IP the cloud holds for that
+    /// node again (it gave the address back after the release) never clears while the IP stays in
+    /// the pool, and the IP can never be used (upstream issue #39981). Checked once, at the
+    /// liveness deadline, on nodes whose agent and the operators run all their tasks.
+    fn stuck_released(&self, operator_ok: bool) -> Option<Failure> {
+        let mut stuck = Vec::new();
+        for (i, v) in self.nodes.iter().enumerate() {
+            let name = self.names[i];
+            if !operator_ok || self.dead_tasks.contains(name.as_str()) {
+                continue;
+            }
+            for (ip, s) in &v.agent_state {
+                if s.as_str() == RELEASED && v.assigned.contains(ip) {
+                    stuck.push(format!("{ip} on {name}"));
+                }
+            }
+        }
+        (!stuck.is_empty()).then(|| Failure {
+            invariant: "released-entries-clear",
+            kind: Kind::Liveness,
+            node: None,
+            explanation: format!(
+                "{} after faults stopped, released entries remain for IPs the cloud has given back to the same node, which the agents therefore never use: {}",
+                secs(PODS_BOUND_US),
+                stuck.join(", ")
+            ),
+        })
     }
 
     /// The index of the node named `name` (a cloud instance is a node).
@@ -564,7 +647,9 @@ impl CiliumMonitor {
         if let Some(i) = i {
             self.nodes[i].assigned.remove(&key.1);
         }
-        self.unassigned.insert(key, (rec.t_us, client.to_string()));
+        let deposed = self.deposed(client);
+        self.unassigned
+            .insert(key, (rec.t_us, client.to_string(), deposed.clone()));
         let (pod, since) = *self.nodes[i?].pod_ips.get(&key.1)?;
         let node = i.map(|i| i as NodeIx);
         let view = match self.decisions.get(&key) {
@@ -584,10 +669,11 @@ impl CiliumMonitor {
             kind: Kind::Safety,
             node,
             explanation: format!(
-                "{client} unassigned {ip} from {instance} at {} while pod {pod} used it (since {}, {} earlier): {view}",
+                "{client} unassigned {ip} from {instance} at {} while pod {pod} used it (since {}, {} earlier): {view}{}",
                 secs(rec.t_us),
                 secs(since),
-                secs(rec.t_us - since)
+                secs(rec.t_us - since),
+                deposed
             ),
         })
     }
@@ -642,7 +728,9 @@ impl Monitor for CiliumMonitor {
                 let state = view.agent_state.get(ip).copied();
                 if !view.assigned.contains(ip) {
                     let gone = match self.unassigned.get(&key) {
-                        Some((tu, by)) => format!(", {by} having unassigned it at {}", secs(*tu)),
+                        Some((tu, by, deposed)) => {
+                            format!(", {by} having unassigned it at {}{deposed}", secs(*tu))
+                        }
                         None => String::new(),
                     };
                     let erased = match self.entry_removed.get(&key) {
@@ -782,6 +870,16 @@ impl Monitor for CiliumMonitor {
                     ),
                 })
             }
+            Event::CiliumLeadershipLost { identity } => {
+                let pid = identity.rsplit('-').next().unwrap_or_default();
+                self.stopped.insert(format!("{node}:{pid}"), t);
+                None
+            }
+            Event::CiliumLeading { identity, .. } => {
+                let pid = identity.rsplit('-').next().unwrap_or_default();
+                self.leader = Some((format!("{node}:{pid}"), t));
+                None
+            }
             Event::LivenessPhase => {
                 self.pods_deadline = Some(t + PODS_BOUND_US);
                 None
@@ -796,8 +894,11 @@ impl Monitor for CiliumMonitor {
             return None;
         }
         self.pods_deadline = None;
-        let view = |n: &Short| &self.nodes[self.index(*n).expect("a pod's node is a node")];
         let operator_ok = !self.dead_tasks.iter().any(|n| n.starts_with("operator"));
+        if let Some(f) = self.stuck_released(operator_ok) {
+            return Some(f);
+        }
+        let view = |n: &Short| &self.nodes[self.index(*n).expect("a pod's node is a node")];
         let mut waiting = Vec::new();
         for (pod, (n, since)) in &self.pending {
             if *since + PODS_BOUND_US > now_us {

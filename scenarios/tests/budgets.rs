@@ -54,8 +54,9 @@ fn active_findings_reproduce_exactly_and_their_fixes_remove_them() {
     for f in FINDINGS.iter().filter(|f| f.is_active()) {
         let sc = scenario(f.scenario).expect("a finding names a scenario");
         let fix = f.fix.expect("an active finding has a fix");
+        let with: Vec<String> = f.shown_with.iter().map(|w| w.to_string()).collect();
         for &seed in f.seeds {
-            let plain = run_spec(RunSpec::from_seed(sc, seed, &[], &[]));
+            let plain = run_spec(RunSpec::from_seed(sc, seed, &[], &with));
             let v = plain
                 .violation
                 .unwrap_or_else(|| panic!("{} seed {seed} no longer shows {}", sc.name, f.id));
@@ -68,7 +69,9 @@ fn active_findings_reproduce_exactly_and_their_fixes_remove_them() {
                 v.invariant,
                 v.explanation
             );
-            let fixed = run_spec(RunSpec::from_seed(sc, seed, &[], &[fix.to_string()]));
+            let mut fixes = with.clone();
+            fixes.push(fix.to_string());
+            let fixed = run_spec(RunSpec::from_seed(sc, seed, &[], &fixes));
             assert!(
                 fixed
                     .violation

@@ -56,6 +56,9 @@ pub enum Request {
     },
     /// The instance's interfaces and their IPs.
     Describe { instance: Text },
+    /// Every instance's interfaces, in one call (EC2's `DescribeNetworkInterfaces` over the VPC,
+    /// which an IPAM operator's full resync makes: cilium `pkg/aws/eni/instances.go` `Resync`).
+    DescribeAll,
 }
 
 /// Cloud API errors.
@@ -99,7 +102,7 @@ impl Request {
         match self {
             Request::Assign { .. } => "assign",
             Request::Unassign { .. } => "unassign",
-            Request::Describe { .. } => "describe",
+            Request::Describe { .. } | Request::DescribeAll => "describe",
         }
     }
 }
@@ -117,6 +120,8 @@ pub enum Response {
     /// Shared with the cloud's own record until the cloud next changes it (a describe, on every
     /// pass of an IPAM operator, copies nothing).
     Interfaces(Rc<Interfaces>),
+    /// Every instance's interfaces (each shared as in `Interfaces`).
+    All(BTreeMap<String, Rc<Interfaces>>),
 }
 
 /// The label of the generator that picks a subnet's addresses (under the run's seed).
@@ -470,6 +475,7 @@ impl Cloud {
                 }
                 Ok(Response::Unassigned)
             }
+            Request::DescribeAll => Ok(Response::All(self.0.state.borrow().instances.clone())),
             Request::Describe { instance } => Ok(Response::Interfaces(
                 self.0.state.borrow().describe(&instance),
             )),
@@ -550,6 +556,14 @@ impl CloudClient {
         })
         .await
         .map(|_| ())
+    }
+
+    /// Every instance's interfaces, in one call.
+    pub async fn describe_all(&self) -> Result<BTreeMap<String, Rc<Interfaces>>, CloudError> {
+        match self.call(Request::DescribeAll).await? {
+            Response::All(all) => Ok(all),
+            r => unreachable!("describe-all answered {r:?}"),
+        }
     }
 
     /// The instance's interfaces.

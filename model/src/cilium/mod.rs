@@ -62,6 +62,10 @@ pub const KIND: &str = "CiliumNode";
 pub struct Switches {
     /// Bug `cilium-no-handshake`.
     pub no_handshake: bool,
+    /// Fix `cilium-hold-unknown-release`: after an unassign whose outcome is unknown (no answer),
+    /// the IP's handshake state is held (no release, abort or deletion) until a describe that
+    /// started after the unassign shows whether the cloud still holds it; gone, it is `released`.
+    pub hold_unknown_release: bool,
     /// Fix `cilium-adopt-release-ips`: a new leader (or restarted operator) takes each node's
     /// `release-ips` as it first sees it as its own handshake state, instead of rebuilding it from
     /// nothing and wiping every entry, agent answers and `released` included, on its first write
@@ -86,6 +90,11 @@ pub struct Switches {
     /// started after the release (upstream's newer code checks the CiliumNode's spec pool, which
     /// still lists every released IP until the next spec write).
     pub readd_after_resync: bool,
+    /// Fix `cilium-fence-cloud`: every cloud call carries the Lease transition count the
+    /// operator won with, and the cloud refuses one older than it has seen (`sim::cloud::Fence`;
+    /// real cloud APIs offer nothing like it, client-go's documentation says no fencing is given,
+    /// leaderelection.go 17-20).
+    pub fence_cloud: bool,
 }
 
 /// `spec` of a CiliumNode.

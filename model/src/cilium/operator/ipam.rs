@@ -32,7 +32,7 @@
 use super::OperatorConfig;
 use crate::cilium::decide::{excess_ips, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep};
 use crate::cilium::*;
-use sim::cloud::{Cloud, CloudClient, Interfaces};
+use sim::cloud::{Cloud, CloudClient, CloudError, Interfaces};
 use sim::kube::{Body, Kube, KubeClient, Part, WatchEvent};
 use sim::sync::Notify;
 use sim::{Event, Proc};
@@ -42,7 +42,7 @@ use std::rc::Rc;
 /// The pool maintainer's backoff after a failed pass: from 1 s, doubling, at most 5 min
 /// (node_manager.go:312-330).
 const BACKOFF_MIN_US: u64 = 1_000_000;
-const BACKOFF_MAX_US: u64 = 300_000_000;
+pub const BACKOFF_MAX_US: u64 = 300_000_000;
 
 /// A CiliumNode as the operator last saw it, each part parsed when first needed (most versions
 /// are superseded before a pass looks at them) and carried over to the next version when that
@@ -109,6 +109,8 @@ struct NodeState {
     /// The backoff after failed passes: (failures in a row, no pass before this time).
     failures: u32,
     retry_at: u64,
+    /// Fix `cilium-hold-unknown-release`: IPs of unassigns whose outcome is unknown, and when.
+    uncertain: BTreeMap<Short, u64>,
     /// When this operator last released each IP (fix `cilium-readd-after-resync`).
     released_at: BTreeMap<Short, u64>,
 }
@@ -167,8 +169,13 @@ impl Ipam {
         cfg: Rc<OperatorConfig>,
         fence: i32,
     ) -> Rc<Ipam> {
-        let client = cloud.client(proc);
-        let _ = fence; // the Lease transition count it won with (a fencing token: not yet used)
+        let mut client = cloud.client(proc);
+        if cfg.switches.fence_cloud {
+            client = client.fenced(sim::cloud::Fence {
+                lock: sim::leaderelection::CILIUM_OPERATOR_LOCK.into(),
+                token: fence.max(0) as u64,
+            });
+        }
         Rc::new(Ipam {
             proc: proc.clone(),
             kube: kube.client(proc),
@@ -224,8 +231,24 @@ impl Ipam {
         n.dropped.clear();
         if fresh && self.cfg.switches.adopt_release_ips {
             // Fix `cilium-adopt-release-ips`: start from the handshake the CiliumNode shows
-            // instead of from nothing (upstream's first write would wipe it).
-            n.release.status = observed_release(n);
+            // instead of from nothing (upstream's first write would wipe it). An entry whose IP
+            // the cloud (just resynced) no longer holds was unassigned by a predecessor that
+            // could not write `released`: it is adopted as `released`.
+            let held = st.cache.get(&node).map(|ifs| pool_of(ifs)).unwrap_or_default();
+            n.release.status = observed_release(n)
+                .into_iter()
+                .map(|(ip, s)| match held.contains_key(&ip) {
+                    true => (ip, s),
+                    false => (ip, Short::lit(RELEASED)),
+                })
+                .collect();
+            // Counted as released now (for fix `cilium-readd-after-resync`).
+            let now = self.proc.mono_us();
+            let released: Vec<Short> = n.release.status.iter()
+                .filter(|(_, s)| s.as_str() == RELEASED)
+                .map(|(ip, _)| *ip)
+                .collect();
+            n.released_at.extend(released.into_iter().map(|ip| (ip, now)));
         }
         if fresh {
             st.new.insert(node);
@@ -278,14 +301,18 @@ impl Ipam {
         }
     }
 
-    /// `instancesAPIResync`: describe every instance; the time the sync started, if all
+    /// `instancesAPIResync`: one describe of every instance's interfaces (pkg/aws/eni/
+    /// instances.go `Resync` lists the VPC's interfaces); the time the sync started, if it
     /// answered.
     async fn instances_resync(&self) -> Option<u64> {
         let start = self.now();
-        let mut fresh = BTreeMap::new();
-        for name in &self.cfg.nodes {
-            fresh.insert(key(name), self.cloud.describe(name).await.ok()?);
-        }
+        let all = self.cloud.describe_all().await.ok()?;
+        let fresh: BTreeMap<Short, Rc<Interfaces>> = self
+            .cfg
+            .nodes
+            .iter()
+            .map(|name| (key(name), all.get(name).cloned().unwrap_or_default()))
+            .collect();
         let mut st = self.state.borrow_mut();
         st.cache_at = fresh.keys().map(|k| (*k, start)).collect();
         st.cache = fresh;
@@ -375,6 +402,44 @@ impl Ipam {
     /// `maintainIPPool` (node.go:934-956) with `determineMaintenanceAction`, `handleIPRelease`
     /// and `handleIPAllocation`.
     async fn maintain_ip_pool(&self, node: Short) -> Pass {
+        let held = self.hold_uncertain(node);
+        let pass = self.maintain_ip_pool_inner(node).await;
+        if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
+            n.release.status.extend(held);
+        }
+        pass
+    }
+
+    /// Fix `cilium-hold-unknown-release`: an IP whose unassign got no answer keeps its handshake
+    /// state, untouched by the pass (no release, no abort, no deletion), until a describe that
+    /// started after the unassign shows whether the cloud still holds it; gone, it is
+    /// `released`. Returns the held IPs' states (restored after the pass).
+    fn hold_uncertain(&self, node: Short) -> Vec<(Short, Short)> {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let fresh_since = st.cache_at.get(&node).copied().unwrap_or(0);
+        let held_ips = st.cache.get(&node).map(|ifs| pool_of(ifs)).unwrap_or_default();
+        let Some(n) = st.nodes.get_mut(&node) else {
+            return Vec::new();
+        };
+        let now = self.proc.mono_us();
+        let mut held = Vec::new();
+        for (ip, t) in std::mem::take(&mut n.uncertain) {
+            if fresh_since <= t {
+                n.uncertain.insert(ip, t);
+                n.release.marked_at.remove(&ip);
+                if let Some(s) = n.release.status.get(&ip) {
+                    held.push((ip, *s));
+                }
+            } else if !held_ips.contains_key(&ip) {
+                n.release.released(&[ip]);
+                n.released_at.insert(ip, now);
+            }
+        }
+        held
+    }
+
+    async fn maintain_ip_pool_inner(&self, node: Short) -> Pass {
         let now = self.now();
         let (resource, cache) = {
             let st = self.state.borrow();
@@ -513,7 +578,16 @@ impl Ipam {
                 }
                 Pass::Mutated
             }
-            Err(_) => Pass::Failed, // the local state stays (node.go:890-895)
+            Err(e) => {
+                // The local state stays (node.go:890-895).
+                if e == CloudError::Timeout && self.cfg.switches.hold_unknown_release {
+                    let now = self.proc.mono_us();
+                    if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
+                        n.uncertain.extend(ips.iter().map(|ip| (*ip, now)));
+                    }
+                }
+                Pass::Failed
+            }
         }
     }
 

@@ -27,7 +27,10 @@
 //!
 //! Two operators act at once only through the gaps client-go's documentation names (no fencing,
 //! leaderelection.go:17-20): a paused leader, renew answers that come late, a candidate whose
-//! monotonic clock runs fast, and the graceful shutdown's lingering.
+//! monotonic clock runs fast, and the graceful shutdown's lingering. Fix `cilium-fence-cloud`
+//! closes the gap for cloud calls: the leader's calls carry the Lease transition count it won
+//! with, and the cloud refuses a count older than one it has seen (real cloud APIs offer
+//! nothing like it).
 
 pub mod ipam;
 
@@ -90,10 +93,10 @@ fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
     proc.spawn("leader-election", async move {
         le2.run().await; // RunOrDie
         // OnStoppedLeading: "Leader election lost".
+        p.emit(Event::CiliumLeadershipLost { identity: id });
         if !c.switches.exit_on_lost_lead {
             p.sleep(c.shutdown_linger).await; // the stop hooks before legacy.onStop
         }
-        p.emit(Event::CiliumLeadershipLost { identity: id });
         p.exit(1);
     });
     let (le2, p, k, cl, c) = (le.clone(), proc.clone(), kube.clone(), cloud.clone(), cfg.clone());
