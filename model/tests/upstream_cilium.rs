@@ -35,12 +35,12 @@
 //! | `upstream_cilium_node_manager_abort_release` | `TestNodeManagerAbortRelease`, upstream's parameters and numbers | pass |
 //! | `upstream_cilium_node_manager_release_address_decisions` | `TestNodeManagerReleaseAddress` (pkg/ipam)'s handshake on the decision functions, 2 s delay | pass |
 //! | `upstream_cilium_node_manager_abort_release_decisions` | `TestNodeManagerAbortRelease`'s handshake on the decision functions, 2 s delay | pass |
-//! | `upstream_cilium_eni_node_manager_release_address` | `TestNodeManagerReleaseAddress` (pkg/aws/eni), upstream's parameters and numbers | ignored (divergence 6) |
+//! | `upstream_cilium_eni_node_manager_release_address` | `TestNodeManagerReleaseAddress` (pkg/aws/eni), upstream's parameters and numbers | pass |
 //! | `upstream_cilium_eni_prepare_ip_release_interface_choice` | none: the ENI `PrepareIPRelease` rule the ENI test runs through | pass |
 //! | `upstream_cilium_node_manager_abort_release_ip_reassignment` | `TestNodeManagerAbortReleaseIPReassignment` (newer nodemanager), on the decision functions, fix on | pass |
 //! | `upstream_cilium_node_manager_abort_release_ip_reassignment_without_fix` | the same steps, @ed90dd5's `abortNoLongerExcessIPs` (no fix): the entry sticks | pass |
 //! | `upstream_cilium_node_manager_abort_release_ip_reassignment_simulated_without_fix` | the same steps on the simulated operator, switch `readd_released_ip` off: the entry sticks | pass |
-//! | `upstream_cilium_node_manager_abort_release_ip_reassignment_simulated` | `TestNodeManagerAbortReleaseIPReassignment` on the simulated operator, switch `readd_released_ip` on | ignored (divergence 7) |
+//! | `upstream_cilium_node_manager_abort_release_ip_reassignment_simulated` | `TestNodeManagerAbortReleaseIPReassignment` on the simulated operator, switch `readd_released_ip` on | ignored (divergence 6: finding `cilium-readd-drops-fresh-release`) |
 //!
 //! An ignored test is runnable (`cargo test -p model --test upstream_cilium -- --ignored`): it
 //! asserts upstream's expected values against the model and fails, listing every value where the
@@ -95,24 +95,25 @@
 //! 5. An IP back in the pool while its entry is still `released` (issue #39981) is handled only
 //!    with the switch `readd_released_ip` (the newer operator's fix); without it the model behaves
 //!    as upstream @ed90dd5 (the entry sticks).
-//! 6. The read-after-write fence (`resyncNeeded`, node.go:965-978): the instance sync that follows
-//!    a mutating pass starts at the same simulated instant the pass ended, so `sync_time >
-//!    resync_needed` is false and the follow-up resync does not clear it; a node still short of
-//!    IPs after one allocation (an interface filled) gets its second allocation only at the next
-//!    60-s resync. Upstream's follow-up sync starts strictly later (`syncTime.After`) and
-//!    allocates at once. `upstream_cilium_eni_node_manager_release_address` shows it (18 at
-//!    "use 13" is 14 for up to a minute).
-//! 7. With `readd_released_ip` the operator drops its own fresh `released` entry ~5 ms after the
+//! 6. With `readd_released_ip` the operator drops its own fresh `released` entry ~5 ms after the
 //!    unassign: the resync's status write right after the release pass (cache from before the
 //!    unassign, so the spec still lists X and is not rewritten) publishes `released`, and the
 //!    follow-up resync runs the maintainer before its spec write, sees `released` with X in the
 //!    observed `spec.pool`, and drops it. Then the next status write removes the entry while the
 //!    spec still lists X, until the spec write that follows: the window of spec
 //!    cilium-upstream.md §3.8 hazard 1 (an agent could hand out X, which the cloud no longer
-//!    holds). Upstream's follow-up `k8sSync` writes status and spec together from the refreshed
-//!    cache. `upstream_cilium_node_manager_abort_release_ip_reassignment_simulated` shows it.
+//!    holds). Judged a finding of newer upstream, not a model error
+//!    (`cilium-readd-drops-fresh-release`): upstream runs a node's pool maintainer and its
+//!    `k8sSync` as separate triggers, so a maintainer pass can run between the status write that
+//!    publishes `released` and the spec write that drops X, and the newer
+//!    `abortNoLongerExcessIPs` checks the spec pool. Upstream's unit test removes X from the pool
+//!    by hand before it re-adds it, so it never meets this.
+//!    `upstream_cilium_node_manager_abort_release_ip_reassignment_simulated` shows it.
 //!
-//! Fixed since the previous model (each was a divergence these tests exposed): the piecewise
+//! Fixed since the previous model (each was a divergence these tests exposed): the read-after-
+//! write fence (the instance sync after a mutating pass started at the same simulated instant,
+//! so `resyncNeeded` was not cleared and a second allocation waited a minute; the model now
+//! counts a sync starting at that instant as after it); the piecewise
 //! excess with min-allocate; min- and max-allocate in the needed count; allocations with the
 //! watermark; the release interface chosen as upstream's `PrepareIPRelease` from the observed
 //! `status.eni.enis`; the used count as `len(status.used)`; first-seen times kept when a pass
@@ -522,7 +523,6 @@ fn upstream_cilium_node_manager_abort_release() {
 /// allocation (needed 1 + watermark 3 on eni-1) waits for the next 60-s resync instead of
 /// happening at once (upstream's `WaitUntil` gives it 5 s).
 #[test]
-#[ignore = "model differs from upstream: the instance sync after a mutation does not clear resyncNeeded (same-instant timestamps), so a second allocation waits for the 60-s resync (18 at use 13 becomes 14)"]
 fn upstream_cilium_eni_node_manager_release_address() {
     let l = limits(2, 10, 0, 3);
     let run = run(
@@ -1055,7 +1055,7 @@ fn upstream_cilium_node_manager_abort_release_ip_reassignment_simulated_without_
 /// Upstream's follow-up `k8sSync` writes status and spec together from the refreshed cache, and
 /// no maintainer pass runs between the two informer events.
 #[test]
-#[ignore = "model differs from upstream: with readd_released_ip the operator drops its own fresh `released` entry (the observed spec.pool still lists the IP it just unassigned)"]
+#[ignore = "newer upstream's #39981 clean-up drops the operator's own fresh `released` entry while the observed spec.pool still lists the IP: finding cilium-readd-drops-fresh-release, not the unit test's expectation"]
 fn upstream_cilium_node_manager_abort_release_ip_reassignment_simulated() {
     let bad = reassignment_mismatches(true);
     assert!(bad.is_empty(), "{bad:#?}");

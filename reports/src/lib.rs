@@ -297,7 +297,6 @@ pub fn build(info: &RunInfo, outcome: &Outcome, trace: &[u8]) -> Report {
                     FaultKind::Partition { .. }
                     | FaultKind::Isolate { .. }
                     | FaultKind::Simplex { .. } => ("cut", fault.describe()),
-                    FaultKind::Activate { .. } => ("active", fault.describe()),
                     FaultKind::Latency { .. } | FaultKind::ServiceSlow { .. } => {
                         ("slow", fault.describe())
                     }

@@ -2,9 +2,17 @@
 //! `cilium-swarm`.
 //!
 //! Each deploys 2 to 4 Kubernetes nodes (`n1`..) running the agent and a kubelet with a swarm-chosen
-//! pod workload, the API server (`apiserver`), the cloud IP API (`cloud`), the operator
-//! (`operator`) and a standby operator (`operator-2`, active only during a handover fault). Every
-//! node starts with `pre-allocate` IPs on `eni-0`. 10-minute fault window, 150 s liveness phase.
+//! pod workload, the API server (`apiserver`), the cloud IP API (`cloud`, one subnet a little
+//! larger than the nodes can hold, so that released addresses come back), and 2 or 3 operator
+//! processes (`operator`, `operator-2`, ..) that elect a leader through client-go's Lease; only
+//! the leader runs IPAM (`model::cilium::operator`). Every node starts with `pre-allocate` IPs on
+//! `eni-0`. 10-minute fault window; the liveness phase lasts [`PODS_BOUND_US`] + 30 s.
+//!
+//! Faults aimed at an operator pick one of them at random (it may or may not lead): crashes,
+//! graceful restarts, pauses, cuts from the API server or the cloud, slow API answers, and a
+//! monotonic clock that runs 40 % slow to 60 % fast; these are how two operators come to act at
+//! once (client-go gives no fencing). The version modelled: the `release-ips` handshake of ENI
+//! agents up to cilium 1.19, still served by newer operators.
 //!
 //! | invariant | kind | what it checks |
 //! |---|---|---|
@@ -14,7 +22,7 @@
 //! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP it has not allocated |
 //! | `operator-marks-unused` | safety | the operator never marks an IP that is in the `used` set it observed |
 //! | `released-entries-clear` | liveness | at the same deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
-//! | `pods-get-ips` | liveness | 120 s after faults stop, on every node whose agent and the operator run all their tasks, no pod still waits for an IP while an unused IP is held in a handshake state, or while the node has room (pods holding IPs < interfaces x capacity) |
+//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, on every node whose agent and the operator run all their tasks, no pod still waits for an IP while an unused IP is held in a handshake state, or while the node has room (pods holding IPs < interfaces x capacity) |
 //!
 //! A task that died silently stays dead (no Cilium mechanism restarts it; the liveness phase heals
 //! faults and restarts crashed processes, not dead tasks in live ones), so nodes it starves are

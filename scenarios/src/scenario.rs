@@ -272,13 +272,13 @@ pub static SCENARIOS: &[Scenario] = &[
     cilium_scenario!(
         "cilium-clock-skew",
         crate::cilium::Family::ClockSkew,
-        "Cilium IPAM with the operator's and agents' clocks skewed, drifting and stepped",
+        "Cilium IPAM with the operators' and agents' wall clocks skewed, drifting and stepped, and operators' monotonic clocks running fast or slow",
         &["ip-released", "conflict-on-write"]
     ),
     cilium_scenario!(
         "cilium-split-brain",
         crate::cilium::Family::SplitBrain,
-        "Cilium IPAM under partitions between agents, the API server, the operator and the cloud, and two operators during a handover",
+        "Cilium IPAM under partitions between agents, the API server, the operators and the cloud, paused operators, slow answers to an operator and operator clocks running fast or slow",
         &["ip-released", "conflict-on-write", "ack-raced-with-allocation"]
     ),
     cilium_scenario!(

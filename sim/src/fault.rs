@@ -66,9 +66,6 @@ pub enum FaultKind {
     /// `percent` of the replies of the service on `node` are applied but arrive garbled (the client
     /// library raises an unexpected, non-protocol error).
     ServiceGarbled { node: String, percent: u32 },
-    /// A standby instance on `node` believes it is the active one (a leadership handover where the
-    /// old leader has not yet stepped down).
-    Activate { node: String },
 }
 
 impl FaultKind {
@@ -92,8 +89,7 @@ impl FaultKind {
             | ServiceUnavailable { node }
             | ServiceAmbiguous { node, .. }
             | ServiceSlow { node, .. }
-            | ServiceGarbled { node, .. }
-            | Activate { node } => vec![node.as_str()],
+            | ServiceGarbled { node, .. } => vec![node.as_str()],
         }
     }
 
@@ -124,7 +120,6 @@ impl FaultKind {
             }
             ServiceSlow { node, extra_ms } => format!("{node} slow by {extra_ms} ms"),
             ServiceGarbled { node, percent } => format!("{percent}% garbled replies from {node}"),
-            Activate { node } => format!("standby on {node} believes it leads"),
         }
     }
 }

@@ -90,8 +90,6 @@ pub struct ServiceFaults {
     pub slow_us: u64,
     /// Percentage of replies that arrive garbled.
     pub garbled_percent: u32,
-    /// A standby instance on this node believes it is active.
-    pub active: bool,
 }
 
 pub(crate) struct NetRule {
@@ -798,8 +796,7 @@ impl World {
             ServiceUnavailable { .. }
             | ServiceAmbiguous { .. }
             | ServiceSlow { .. }
-            | ServiceGarbled { .. }
-            | Activate { .. } => {}
+            | ServiceGarbled { .. } => {}
         }
         if fault.dur_ms > 0 {
             self.0.active.borrow_mut().insert(id, kind.clone());
@@ -889,8 +886,7 @@ impl World {
             ServiceUnavailable { .. }
             | ServiceAmbiguous { .. }
             | ServiceSlow { .. }
-            | ServiceGarbled { .. }
-            | Activate { .. } => {}
+            | ServiceGarbled { .. } => {}
         }
         self.recompute_services();
     }
@@ -950,7 +946,6 @@ impl World {
                         s.garbled_percent = s.garbled_percent.max(*percent).min(100)
                     }
                 }),
-                Activate { node } => (node, |s, _| s.active = true),
                 _ => continue,
             };
             if let Some(n) = self.node(node) {
