@@ -301,11 +301,14 @@ pub static FINDINGS: &[Finding] = &[
             test: |e| erased_by_other_operator(e) == Some(true),
         },
         summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
-        upstream: &[],
+        upstream: &[
+            cilium("operator/cmd/root.go", "runOperator: WithLeaderLifecycle (IPAM is leader-only)", "193-258"),
+            cilium("operator/cmd/root.go", "legacyOnLeader.onStart (node manager, CiliumNode informer)", "526-581"),
+        ],
         fix: None,
         shown_with: &[],
         status: Status::Retired {
-            reason: "built on the injected 'standby believes it leads' fault, which upstream has no counterpart for: a non-leader cilium-operator runs no IPAM at all (operator/cmd/root.go 193-258, 526-581 at ed90dd5). Operators now elect through a client-go Lease; the real successor of this finding, a new leader rebuilding release-ips from nothing, is cilium-new-leader-wipes-release-ips.",
+            reason: "built on the injected 'standby believes it leads' fault, which upstream has no counterpart for: a non-leader cilium-operator runs no IPAM at all (operator/cmd/root.go 193-258, 526-581 at ed90dd5). Operators now elect through a client-go Lease; the real successor of this finding, a new leader rebuilding release-ips from nothing, is cilium-new-leader-wipes-release-ips. Re-run at the previous model (commit 8d50fd0), every failure left with both old Cilium fixes on (cilium-split-brain seeds 1281, 2331, 2631, 4856, 1001114, 1001781; cilium-swarm 473, 3964, 1004567) had that fault active when it failed: operator and operator-2 acting together by fiat for 50 to 270 s, which client-go's election never allows (its overlaps last until a deposed leader's renew round fails, plus the graceful shutdown's linger: cilium-lingering-leader-acts, cilium-paused-leader-acts). The rebuilt scenarios draw different worlds from those seeds, and none of them fails now.",
         },
     },
     Finding {
@@ -320,7 +323,10 @@ pub static FINDINGS: &[Finding] = &[
             test: |e| e.contains("whose used IPs did not include"),
         },
         summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
-        upstream: &[],
+        upstream: &[
+            cilium("operator/cmd/root.go", "runOperator: WithLeaderLifecycle (IPAM is leader-only)", "193-258"),
+            cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "package doc (no fencing)", "17-20"),
+        ],
         fix: None,
         shown_with: &[],
         status: Status::Retired {

@@ -328,6 +328,15 @@ fn list_bugs_and_check_determinism() {
             );
             assert!(up["lines"].as_str().is_some_and(|l| !l.is_empty()), "{x}");
         }
+        if x["system"] == "cilium" {
+            // Every Cilium finding, active or retired, cites cilium/cilium at a commit.
+            let cites = x["upstream"].as_array().unwrap();
+            assert!(!cites.is_empty(), "{x}");
+            for c in cites {
+                assert_eq!(c["repo"], "cilium/cilium", "{x}");
+                assert!(c["commit"].as_str().is_some_and(|h| h.len() >= 12), "{x}");
+            }
+        }
     }
 }
 
