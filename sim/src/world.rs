@@ -14,7 +14,7 @@ use crate::event::{Event, ExitStatus, NodeIx, Record, TraceHasher, TraceLineRef}
 use crate::fault::{Fault, FaultKind};
 use crate::monitor::{Failure, Monitor, Violation};
 use crate::rng;
-use crate::sync::{AssertSend, Notify};
+use crate::sync::{Local, Notify};
 use madsim::time::Instant;
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
@@ -596,7 +596,7 @@ impl World {
         };
         let msim = self.0.nodes.borrow()[node as usize].msim;
         let spawner = self.0.handle.get_node(msim).expect("node exists");
-        let jh = spawner.spawn(AssertSend(body));
+        let jh = spawner.spawn(Local::new(body));
         let mut nodes = self.0.nodes.borrow_mut();
         if let Some(p) = nodes[node as usize].procs.get_mut(&pid) {
             if p.alive {

@@ -3,37 +3,22 @@
 //! (The madsim-network program leaked its endpoints and mailboxes, about 15 KB a run, until it
 //! killed its nodes at the end as the harness's world does.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
-
-/// Bytes allocated and not yet freed, by every thread of this test binary.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-}
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+use std::alloc::System;
 
 #[global_allocator]
-static A: Counting = Counting;
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-/// Live bytes after `runs` more runs of `program`, less those before them.
+/// Bytes still allocated after `runs` more runs of `program` (all threads of this test binary).
 fn growth(program: fn(u64, usize, u64, u64, u64) -> u64, runs: u64) -> isize {
     // A first run sets up whatever a thread keeps for good (madsim's and std's thread-locals).
     program(0, 3, 20_000, 600, 60);
-    let before = LIVE.load(Relaxed);
+    let region = Region::new(GLOBAL);
     for seed in 1..=runs {
         assert_eq!(program(seed, 3, 20_000, 600, 60), 60);
     }
-    LIVE.load(Relaxed) - before
+    let c = region.change();
+    c.bytes_allocated as isize - c.bytes_deallocated as isize
 }
 
 #[test]

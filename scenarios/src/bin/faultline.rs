@@ -2,6 +2,7 @@
 //! check determinism, and benchmark. Exit status: 0 no violation, 1 violation found, 2 bad usage or
 //! bad input (one line on stderr), 3 nondeterminism detected. With `--json` the last line of
 //! standard output is one JSON object (shared/design.md, "Command line").
+#![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
 use scenarios::bench::cores;
@@ -203,10 +204,21 @@ enum Cmd {
 
 fn main() -> ExitCode {
     // Like any Unix filter: when the reader goes away (`faultline ... | head`), stop quietly.
-    // SAFETY: called before any other thread exists; restores the default disposition.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // Rust ignores SIGPIPE, so a print to a closed pipe panics with "Broken pipe": that panic
+    // ends the process with success and no message (no signal handler needed).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
