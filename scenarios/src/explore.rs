@@ -73,8 +73,10 @@ pub fn run_spec(spec: RunSpec) -> Outcome {
 
 /// Current replay file format version. Version 2: the trace hash is over the canonical (postcard)
 /// encoding of the trace lines, no longer over their JSON text, so a version-1 file's hash cannot
-/// match.
-pub const REPLAY_VERSION: u32 = 2;
+/// match. Version 3: the Cilium model was rebuilt (operators elect through a Lease, the cloud
+/// reissues addresses, new options), so a version-2 Cilium file neither parses nor replays; the
+/// other systems' runs are unchanged, but one version covers the file format.
+pub const REPLAY_VERSION: u32 = 3;
 const REPLAY_FORMAT: &str = "faultline-replay";
 
 /// A failing run, written as soon as it is found; `faultline replay FILE` reproduces it.

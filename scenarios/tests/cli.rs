@@ -124,7 +124,7 @@ fn bad_input_gets_one_line_and_status_2() {
     let fields = tmp("fields.json");
     std::fs::write(
         &fields,
-        "{\"format\": \"faultline-replay\", \"version\": 2, \"seed\": \"x\"}",
+        "{\"format\": \"faultline-replay\", \"version\": 3, \"seed\": \"x\"}",
     )
     .unwrap();
     assert_bad_input(&["replay", fields.to_str().unwrap()], "corrupt replay file");
@@ -475,4 +475,19 @@ fn bench_json_has_every_figure() {
     assert!(j["jobs_scaling"].as_f64().unwrap() > 0.0);
     assert_bad_input(&["bench", "--repeat", "0"], "repeat count");
     assert_bad_input(&["bench", "no-such-scenario"], "no-such-scenario");
+}
+
+#[test]
+fn a_replay_file_of_the_previous_version_is_refused_with_its_version() {
+    let path = tmp("old-replay.json");
+    std::fs::write(
+        &path,
+        r#"{"format": "faultline-replay", "version": 2, "scenario": "cilium-swarm", "seed": 19}"#,
+    )
+    .unwrap();
+    let o = faultline(&["replay", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("version 2") && err.contains("older faultline"), "{err}");
 }
