@@ -1,6 +1,6 @@
 //! The findings catalog: every violation of a model's default (upstream) logic that exploration
 //! found, active or retired, with the upstream code that produces it. `faultline findings` prints
-//! it; the README's findings section is generated from it ([`markdown`]); the tests reproduce every
+//! it; docs/findings.md is generated from it ([`markdown`]); the tests reproduce every
 //! active finding at its pinned seeds through its exact [`Signature`] and check that its fix
 //! removes it.
 
@@ -560,7 +560,7 @@ impl Finding {
     }
 }
 
-/// The README's findings section.
+/// The findings section of docs/findings.md.
 pub fn markdown() -> String {
     let mut out = String::new();
     for (i, f) in FINDINGS.iter().filter(|f| f.is_active()).enumerate() {

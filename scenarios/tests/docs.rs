@@ -1,9 +1,9 @@
-//! The README's findings section is the catalog's (`faultline findings --markdown`).
+//! docs/findings.md is the catalog's (`faultline findings --markdown`).
 
 #[test]
 fn readme_findings_section_is_generated_from_the_catalog() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md"))
+        .expect("docs/findings.md");
     let (_, rest) = readme
         .split_once("<!-- findings:begin -->\n")
         .expect("findings:begin marker");
@@ -13,6 +13,6 @@ fn readme_findings_section_is_generated_from_the_catalog() {
     assert_eq!(
         section,
         scenarios::findings::markdown(),
-        "README findings section is stale: run `faultline findings --markdown` and paste it between the markers"
+        "docs/findings.md is stale: run `faultline findings --markdown` and paste it between the markers"
     );
 }

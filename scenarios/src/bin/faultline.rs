@@ -50,7 +50,7 @@ enum Cmd {
     Findings {
         #[arg(long)]
         json: bool,
-        /// Print the README's findings section (generated from the catalog).
+        /// Print docs/findings.md's findings section (generated from the catalog).
         #[arg(long, conflicts_with = "json")]
         markdown: bool,
     },
