@@ -413,7 +413,7 @@ pub static SWITCHES: &[Switch] = &[
         name: "cilium-adopt-release-ips",
         kind: SwitchKind::Fix,
         system: "cilium",
-        scenario: "cilium-split-brain",
+        scenario: "cilium-swarm",
         about: "a new leader takes the release-ips it finds as its own handshake state instead of rebuilding the map from nothing, which wipes released entries (and agent answers) while the spec still lists the IPs",
     },
     Switch {
@@ -455,14 +455,14 @@ pub static SWITCHES: &[Switch] = &[
         name: "cilium-readd-released-ip",
         kind: SwitchKind::Fix,
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-clock-skew",
         about: "newer upstream (issue 39981): a released entry whose IP is in the CiliumNode's spec pool is dropped, so an IP the cloud gave back to the same node becomes usable again",
     },
     Switch {
         name: "cilium-readd-after-resync",
         kind: SwitchKind::Fix,
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-clock-skew",
         about: "issue 39981's clean-up done safely: drop a released entry only when a cloud describe that started after the release lists the IP on the node again, not when the CiliumNode's spec pool (not yet rewritten) still lists it",
     },
     Switch {

@@ -16,3 +16,30 @@ fn readme_findings_section_is_generated_from_the_catalog() {
         "docs/findings.md is stale: run `faultline findings --markdown` and paste it between the markers"
     );
 }
+
+/// Every switch of the registry has its row in docs/scenarios.md, with its kind and scenario; and
+/// a fix's scenario is one where an active finding it remedies shows.
+#[test]
+fn the_switch_table_matches_the_registry() {
+    use scenarios::scenario::SwitchKind;
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenarios.md"))
+        .expect("docs/scenarios.md");
+    for sw in scenarios::SWITCHES {
+        let kind = match sw.kind {
+            SwitchKind::Bug => "bug",
+            SwitchKind::Fix => "fix",
+        };
+        let row = format!("| `{}` | {kind} | {} |", sw.name, sw.scenario);
+        assert!(doc.contains(&row), "docs/scenarios.md lacks the row {row}");
+        if sw.kind == SwitchKind::Fix {
+            assert!(
+                scenarios::FINDINGS
+                    .iter()
+                    .any(|f| f.is_active() && f.fix == Some(sw.name) && f.scenario == sw.scenario),
+                "fix {} names {}, where none of its findings shows",
+                sw.name,
+                sw.scenario
+            );
+        }
+    }
+}
