@@ -36,7 +36,11 @@ fn run(faults: Vec<Fault>, linger_ms: u64, fixes: &[&str]) -> (String, u64) {
     let mut first_leader = None;
     for line in trace.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
-        let (t, node, ev) = (r["t_us"].as_u64().unwrap(), r["node"].as_str().unwrap(), &r["ev"]);
+        let (t, node, ev) = (
+            r["t_us"].as_u64().unwrap(),
+            r["node"].as_str().unwrap(),
+            &r["ev"],
+        );
         match ev["type"].as_str().unwrap() {
             "cilium-leading" if first_leader.is_none() => first_leader = Some(node.to_string()),
             "cilium-ipam-started" => {

@@ -489,5 +489,8 @@ fn a_replay_file_of_the_previous_version_is_refused_with_its_version() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("version 2") && err.contains("older faultline"), "{err}");
+    assert!(
+        err.contains("version 2") && err.contains("older faultline"),
+        "{err}"
+    );
 }

@@ -2,8 +2,9 @@
 
 #[test]
 fn readme_findings_section_is_generated_from_the_catalog() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md"))
-        .expect("docs/findings.md");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md"))
+            .expect("docs/findings.md");
     let (_, rest) = readme
         .split_once("<!-- findings:begin -->\n")
         .expect("findings:begin marker");

@@ -187,7 +187,9 @@ impl Relay {
 
     /// From now on wake-ups go nowhere; the registered waker is dropped.
     pub fn close(&self) {
-        self.0.closed.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0
+            .closed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         drop(self.0.slot.take());
     }
 

@@ -369,12 +369,15 @@ impl Agent {
                 waiting()
             };
             // The count the kubelet and this loop keep must be the pods' own (debug builds check).
-            debug_assert!(!self.restored.get() || self.pods.pending.get() as usize ==
-                if pending.is_empty() {
-                    waiting().len()
-                } else {
-                    pending.len()
-                });
+            debug_assert!(
+                !self.restored.get()
+                    || self.pods.pending.get() as usize
+                        == if pending.is_empty() {
+                            waiting().len()
+                        } else {
+                            pending.len()
+                        }
+            );
             // Each pending pod, in name order, gets the first free IP in pool order. Only this
             // pass takes IPs, each the first left, so one walk of the pool finds them all.
             let free: Vec<Short> = if pending.is_empty() {

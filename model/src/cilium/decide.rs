@@ -243,9 +243,9 @@ impl ReleaseState {
         self.status
             .iter()
             .map(|(ip, s)| {
-                let answer = written
-                    .get(ip)
-                    .filter(|w| s.as_str() == MARKED && matches!(w.as_str(), READY | DO_NOT_RELEASE));
+                let answer = written.get(ip).filter(|w| {
+                    s.as_str() == MARKED && matches!(w.as_str(), READY | DO_NOT_RELEASE)
+                });
                 (*ip, *answer.unwrap_or(s))
             })
             .collect()

@@ -32,9 +32,7 @@ use crate::scenario::{Options, RunSpec};
 use model::cilium::agent::Workload;
 use model::cilium::decide::Limits;
 use model::cilium::operator::OperatorConfig;
-use model::cilium::{
-    Switches, KIND, PRE_ALLOCATE,
-};
+use model::cilium::{Switches, KIND, PRE_ALLOCATE};
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -58,7 +56,8 @@ const S: u64 = 1_000_000;
 /// rate-limited status write; 20 s for the requests between.
 pub const PODS_BOUND_US: u64 = {
     use sim::leaderelection::{LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD};
-    let takeover = LEASE_DURATION.as_micros() + RETRY_PERIOD.as_micros() * 22 / 10
+    let takeover = LEASE_DURATION.as_micros()
+        + RETRY_PERIOD.as_micros() * 22 / 10
         + RENEW_DEADLINE.as_micros() / 2;
     let operator = model::cilium::operator::ipam::BACKOFF_MAX_US as u128
         + model::cilium::OPERATOR_RESYNC.as_micros();
@@ -314,11 +313,7 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
             "drift" => (
                 rng.random_range(30_000..=300_000),
                 FaultKind::Drift {
-                    node: if rng.random_bool(0.5) {
-                        op.clone()
-                    } else {
-                        n
-                    },
+                    node: if rng.random_bool(0.5) { op.clone() } else { n },
                     ppm: rng.random_range(-500..=500),
                 },
             ),
@@ -449,7 +444,9 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
     let mut subnet = sim::cloud::Subnet::of_run(cfg.seed, o.subnet_size);
     let initial: Vec<Vec<String>> = (0..n)
         .map(|_| {
-            let ips = subnet.take(PRE_ALLOCATE as u32).expect("the subnet has room");
+            let ips = subnet
+                .take(PRE_ALLOCATE as u32)
+                .expect("the subnet has room");
             ips.iter().map(|ip| ip.to_string()).collect()
         })
         .collect();
@@ -504,6 +501,5 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
 }
 
 mod monitor;
-pub use monitor::CiliumMonitor;
 use monitor::short;
-
+pub use monitor::CiliumMonitor;

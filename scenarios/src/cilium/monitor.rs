@@ -63,7 +63,11 @@ pub struct CiliumMonitor {
 }
 
 impl CiliumMonitor {
-    pub(super) fn new(names: Vec<String>, capacity: usize, catalog: &'static [&'static str]) -> Self {
+    pub(super) fn new(
+        names: Vec<String>,
+        capacity: usize,
+        catalog: &'static [&'static str],
+    ) -> Self {
         CiliumMonitor {
             capacity,
             unassigned: BTreeMap::new(),

@@ -30,7 +30,9 @@
 //! capacity; an allocation takes the first interface with room.
 
 use super::OperatorConfig;
-use crate::cilium::decide::{excess_ips, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep};
+use crate::cilium::decide::{
+    excess_ips, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep,
+};
 use crate::cilium::*;
 use sim::cloud::{Cloud, CloudClient, CloudError, Interfaces};
 use sim::kube::{Body, Kube, KubeClient, Part, WatchEvent};
@@ -61,7 +63,11 @@ impl Observed {
             status: Default::default(),
         };
         if let Some(p) = prev {
-            if let Some(s) = p.spec.get().filter(|_| Rc::ptr_eq(&p.obj.spec, &o.obj.spec)) {
+            if let Some(s) = p
+                .spec
+                .get()
+                .filter(|_| Rc::ptr_eq(&p.obj.spec, &o.obj.spec))
+            {
                 let _ = o.spec.set(s.clone());
             }
             if let Some(s) = p
@@ -200,7 +206,8 @@ impl Ipam {
             identity: identity.to_string(),
         });
         let me = self.clone();
-        self.proc.spawn("informer", async move { me.informer().await });
+        self.proc
+            .spawn("informer", async move { me.informer().await });
         let me = self.clone();
         self.proc
             .spawn("maintenance", async move { me.maintenance().await });
@@ -234,7 +241,11 @@ impl Ipam {
             // instead of from nothing (upstream's first write would wipe it). An entry whose IP
             // the cloud (just resynced) no longer holds was unassigned by a predecessor that
             // could not write `released`: it is adopted as `released`.
-            let held = st.cache.get(&node).map(|ifs| pool_of(ifs)).unwrap_or_default();
+            let held = st
+                .cache
+                .get(&node)
+                .map(|ifs| pool_of(ifs))
+                .unwrap_or_default();
             n.release.status = observed_release(n)
                 .into_iter()
                 .map(|(ip, s)| match held.contains_key(&ip) {
@@ -244,11 +255,15 @@ impl Ipam {
                 .collect();
             // Counted as released now (for fix `cilium-readd-after-resync`).
             let now = self.proc.mono_us();
-            let released: Vec<Short> = n.release.status.iter()
+            let released: Vec<Short> = n
+                .release
+                .status
+                .iter()
                 .filter(|(_, s)| s.as_str() == RELEASED)
                 .map(|(ip, _)| *ip)
                 .collect();
-            n.released_at.extend(released.into_iter().map(|ip| (ip, now)));
+            n.released_at
+                .extend(released.into_iter().map(|ip| (ip, now)));
         }
         if fresh {
             st.new.insert(node);
@@ -352,9 +367,12 @@ impl Ipam {
         };
         let mut followups = BTreeSet::new();
         for node in order {
-            let wanted = self.state.borrow().nodes.get(&node).is_some_and(|n| {
-                allocation_needed(n) || self.release_needed(n)
-            });
+            let wanted = self
+                .state
+                .borrow()
+                .nodes
+                .get(&node)
+                .is_some_and(|n| allocation_needed(n) || self.release_needed(n));
             if wanted && self.maintain(node).await != Pass::Idle {
                 followups.insert(node);
             }
@@ -418,7 +436,11 @@ impl Ipam {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let fresh_since = st.cache_at.get(&node).copied().unwrap_or(0);
-        let held_ips = st.cache.get(&node).map(|ifs| pool_of(ifs)).unwrap_or_default();
+        let held_ips = st
+            .cache
+            .get(&node)
+            .map(|ifs| pool_of(ifs))
+            .unwrap_or_default();
         let Some(n) = st.nodes.get_mut(&node) else {
             return Vec::new();
         };
@@ -444,7 +466,10 @@ impl Ipam {
         let (resource, cache) = {
             let st = self.state.borrow();
             let n = &st.nodes[&node];
-            (n.resource.clone().expect("checked"), st.cache.get(&node).cloned())
+            (
+                n.resource.clone().expect("checked"),
+                st.cache.get(&node).cloned(),
+            )
         };
         let status = resource.status();
         let no_handshake = self.cfg.switches.no_handshake;
@@ -636,7 +661,11 @@ impl Ipam {
                 break;
             }
             let value = Body::of(Rc::new(status));
-            match self.kube.update(KIND, &node, base.obj.rv, Part::Status, value).await {
+            match self
+                .kube
+                .update(KIND, &node, base.obj.rv, Part::Status, value)
+                .await
+            {
                 Ok(obj) => {
                     base = Observed::of(obj, Some(&base));
                     ok = true;
@@ -656,7 +685,11 @@ impl Ipam {
                 return;
             }
             let value = Body::of(Rc::new(Spec { pool: pool.clone() }));
-            match self.kube.update(KIND, &node, base.obj.rv, Part::Spec, value).await {
+            match self
+                .kube
+                .update(KIND, &node, base.obj.rv, Part::Spec, value)
+                .await
+            {
                 Ok(_) => return,
                 Err(_) => match self.kube.get(KIND, &node).await {
                     Ok(obj) => base = Observed::of(obj, Some(&base)),

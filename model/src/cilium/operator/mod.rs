@@ -92,14 +92,20 @@ fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
     let id = identity.clone();
     proc.spawn("leader-election", async move {
         le2.run().await; // RunOrDie
-        // OnStoppedLeading: "Leader election lost".
+                         // OnStoppedLeading: "Leader election lost".
         p.emit(Event::CiliumLeadershipLost { identity: id });
         if !c.switches.exit_on_lost_lead {
             p.sleep(c.shutdown_linger).await; // the stop hooks before legacy.onStop
         }
         p.exit(1);
     });
-    let (le2, p, k, cl, c) = (le.clone(), proc.clone(), kube.clone(), cloud.clone(), cfg.clone());
+    let (le2, p, k, cl, c) = (
+        le.clone(),
+        proc.clone(),
+        kube.clone(),
+        cloud.clone(),
+        cfg.clone(),
+    );
     proc.spawn("leader-lifecycle", async move {
         if !le2.started_leading().await {
             return;
