@@ -435,6 +435,9 @@ impl Ipam {
     fn hold_uncertain(&self, node: Short) -> Vec<(Short, Short)> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
+        if st.nodes.get(&node).is_none_or(|n| n.uncertain.is_empty()) {
+            return Vec::new(); // nearly every pass
+        }
         let fresh_since = st.cache_at.get(&node).copied().unwrap_or(0);
         let held_ips = st
             .cache
@@ -474,7 +477,7 @@ impl Ipam {
         let status = resource.status();
         let no_handshake = self.cfg.switches.no_handshake;
         // removeStaleReleaseIPs, then the action: release when in excess, else allocation.
-        let (release, excess) = {
+        let release = {
             let mut st = self.state.borrow_mut();
             let n = st.nodes.get_mut(&node).expect("checked");
             let observed = observed_release(n);
@@ -484,28 +487,26 @@ impl Ipam {
             let release = (self.cfg.release_excess && n.excess > 0).then(|| {
                 prepare_ip_release(&status.enis, &status.used, n.excess).unwrap_or_default()
             });
-            (release, n.excess)
+            release
         };
         let allocation = release.is_none() && self.state.borrow().nodes[&node].needed > 0;
         if release.is_none() && !allocation {
             self.abort(node, &BTreeSet::new(), &resource);
             return Pass::Idle;
         }
-        let _ = excess;
         let (eni, list) = release.clone().unwrap_or_default();
         let step = {
             let mut st = self.state.borrow_mut();
             let n = st.nodes.get_mut(&node).expect("checked");
             let observed = observed_release(n);
-            let step = n.release.handle_ip_release(
+            n.release.handle_ip_release(
                 release.as_ref().map(|r| r.1.as_slice()),
                 &observed,
                 now,
                 RELEASE_DELAY.as_micros() as u64,
                 no_handshake,
                 self.cfg.switches.keep_released,
-            );
-            step
+            )
         };
         for ip in &step.aborted {
             self.emit_abort(node, *ip);
@@ -546,8 +547,10 @@ impl Ipam {
                     p.retain(|ip, _| n.released_at.get(ip).is_some_and(|t| *t < fresh_since));
                     p
                 })
-            } else {
+            } else if sw.readd_released_ip {
                 resource.spec().pool.clone()
+            } else {
+                BTreeMap::new() // not consulted without a #39981 clean-up
             };
             let n = st.nodes.get_mut(&node).expect("a known node");
             let mut observed = observed_release(n);
