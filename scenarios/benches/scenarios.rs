@@ -20,7 +20,8 @@ fn main() {
         .map(|s| s.split(',').map(str::to_string).collect())
         .unwrap_or_default();
     let jobs = scenarios::bench::cores();
-    for sc in scenarios::SCENARIOS
+    for sc in scenarios::builtin()
+        .scenarios()
         .iter()
         .filter(|s| names.is_empty() || names.iter().any(|n| n == s.name))
     {

@@ -1,6 +1,7 @@
 //! Running seeds: one run, many runs in parallel (explore), replay files, determinism checks.
 
-use crate::scenario::{scenario, switch, Options, RunSpec, Scenario, SwitchKind};
+use crate::scenario::{RunSpec, SwitchKind};
+use crate::system::{builtin, Registry, Scenario};
 use serde::{Deserialize, Serialize};
 use sim::runtime::{on_fresh_thread, pool};
 use sim::{Kind, Outcome, Schedule, Violation};
@@ -33,13 +34,18 @@ pub fn parse_seed(s: &str) -> Result<u64, BadInput> {
 }
 
 /// Validates switch names against the registry and the scenario's system.
-pub fn check_switches(sc: &Scenario, bugs: &[String], fixes: &[String]) -> Result<(), BadInput> {
+pub fn check_switches(
+    reg: &Registry,
+    sc: &Scenario,
+    bugs: &[String],
+    fixes: &[String],
+) -> Result<(), BadInput> {
     for (names, kind, flag) in [
         (bugs, SwitchKind::Bug, "--bug"),
         (fixes, SwitchKind::Fix, "--fix"),
     ] {
         for n in names {
-            let Some(sw) = switch(n, kind) else {
+            let Some(sw) = reg.switch(n, kind) else {
                 return Err(BadInput(format!(
                     "unknown {flag} switch '{n}' (see `faultline bugs`)"
                 )));
@@ -55,15 +61,9 @@ pub fn check_switches(sc: &Scenario, bugs: &[String], fixes: &[String]) -> Resul
     Ok(())
 }
 
-/// Looks a scenario up, or says which exist.
+/// Looks a built-in scenario up, or says which exist.
 pub fn find_scenario(name: &str) -> Result<&'static Scenario, BadInput> {
-    scenario(name).ok_or_else(|| {
-        let names: Vec<&str> = crate::scenario::SCENARIOS.iter().map(|s| s.name).collect();
-        BadInput(format!(
-            "unknown scenario '{name}' (known: {})",
-            names.join(", ")
-        ))
-    })
+    builtin().scenario(name)
 }
 
 /// Runs a spec on a fresh thread. A panic in the harness becomes a `crash` violation.
@@ -88,7 +88,8 @@ pub struct ReplayFile {
     pub seed: u64,
     pub bugs: Vec<String>,
     pub fixes: Vec<String>,
-    pub options: Options,
+    /// The options, as `{"<system>": options}`.
+    pub options: serde_json::Value,
     pub schedule: Schedule,
     pub violation: Violation,
     pub events: u64,
@@ -105,7 +106,7 @@ impl ReplayFile {
             seed: spec.seed,
             bugs: spec.bugs.clone(),
             fixes: spec.fixes.clone(),
-            options: spec.options.clone(),
+            options: serde_json::to_value(&spec.options).expect("options serialize"),
             schedule: spec.schedule.clone(),
             violation: outcome.violation.clone()?,
             events: outcome.events,
@@ -154,16 +155,22 @@ impl ReplayFile {
             .map_err(|e| BadInput(format!("{} is a corrupt replay file: {e}", path.display())))
     }
 
-    /// The spec it replays.
-    pub fn spec(&self) -> Result<RunSpec, BadInput> {
-        let sc = find_scenario(&self.scenario)?;
-        check_switches(sc, &self.bugs, &self.fixes)?;
+    /// The spec it replays, with the scenarios of `reg`.
+    pub fn spec(&self, reg: &'static Registry) -> Result<RunSpec, BadInput> {
+        let sc = reg.scenario(&self.scenario)?;
+        check_switches(reg, sc, &self.bugs, &self.fixes)?;
+        let options = sc.options_from_json(self.options.clone()).map_err(|e| {
+            BadInput(format!(
+                "the replay file's options do not fit scenario {}: {e}",
+                sc.name
+            ))
+        })?;
         Ok(RunSpec {
             scenario: sc,
             seed: self.seed,
             bugs: self.bugs.clone(),
             fixes: self.fixes.clone(),
-            options: self.options.clone(),
+            options,
             schedule: self.schedule.clone(),
             keep_trace: false,
             fault_window_ms: None,
@@ -278,12 +285,20 @@ pub fn explore(
         offsets.len(),
         cfg.jobs,
         stop.clone(),
-        move |i| RunSpec::from_seed(c1.scenario, c1.from + o1[i], &c1.bugs, &c1.fixes).run(),
+        move |i| {
+            let spec = RunSpec::from_seed(c1.scenario, c1.from + o1[i], &c1.bugs, &c1.fixes);
+            let outcome = spec.run();
+            (spec, outcome)
+        },
         move |i, result| {
-            let spec = RunSpec::from_seed(c2.scenario, c2.from + o2[i], &c2.bugs, &c2.fixes);
-            let outcome = match result {
-                Ok(o) => o,
-                Err(msg) => crash_outcome(msg),
+            // The spec comes back with its outcome (one draw per seed); only a panic, which loses
+            // it, draws it again.
+            let (spec, outcome) = match result {
+                Ok(r) => r,
+                Err(msg) => (
+                    RunSpec::from_seed(c2.scenario, c2.from + o2[i], &c2.bugs, &c2.fixes),
+                    crash_outcome(msg),
+                ),
             };
             let mut s = s2.lock().unwrap_or_else(|e| e.into_inner());
             s.seeds_run += 1;
@@ -350,6 +365,7 @@ fn crash_outcome(msg: String) -> Outcome {
         sim_time_ms: 0,
         trace_hash: "0000000000000000".into(),
         trace: None,
+        records: None,
         coverage: Vec::new(),
         timers: 0,
         messages: 0,

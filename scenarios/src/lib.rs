@@ -5,13 +5,20 @@
 pub mod bench;
 pub mod calico;
 pub mod cilium;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod explore;
 pub mod findings;
 pub mod metallb;
 pub mod scenario;
 pub mod shrink;
-pub mod strategies;
+pub mod system;
 
 pub use explore::{explore, parse_seed, run_spec, BadInput, ExploreConfig, ReplayFile};
-pub use findings::FINDINGS;
-pub use scenario::{scenario, RunSpec, Scenario, SCENARIOS, SWITCHES};
+pub use scenario::RunSpec;
+pub use system::{builtin, AnyOptions, Registry, Scenario, ScenarioDef, System};
+
+/// Looks a built-in scenario up by name.
+pub fn scenario(name: &str) -> Option<&'static Scenario> {
+    builtin().scenario(name).ok()
+}

@@ -13,7 +13,7 @@
 //! success of a batch, so the result does not depend on the number of threads: shrinking is
 //! deterministic. A candidate is never larger than the current best, so the schedule never grows.
 
-use crate::scenario::{Options, RunSpec};
+use crate::scenario::RunSpec;
 use sim::runtime::pool;
 use sim::{Fault, FaultKind, Outcome};
 use std::sync::atomic::AtomicBool;
@@ -166,37 +166,19 @@ impl Shrinker {
         }
     }
 
+    /// The system's smaller options (fewer nodes, say), repeated while one still fails.
     fn fewer_nodes(&mut self) {
         loop {
-            let Options::Calico(o) = &self.best.options else {
-                return;
-            };
-            let named = |name: &str| {
-                self.best
-                    .schedule
-                    .iter()
-                    .any(|f| f.kind.nodes().contains(&name))
-            };
-            let mut candidates = Vec::new();
-            if o.hosts > 2 && !named(&format!("h{}", o.hosts)) {
-                let mut o2 = o.clone();
-                o2.hosts -= 1;
-                o2.clock_offset_ms.remove(o2.hosts as usize);
-                o2.drift_ppm.remove(o2.hosts as usize);
-                candidates.push(RunSpec {
-                    options: Options::Calico(o2),
+            let candidates: Vec<RunSpec> = self
+                .best
+                .scenario
+                .smaller_options(&self.best.options, &self.best.schedule)
+                .into_iter()
+                .map(|options| RunSpec {
+                    options,
                     ..self.best.clone()
-                });
-            }
-            if o.felix.len() > 1 && !named(&format!("c{}", o.felix.len())) {
-                let mut o2 = o.clone();
-                o2.felix.pop();
-                o2.compute_offset_ms.pop();
-                candidates.push(RunSpec {
-                    options: Options::Calico(o2),
-                    ..self.best.clone()
-                });
-            }
+                })
+                .collect();
             if candidates.is_empty() || !self.try_in_order(candidates) {
                 return;
             }

@@ -6,11 +6,11 @@
 mod common;
 use common::{all_fixes, replays, sweep};
 use scenarios::findings::{finding_for, Status};
-use scenarios::{run_spec, scenario, RunSpec, FINDINGS, SCENARIOS};
+use scenarios::{builtin, run_spec, scenario, RunSpec};
 
 #[test]
 fn every_fix_on_passes_every_budget() {
-    for sc in SCENARIOS {
+    for sc in builtin().scenarios() {
         let fixes = all_fixes(sc.system);
         let s = sweep(sc, 0, sc.ci_seeds, &[], &fixes, true);
         assert_eq!(s.seeds_run, sc.ci_seeds);
@@ -25,7 +25,7 @@ fn every_fix_on_passes_every_budget() {
 
 #[test]
 fn default_model_fails_only_through_catalogued_findings() {
-    for sc in SCENARIOS {
+    for sc in builtin().scenarios() {
         let s = sweep(sc, 0, sc.ci_seeds, &[], &[], true);
         let unexplained: Vec<_> = s
             .failures
@@ -51,7 +51,7 @@ fn default_model_fails_only_through_catalogued_findings() {
 
 #[test]
 fn active_findings_reproduce_exactly_and_their_fixes_remove_them() {
-    for f in FINDINGS.iter().filter(|f| f.is_active()) {
+    for f in builtin().findings().filter(|f| f.is_active()) {
         let sc = scenario(f.scenario).expect("a finding names a scenario");
         let fix = f.fix.expect("an active finding has a fix");
         let with: Vec<String> = f.shown_with.iter().map(|w| w.to_string()).collect();
@@ -95,7 +95,7 @@ fn active_findings_reproduce_exactly_and_their_fixes_remove_them() {
 
 #[test]
 fn retired_findings_no_longer_show() {
-    for f in FINDINGS {
+    for f in builtin().findings() {
         if let Status::Retired { .. } = f.status {
             let sc = scenario(f.scenario).expect("a finding names a scenario");
             for &seed in f.seeds {
@@ -117,7 +117,9 @@ fn retired_findings_no_longer_show() {
 fn every_fix_remedies_a_catalogued_finding() {
     for fix in all_fixes("calico").into_iter().chain(all_fixes("cilium")) {
         assert!(
-            FINDINGS.iter().any(|f| f.is_active() && f.fix == Some(fix)),
+            builtin()
+                .findings()
+                .any(|f| f.is_active() && f.fix == Some(fix)),
             "fix {fix} remedies no active finding"
         );
     }

@@ -5,8 +5,8 @@
 mod common;
 use common::{all_fixes, sweep};
 use scenarios::explore::ReplayFile;
-use scenarios::scenario::{scenario, SwitchKind};
-use scenarios::{run_spec, SWITCHES};
+use scenarios::scenario::SwitchKind;
+use scenarios::{builtin, run_spec, scenario};
 
 const STARTS: [u64; 3] = [0, 10_000, 1_000_000];
 
@@ -14,7 +14,7 @@ const STARTS: [u64; 3] = [0, 10_000, 1_000_000];
 fn every_bug_switch_is_found_and_replays_exactly() {
     let dir = std::env::temp_dir().join(format!("faultline-bugs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for sw in SWITCHES.iter().filter(|s| s.kind == SwitchKind::Bug) {
+    for sw in builtin().switches().filter(|s| s.kind == SwitchKind::Bug) {
         let sc = scenario(sw.scenario).unwrap();
         for from in STARTS {
             let s = sweep(sc, from, 2_000, &[sw.name], &all_fixes(sc.system), false);
@@ -31,7 +31,7 @@ fn every_bug_switch_is_found_and_replays_exactly() {
                 .write(&path)
                 .unwrap();
             let r = ReplayFile::load(&path).unwrap();
-            let again = run_spec(r.spec().unwrap());
+            let again = run_spec(r.spec(builtin()).unwrap());
             let (v1, v2) = (
                 f.outcome.violation.as_ref().unwrap(),
                 again

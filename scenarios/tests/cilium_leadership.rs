@@ -8,7 +8,7 @@
 //! exits. Each case runs one `cilium-split-brain` seed's deployment with a hand-made schedule
 //! aimed at the first leader, and compares against the same run without the cause.
 
-use scenarios::scenario::Options;
+use scenarios::cilium::CiliumOptions;
 use scenarios::{run_spec, scenario, RunSpec};
 use sim::{Fault, FaultKind};
 use std::collections::BTreeMap;
@@ -23,9 +23,10 @@ fn run(faults: Vec<Fault>, linger_ms: u64, fixes: &[&str]) -> (String, u64) {
     let sc = scenario("cilium-split-brain").unwrap();
     let fixes: Vec<String> = fixes.iter().map(|f| f.to_string()).collect();
     let mut spec = RunSpec::from_seed(sc, SEED, &[], &fixes);
-    let Options::Cilium(o) = &mut spec.options else {
-        unreachable!()
-    };
+    let o = spec
+        .options
+        .get_mut::<CiliumOptions>()
+        .expect("cilium options");
     o.shutdown_linger_ms = linger_ms;
     spec.schedule = faults;
     spec.keep_trace = true;

@@ -296,7 +296,7 @@ fn list_bugs_and_check_determinism() {
     let b = last_json(&faultline(&["bugs", "--json"]));
     assert_eq!(
         b["switches"].as_array().unwrap().len(),
-        scenarios::SWITCHES.len()
+        scenarios::builtin().switches().count()
     );
     let d = faultline(&["check-determinism", "calico-clock-skew", "--seeds", "6"]);
     assert_eq!(d.status.code(), Some(0));
@@ -317,7 +317,7 @@ fn list_bugs_and_check_determinism() {
         .iter()
         .map(|x| x["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids.len(), scenarios::FINDINGS.len());
+    assert_eq!(ids.len(), scenarios::builtin().findings().count());
     assert!(ids.contains(&"calico-watch-canceller-dies"), "{ids:?}");
     for x in f["findings"].as_array().unwrap() {
         if x["system"] == "calico" {

@@ -43,8 +43,8 @@ pub fn replays(s: &ExploreSummary) -> String {
 
 /// Every fix switch of `system`.
 pub fn all_fixes(system: &str) -> Vec<&'static str> {
-    scenarios::SWITCHES
-        .iter()
+    scenarios::builtin()
+        .switches()
         .filter(|s| s.system == system && s.kind == scenarios::scenario::SwitchKind::Fix)
         .map(|s| s.name)
         .collect()

@@ -3,11 +3,11 @@
 
 mod common;
 use scenarios::explore::hashes;
-use scenarios::{run_spec, RunSpec, SCENARIOS};
+use scenarios::{builtin, run_spec, RunSpec};
 
 #[test]
 fn same_seed_same_hash_across_runs_and_thread_counts() {
-    for sc in SCENARIOS {
+    for sc in builtin().scenarios() {
         let one = hashes(sc, 100, 16, &[], &[], 1);
         let two = hashes(sc, 100, 16, &[], &[], 2);
         let again = hashes(sc, 100, 16, &[], &[], 2);
@@ -64,7 +64,7 @@ fn trace_hash_matches_the_trace() {
 /// exactly as postcard, the format's reference implementation, does.
 #[test]
 fn trace_lines_encode_as_postcard_does() {
-    for sc in SCENARIOS {
+    for sc in builtin().scenarios() {
         let mut spec = RunSpec::from_seed(sc, 7, &[], &[]);
         spec.keep_trace = true;
         let o = run_spec(spec);
@@ -87,7 +87,8 @@ fn trace_lines_encode_as_postcard_does() {
 
 #[test]
 fn golden_trace_hashes() {
-    let golden: Vec<String> = SCENARIOS
+    let golden: Vec<String> = builtin()
+        .scenarios()
         .iter()
         .map(|sc| {
             let o = run_spec(RunSpec::from_seed(sc, 42, &[], &[]));

@@ -25,7 +25,7 @@ fn the_switch_table_matches_the_registry() {
     use scenarios::scenario::SwitchKind;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenarios.md"))
         .expect("docs/scenarios.md");
-    for sw in scenarios::SWITCHES {
+    for sw in scenarios::builtin().switches() {
         let kind = match sw.kind {
             SwitchKind::Bug => "bug",
             SwitchKind::Fix => "fix",
@@ -34,8 +34,8 @@ fn the_switch_table_matches_the_registry() {
         assert!(doc.contains(&row), "docs/scenarios.md lacks the row {row}");
         if sw.kind == SwitchKind::Fix {
             assert!(
-                scenarios::FINDINGS
-                    .iter()
+                scenarios::builtin()
+                    .findings()
                     .any(|f| f.is_active() && f.fix == Some(sw.name) && f.scenario == sw.scenario),
                 "fix {} names {}, where none of its findings shows",
                 sw.name,

@@ -3,13 +3,16 @@
 //! proptest-generated schedules against the fixed model (failures print a replay command).
 
 mod common;
+#[path = "support/strategies.rs"]
+mod strategies;
 use common::sweep;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestRunner};
 use scenarios::calico::{self, Family};
 use scenarios::explore::{coverage_gate, ReplayFile};
-use scenarios::scenario::{scenario, Options, Scenario};
 use scenarios::shrink::shrink;
+use scenarios::system::{Registry, ScenarioDef, System};
+use scenarios::{builtin, scenario};
 use scenarios::{run_spec, RunSpec};
 
 #[test]
@@ -51,18 +54,21 @@ fn shrinking_keeps_the_invariant_never_grows_and_is_deterministic() {
             .write(&path)
             .unwrap();
         let r = ReplayFile::load(&path).unwrap();
-        assert_eq!(run_spec(r.spec().unwrap()).trace_hash, a.outcome.trace_hash);
+        assert_eq!(
+            run_spec(r.spec(builtin()).unwrap()).trace_hash,
+            a.outcome.trace_hash
+        );
         let _ = std::fs::remove_file(path);
     }
 }
 
 #[test]
 fn swarm_options_are_reproducible_from_the_seed() {
-    for sc in scenarios::SCENARIOS {
-        let a = (sc.draw)(77);
-        let b = (sc.draw)(77);
+    for sc in builtin().scenarios() {
+        let a = sc.draw(77);
+        let b = sc.draw(77);
         assert_eq!(a, b, "{}", sc.name);
-        let others: Vec<_> = (0..8).map(|s| (sc.draw)(s).0).collect();
+        let others: Vec<_> = (0..8).map(|s| sc.draw(s).0).collect();
         let mut distinct = others.clone();
         distinct.dedup();
         assert!(
@@ -73,28 +79,46 @@ fn swarm_options_are_reproducible_from_the_seed() {
     }
 }
 
-static IMPOSSIBLE: Scenario = Scenario {
-    name: "test-impossible-coverage",
-    system: "calico",
-    about: "calico-restart with a coverage point no run can reach (tests the gate)",
-    ci_seeds: 20,
-    coverage: &["handover", "a-point-nothing-emits"],
-    draw: |seed| {
-        let (o, s) = calico::draw(Family::Restart, seed);
-        (Options::Calico(o), s)
-    },
-    run: |spec| {
-        calico::run(
-            spec,
-            Family::Restart,
-            &["handover", "a-point-nothing-emits"],
-        )
-    },
-};
+/// Calico with one scenario, calico-restart plus a coverage point no run can reach (tests the
+/// gate): a system of its own, registered only here.
+struct Impossible;
+
+impl System for Impossible {
+    const NAME: &'static str = "calico";
+    const ABOUT: &'static str = "calico-restart with an unreachable coverage point";
+    const FAULT_WINDOW_MS: u64 = calico::FAULT_WINDOW_MS;
+    type Options = calico::CalicoOptions;
+    type Family = Family;
+
+    fn scenarios() -> Vec<ScenarioDef<Family>> {
+        vec![ScenarioDef {
+            name: "test-impossible-coverage",
+            about: "calico-restart with a coverage point no run can reach (tests the gate)",
+            ci_seeds: 20,
+            coverage: &["handover", "a-point-nothing-emits"],
+            family: Family::Restart,
+        }]
+    }
+
+    fn draw(family: Family, seed: u64) -> (calico::CalicoOptions, sim::Schedule) {
+        calico::draw(family, seed)
+    }
+
+    fn run(
+        family: Family,
+        spec: &RunSpec,
+        o: &calico::CalicoOptions,
+        coverage: &'static [&'static str],
+    ) -> sim::Outcome {
+        calico::run(family, spec, o, coverage)
+    }
+}
 
 #[test]
 fn an_unreachable_coverage_point_fails_the_gate() {
-    let s = sweep(&IMPOSSIBLE, 0, IMPOSSIBLE.ci_seeds, &[], &[], true);
+    let reg = Registry::new().with::<Impossible>().leak();
+    let impossible = reg.scenario("test-impossible-coverage").unwrap();
+    let s = sweep(impossible, 0, impossible.ci_seeds, &[], &[], true);
     assert_eq!(coverage_gate(&s), vec!["a-point-nothing-emits"]);
     // And a reachable catalog passes it.
     let ok = sweep(scenario("calico-restart").unwrap(), 0, 60, &[], &[], true);
@@ -119,9 +143,8 @@ fn generated_schedules_against_the_fixed_model() {
         ("calico-status-backlog", Family::StatusBacklog, 8),
     ] {
         let sc = scenario(name).unwrap();
-        let (Options::Calico(opts), _) = (sc.draw)(5) else {
-            unreachable!()
-        };
+        let (drawn, _) = sc.draw(5);
+        let opts: &calico::CalicoOptions = drawn.get().expect("calico options");
         let persist = FileFailurePersistence::Direct(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/proptest-regressions/exploration.txt"
@@ -134,30 +157,27 @@ fn generated_schedules_against_the_fixed_model() {
         };
         let mut runner = TestRunner::new(config);
         let fixes = fixes.clone();
-        let result = runner.run(
-            &scenarios::strategies::schedule(family, &opts, 8),
-            |schedule| {
-                let spec = RunSpec {
-                    schedule,
-                    ..RunSpec::from_seed(sc, 5, &[], &fixes)
-                };
-                let out = run_spec(spec.clone());
-                if let Some(v) = &out.violation {
-                    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                        .join("../target/faultline-failures");
-                    let _ = std::fs::create_dir_all(&dir);
-                    let path = dir.join(format!("proptest-{name}-{}.json", out.trace_hash));
-                    ReplayFile::new(&spec, &out).unwrap().write(&path).unwrap();
-                    return Err(TestCaseError::fail(format!(
-                        "{}: {}\n  replay: cargo run --release --bin faultline -- replay {}",
-                        v.invariant,
-                        v.explanation,
-                        path.display()
-                    )));
-                }
-                Ok(())
-            },
-        );
+        let result = runner.run(&strategies::schedule(family, opts, 8), |schedule| {
+            let spec = RunSpec {
+                schedule,
+                ..RunSpec::from_seed(sc, 5, &[], &fixes)
+            };
+            let out = run_spec(spec.clone());
+            if let Some(v) = &out.violation {
+                let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../target/faultline-failures");
+                let _ = std::fs::create_dir_all(&dir);
+                let path = dir.join(format!("proptest-{name}-{}.json", out.trace_hash));
+                ReplayFile::new(&spec, &out).unwrap().write(&path).unwrap();
+                return Err(TestCaseError::fail(format!(
+                    "{}: {}\n  replay: cargo run --release --bin faultline -- replay {}",
+                    v.invariant,
+                    v.explanation,
+                    path.display()
+                )));
+            }
+            Ok(())
+        });
         if let Err(e) = result {
             panic!("{name}: {e}");
         }

@@ -430,6 +430,15 @@ pub struct Record {
     pub event: Event,
 }
 
+/// The typed records of a run, kept when its trace is (reports read them instead of the JSON).
+#[derive(Clone, Debug)]
+pub struct Recording {
+    /// Node names, by index.
+    pub nodes: Vec<String>,
+    /// Every record, in order.
+    pub records: Vec<Record>,
+}
+
 /// One line of the JSON-lines trace: a [`Record`] with the node's name.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceLine {

@@ -50,6 +50,8 @@ pub struct Outcome {
     pub trace_hash: String,
     /// The JSON-lines trace, if kept.
     pub trace: Option<Vec<u8>>,
+    /// The typed records, kept with the trace (reports read them).
+    pub records: Option<crate::event::Recording>,
     /// Coverage points and whether each was reached.
     pub coverage: Vec<(&'static str, bool)>,
     /// Timers created and messages carried (the load of the run, for the raw-madsim baseline).
@@ -118,7 +120,14 @@ pub fn simulate(
         }
         let end_ms = drive(&world, &cfg).await;
         world.shutdown();
-        let (violation, events, trace_hash, trace, coverage) = world.finish();
+        let crate::world::Finished {
+            violation,
+            events,
+            trace_hash,
+            trace,
+            records,
+            coverage,
+        } = world.finish();
         let sim_time_ms = violation.as_ref().map_or(end_ms, |v| v.sim_time_ms);
         let (timers, messages) = (crate::time::armed() - armed_before, world.messages());
         Outcome {
@@ -127,6 +136,7 @@ pub fn simulate(
             sim_time_ms,
             trace_hash,
             trace,
+            records,
             coverage,
             timers,
             messages,

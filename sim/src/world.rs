@@ -10,7 +10,7 @@
 //! the simulated services, exactly as real code sees its environment.
 
 use crate::clock::NodeClock;
-use crate::event::{Event, ExitStatus, NodeIx, Record, TraceHasher, TraceLineRef};
+use crate::event::{Event, ExitStatus, NodeIx, Record, Recording, TraceHasher, TraceLineRef};
 use crate::fault::{Fault, FaultKind};
 use crate::monitor::{Failure, Monitor, Violation};
 use crate::rng;
@@ -109,6 +109,8 @@ struct Bus {
     next_index: u64,
     hasher: TraceHasher,
     trace: Option<Vec<u8>>,
+    /// The typed records, kept with the trace (for reports).
+    records: Option<Vec<Record>>,
     monitor: Box<dyn Monitor>,
     violation: Option<Violation>,
 }
@@ -190,6 +192,7 @@ impl World {
                 next_index: 0,
                 hasher: TraceHasher::default(),
                 trace: trace.then(Vec::new),
+                records: trace.then(Vec::new),
                 monitor,
                 violation: None,
             }),
@@ -375,8 +378,12 @@ impl World {
                 );
             }
         }
-        if let Some(f) = bus.monitor.on_event(&rec) {
-            let index = rec.index;
+        let failure = bus.monitor.on_event(&rec);
+        let index = rec.index;
+        if let Some(records) = &mut bus.records {
+            records.push(rec);
+        }
+        if let Some(f) = failure {
             self.record_violation(&mut bus, f, index, now);
         }
     }
@@ -423,14 +430,24 @@ impl World {
 
     pub(crate) fn finish(&self) -> Finished {
         let mut bus = self.0.bus.borrow_mut();
-        let hash = bus.hasher.hex();
-        (
-            bus.violation.clone(),
-            bus.next_index,
-            hash,
-            bus.trace.take(),
-            bus.monitor.coverage(),
-        )
+        let records = bus.records.take().map(|records| Recording {
+            nodes: self
+                .0
+                .nodes
+                .borrow()
+                .iter()
+                .map(|n| n.name.clone())
+                .collect(),
+            records,
+        });
+        Finished {
+            violation: bus.violation.clone(),
+            events: bus.next_index,
+            trace_hash: bus.hasher.hex(),
+            trace: bus.trace.take(),
+            records,
+            coverage: bus.monitor.coverage(),
+        }
     }
 
     // ---------------------------------------------------------------- nodes and processes
@@ -969,13 +986,14 @@ impl World {
 }
 
 /// What a finished run hands back: violation, event count, trace hash, trace, coverage.
-pub(crate) type Finished = (
-    Option<Violation>,
-    u64,
-    String,
-    Option<Vec<u8>>,
-    Vec<(&'static str, bool)>,
-);
+pub(crate) struct Finished {
+    pub(crate) violation: Option<Violation>,
+    pub(crate) events: u64,
+    pub(crate) trace_hash: String,
+    pub(crate) trace: Option<Vec<u8>>,
+    pub(crate) records: Option<Recording>,
+    pub(crate) coverage: Vec<(&'static str, bool)>,
+}
 
 /// How long a process asked to terminate may take before it is killed.
 pub const TERMINATE_GRACE_US: u64 = 10_000_000;

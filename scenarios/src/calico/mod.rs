@@ -6,10 +6,15 @@
 //! and drifts, latencies), generates a fault schedule over a 10-minute fault window, and then runs a
 //! 150 s liveness phase. The invariants are in [`monitor`].
 
+pub mod findings;
 pub mod monitor;
+pub mod report;
+pub mod switches;
+mod system;
+pub use system::Calico;
 mod ports;
 
-use crate::scenario::{Options, RunSpec};
+use crate::scenario::RunSpec;
 use model::calico::felix::FelixConfig;
 use model::calico::status::TimeFormat;
 use model::calico::{Config, Switches};
@@ -589,6 +594,27 @@ fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule
     out
 }
 
+/// Smaller options for shrinking: one host fewer, or one Felix fewer, if the schedule names
+/// neither (the last of each goes, so the other names stay).
+pub(crate) fn smaller_options(o: &CalicoOptions, schedule: &Schedule) -> Vec<CalicoOptions> {
+    let named = |name: &str| schedule.iter().any(|f| f.kind.nodes().contains(&name));
+    let mut out = Vec::new();
+    if o.hosts > 2 && !named(&format!("h{}", o.hosts)) {
+        let mut o2 = o.clone();
+        o2.hosts -= 1;
+        o2.clock_offset_ms.remove(o2.hosts as usize);
+        o2.drift_ppm.remove(o2.hosts as usize);
+        out.push(o2);
+    }
+    if o.felix.len() > 1 && !named(&format!("c{}", o.felix.len())) {
+        let mut o2 = o.clone();
+        o2.felix.pop();
+        o2.compute_offset_ms.pop();
+        out.push(o2);
+    }
+    out
+}
+
 /// Maps switch names to the model's switches.
 pub fn switches(spec: &RunSpec) -> Switches {
     let has = |n: &str| spec.bugs.iter().chain(&spec.fixes).any(|s| s == n);
@@ -608,10 +634,12 @@ pub fn switches(spec: &RunSpec) -> Switches {
 }
 
 /// Runs one Calico scenario (on the current thread).
-pub fn run(spec: &RunSpec, family: Family, coverage: &'static [&'static str]) -> Outcome {
-    let Options::Calico(o) = &spec.options else {
-        unreachable!("a calico scenario has calico options")
-    };
+pub fn run(
+    family: Family,
+    spec: &RunSpec,
+    o: &CalicoOptions,
+    coverage: &'static [&'static str],
+) -> Outcome {
     let names = o.node_names();
     let (h, c) = (o.hosts as usize, o.felix.len());
     let offset_ms = |i: usize| -> i64 {

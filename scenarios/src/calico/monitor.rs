@@ -58,7 +58,7 @@ pub const ELECTION_BOUND_US: u64 =
 /// See the table above.
 pub const HANDOVER_BOUND_US: u64 = 10 * S;
 /// Two actions of one host less than this apart belong to one acting interval.
-const ACTING_GAP_US: u64 = us(MASTER_CHECK_INTERVAL) + us(ROUND_TRIP_INTERVAL);
+pub(crate) const ACTING_GAP_US: u64 = us(MASTER_CHECK_INTERVAL) + us(ROUND_TRIP_INTERVAL);
 
 /// When the agent view must have converged after faults stop.
 /// A master, then its watcher at the next poll, one Felix report interval, and 20 s of slack.

@@ -28,7 +28,7 @@
 //! faults and restarts crashed processes, not dead tasks in live ones), so nodes it starves are
 //! reported by the scenario's coverage, not by `pods-get-ips`.
 
-use crate::scenario::{Options, RunSpec};
+use crate::scenario::RunSpec;
 use model::cilium::agent::Workload;
 use model::cilium::decide::Limits;
 use model::cilium::operator::OperatorConfig;
@@ -393,10 +393,12 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
 }
 
 /// Runs one Cilium scenario.
-pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
-    let Options::Cilium(o) = &spec.options else {
-        unreachable!("a cilium scenario has cilium options")
-    };
+pub fn run(
+    _family: Family,
+    spec: &RunSpec,
+    o: &CiliumOptions,
+    coverage: &'static [&'static str],
+) -> Outcome {
     let names = o.node_names();
     let n = o.nodes as usize;
     let nodes: Vec<NodeSpec> = names
@@ -500,6 +502,11 @@ pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
     })
 }
 
+pub mod findings;
 mod monitor;
+pub mod report;
+pub mod switches;
+mod system;
 use monitor::short;
 pub use monitor::CiliumMonitor;
+pub use system::Cilium;

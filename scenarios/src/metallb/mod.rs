@@ -28,7 +28,7 @@
 //! network is split; each one's length is recorded in the trace (`l2-announce`/`l2-withdraw`) and
 //! reported.
 
-use crate::scenario::{Options, RunSpec};
+use crate::scenario::RunSpec;
 use model::metallb::{self, announce_order, Peers, SpeakerConfig, Switches};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
@@ -39,7 +39,12 @@ use sim::runtime::simulate;
 use sim::{Failure, Fault, FaultKind, Kind, Monitor, NodeIx, NodeSpec, Outcome, Schedule};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod report;
 /// Length of the fault window (ms).
+pub mod switches;
+mod system;
+pub use system::Metallb;
+
 pub const FAULT_WINDOW_MS: u64 = 600_000;
 /// Length of the liveness phase (ms): longer than the convergence bound for 7 speakers (about 210 s).
 pub const LIVENESS_MS: u64 = 300_000;
@@ -360,10 +365,12 @@ fn schedule(o: &MetallbOptions, rng: &mut ChaCha8Rng) -> Schedule {
 }
 
 /// Runs one MetalLB scenario.
-pub fn run(spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
-    let Options::Metallb(o) = &spec.options else {
-        unreachable!("a metallb scenario has metallb options")
-    };
+pub fn run(
+    _family: Family,
+    spec: &RunSpec,
+    o: &MetallbOptions,
+    coverage: &'static [&'static str],
+) -> Outcome {
     let names = o.node_names();
     let n = o.speakers as usize;
     let nodes: Vec<NodeSpec> = names

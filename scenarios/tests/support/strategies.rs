@@ -4,8 +4,8 @@
 //! tests search schedules with proptest's own exploration and shrinking, over the same fault
 //! vocabulary and the same nodes as a drawn run.
 
-use crate::calico::{CalicoOptions, Family, FAULT_WINDOW_MS};
 use proptest::prelude::*;
+use scenarios::calico::{CalicoOptions, Family, FAULT_WINDOW_MS};
 use sim::{Fault, FaultKind, Schedule};
 
 fn pick(names: Vec<String>) -> BoxedStrategy<String> {

@@ -1,0 +1,202 @@
+//! Calico's findings: violations of the default (upstream) logic, with the upstream code that
+//! produces each, and the retired ones with their reasons.
+
+use crate::findings::{Citation, Finding, Signature, Status};
+
+const CALICO: &str = "projectcalico/calico";
+const CALICO_COMMIT: &str = "87c15906f20c4ca1fda55af92295e7678b0cc0b2";
+const DRIVER: &str =
+    "networking-calico/networking_calico/plugins/ml2/drivers/calico/mech_calico.py";
+const ELECTION: &str = "networking-calico/networking_calico/plugins/ml2/drivers/calico/election.py";
+const ETCDUTILS: &str = "networking-calico/networking_calico/etcdutils.py";
+const ETCDV3: &str = "networking-calico/networking_calico/etcdv3.py";
+
+const fn calico(path: &'static str, function: &'static str, lines: &'static str) -> Citation {
+    Citation {
+        repo: CALICO,
+        path,
+        function,
+        lines,
+        commit: CALICO_COMMIT,
+    }
+}
+
+/// The dead-task note of a violation names one of these tasks.
+fn names_dead(e: &str, tasks: &[&str]) -> bool {
+    let Some((_, dead)) = e.split_once("silently dead tasks on") else {
+        return false;
+    };
+    let dead = dead.split("; ").next().unwrap_or("");
+    tasks.iter().any(|t| dead.contains(&format!("{t} of ")))
+}
+
+/// Every Calico finding, active or retired.
+pub static FINDINGS: &[Finding] = &[
+    Finding {
+        id: "calico-wall-clock-stamp",
+        system: "calico",
+        title: "A backward wall-clock step keeps a stale mastership stamp fresh",
+        scenario: "calico-clock-skew",
+        seeds: &[52, 135],
+        signature: Signature {
+            invariants: &["master-only-work-legitimate"],
+            describe: "a host acts as master after a backward clock step on it",
+            test: |e| e.contains("clock step -"),
+        },
+        summary: "The elector stamps the shared value with time.time() when it wins and after each refresh, and is_master() answers yes while time.time() minus the stamp is under 60 s. When the elector stops refreshing without running its cleanup and the host's wall clock then steps back, the stamp looks younger than it is: the host's watchers keep acting as master after its lease expired and another host won, beyond every bound the code allows (stamp lag, TTL and one poll). The seeds get there through a silently dead elector (the fault model's hung greenlet); upstream's own exceptions run the cleanup (election.py 150-151, 332-334), so the real triggers are a hung manager process or hub (the deadlock note at mech_calico.py 164-186) rather than an exception. A refresh merely blocked for etcd_timeout stays within the bound.",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver.is_master", "580-601"),
+            calico(ELECTION, "Elector._become_master", "290, 317"),
+        ],
+        fix: Some("calico-monotonic-stamp"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-dead-status-loop-keeps-watching",
+        system: "calico",
+        title: "A dead master-only loop never stops its watcher",
+        scenario: "calico-silent-task-death",
+        seeds: &[45, 246],
+        signature: Signature {
+            invariants: &["master-only-work-legitimate"],
+            describe: "the acting host's agent-status or endpoint-status loop is silently dead",
+            test: |e| names_dead(e, &["agent-status", "endpoint-status"]),
+        },
+        summary: "Only watch_status_updates, the loop that polls is_master() every 5 s, ever calls the watcher's stop(); the watcher greenlet itself never asks is_master(). When that loop dies silently while its watcher runs, the watcher goes on forwarding Felix reports and queueing port statuses after the host lost the key and another host won: two hosts do master-only work for as long as the process lives.",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "678-728"),
+            calico(ETCDUTILS, "EtcdWatcher.start", "156, 336-344"),
+        ],
+        fix: Some("calico-watchdog"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-dead-status-loop-never-replaced",
+        system: "calico",
+        title: "A dead master-only loop is never replaced",
+        scenario: "calico-swarm",
+        seeds: &[1560, 2733],
+        signature: Signature {
+            invariants: &["agent-view-converges"],
+            describe: "the master's agent-status loop is silently dead",
+            test: |e| names_dead(e, &["agent-status"]),
+        },
+        summary: "watch_status_updates restarts a watcher whose greenlet died (line 710), but nothing restarts watch_status_updates itself, spawned once per worker process (lines 651-653, 667-669). When it is already dead on the host that wins the key, or its watcher dies after it, no watcher runs there: Felix reports stop reaching Neutron, which shows every agent down until neutron-server is restarted. (If it dies while its watcher runs, the watcher goes on: see calico-dead-status-loop-keeps-watching.) PR 12456's watchdog, which would restart the process, was not merged (PR 13024 argues that the loop it targeted is gone and that is_master()'s time check catches a stale elector).",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "678-728"),
+            calico(DRIVER, "CalicoMechanismDriver._init_start_agent_status_watcher", "651-653"),
+        ],
+        fix: Some("calico-watchdog"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-watch-canceller-dies",
+        system: "calico",
+        title: "A watch canceller killed by an etcd timeout leaves the master's watcher hung",
+        scenario: "calico-swarm",
+        seeds: &[1322, 3598],
+        signature: Signature {
+            invariants: &["agent-view-converges", "port-status-converges"],
+            describe: "the master's watch canceller ended on an exception",
+            test: |e| e.contains("watch-canceller of"),
+        },
+        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (ConnectionTimeoutError after etcd_timeout, 60 s), an HTTP 500 (InternalServerError) or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream ends for any reason (etcd3gw's reader thread just stops, it puts nothing on the queue), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and while the host stays master no Felix report (agent-status watcher) or port status (endpoint-status watcher) reaches Neutron. The pinned seed's trigger is the etcd host dying while the write was in flight; upstream the elector's next refresh would often also fail there (a reset on its pooled connection) and give up mastership, which the model does not show (it keeps no connection state), so the likelier real trigger is a 500 or a timeout on the round-trip write followed later by an etcd restart.",
+        upstream: &[
+            calico(ETCDUTILS, "EtcdWatcher.start._cancel_watch_if_broken", "286-328"),
+            calico(ETCDV3, "Etcd3AuthClient.watch (iterator, cancel)", "561-623"),
+            calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "710-717"),
+        ],
+        fix: Some("calico-canceller-catches-all"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-port-status-stale-write",
+        system: "calico",
+        title: "Port statuses left stale across a mastership change are never corrected",
+        scenario: "calico-status-backlog",
+        seeds: &[5, 79],
+        signature: Signature {
+            invariants: &["port-status-converges"],
+            describe: "a diverged port was written last by a host that is not the master (and no watch canceller died)",
+            test: |e| {
+                e.contains("written last by a host that is not the master")
+                    && !e.contains("watch-canceller of")
+            },
+        },
+        summary: "The endpoint-status worker's port-status cache and queue live as long as the process, across mastership changes: losing mastership stops the watcher but not the 4 writer greenlets, which write the status the cache holds at write time without asking is_master(), and nothing clears the cache. Two ways follow, both seen: with a slow Neutron DB the former master's writers drain their backlog after another host won and write statuses older than the new master's; or a host that regains mastership replays its snapshot at low priority and skips every port whose status equals its stale cache, although another master changed Neutron meanwhile. Neutron applies the last write (ml2's update_port_status compares only with its own stored status), and the current master's cache holds the newer status, so nothing corrects the port until Felix next changes it.",
+        upstream: &[
+            calico(DRIVER, "CalicoMechanismDriver._init_start_endpoint_status_watcher", "655-675"),
+            calico(DRIVER, "CalicoMechanismDriver._loop_writing_port_statuses", "836-860"),
+            calico(DRIVER, "CalicoMechanismDriver._try_to_update_port_status", "862-884"),
+            calico(DRIVER, "CalicoMechanismDriver.on_port_status_changed", "782-817"),
+        ],
+        fix: Some("calico-port-status-recheck"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-double-compaction",
+        system: "calico",
+        title: "Two hosts compact in the same period during a handover",
+        scenario: "calico-swarm",
+        seeds: &[3603],
+        signature: Signature {
+            invariants: &["compaction-once-per-period"],
+            describe: "two compactions within one period",
+            test: |e| e.contains("after the previous compaction"),
+        },
+        summary: "The trigger key that limits compaction to one per period is read, then written after compacting, with no transaction, and the check runs long after its is_master(): in the pinned seed a former master passed is_master(), then its read of the trigger lease's TTL hung for etcd_timeout (60 s); the Etcd3Exception is taken for an expired lease (line 1466), so it compacted 26 ms after the new master had. Not harmless: the second compactor read the first one's last key, so it kept only the minimum 1,000 revisions instead of a period of history.",
+        upstream: &[
+            calico(DRIVER, "check_request_etcd_compaction", "1413-1607"),
+            calico(DRIVER, "write_compaction_keys", "1610-1624"),
+        ],
+        fix: Some("calico-compaction-claims-period"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-pause-acts-on-old-answer",
+        system: "calico",
+        title: "A long pause lets a watcher act on a pre-pause is_master() answer",
+        scenario: "calico-split-brain",
+        seeds: &[93],
+        signature: Signature {
+            invariants: &["master-only-work-legitimate"],
+            describe: "the acting host was paused and acted on a pre-pause answer",
+            test: |e| e.contains("acted on what is_master() told it before the pause"),
+        },
+        summary: "A host paused past the lease TTL resumed and dispatched watch events before its next is_master() poll, after another host won.",
+        upstream: &[
+            calico(ETCDUTILS, "EtcdWatcher.start", "336-344"),
+            calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "719-728"),
+        ],
+        fix: None,
+        shown_with: &[],
+        status: Status::Retired {
+            reason: "an artefact of the model: its watcher went on dispatching events for up to 3.3 s after its poll saw the loss, and madsim runs a resumed node's ready tasks in random order. Upstream's EtcdWatcher returns at the first event that finds _stopped set (etcdutils.py 342), and eventlet fires the overdue 5 s poll timer before the watcher greenlet gets an event that arrived during the pause (eventlet hub.py 345-364, queue.py 386-388 at c8f903a3). With both modelled, calico-split-brain passes 2,000 seeds and its old fix (calico-recheck-before-act) is gone.",
+        },
+    },
+    Finding {
+        id: "calico-dead-status-watcher-never-replaced",
+        system: "calico",
+        title: "A silently dead status watcher is never replaced",
+        scenario: "calico-swarm",
+        seeds: &[283],
+        signature: Signature {
+            invariants: &["agent-view-converges"],
+            describe: "the master's status watcher is silently dead",
+            test: |e| e.contains("silently dead tasks on"),
+        },
+        summary: "The model ran the master-only loop and the watcher as one task, so any death of either stopped status forwarding for good.",
+        upstream: &[calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "704-717")],
+        fix: Some("calico-watchdog"),
+        shown_with: &[],
+        status: Status::Retired {
+            reason: "narrowed: upstream runs the watcher in its own greenlet and watch_status_updates replaces it at its next poll when it died (mech_calico.py 710), so the death of the watcher itself is repaired within 10 s. What remains real is the death of the loop (calico-dead-status-loop-never-replaced, calico-dead-status-loop-keeps-watching) and a watcher blocked forever (calico-watch-canceller-dies).",
+        },
+    },
+];

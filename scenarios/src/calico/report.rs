@@ -1,0 +1,100 @@
+//! What a Calico run adds to its report: who believes it is master (the stamp) and who holds the
+//! election key, stale-status warnings, and the headline measure, the longest overlap of two hosts
+//! doing master-only work (acting intervals as the monitor counts them).
+
+use super::monitor::ACTING_GAP_US;
+use reports::{ReportLens, Rows};
+use sim::event::{Event, Record};
+use std::collections::BTreeMap;
+
+/// The Calico lens.
+pub struct CalicoLens {
+    election_key: String,
+    holder: Option<String>,
+    /// Host -> (start, last) of its current acting interval (s).
+    acting: BTreeMap<String, (f64, f64)>,
+    overlap: f64,
+}
+
+impl Default for CalicoLens {
+    fn default() -> Self {
+        CalicoLens {
+            election_key: model::calico::Config::default().election_key(),
+            holder: None,
+            acting: BTreeMap::new(),
+            overlap: 0.0,
+        }
+    }
+}
+
+impl CalicoLens {
+    fn set_holder(&mut self, host: Option<String>, label: &str, t: f64, rows: &mut Rows) {
+        if self.holder == host {
+            return;
+        }
+        if let Some(r) = self.holder.take().and_then(|h| rows.get(&h)) {
+            r.end("holder", t);
+        }
+        if let Some(r) = host.as_deref().and_then(|h| rows.get(h)) {
+            r.start("holder", "holder", t, label);
+        }
+        self.holder = host;
+    }
+
+    fn master_only(&mut self, node: &str, t: f64) {
+        let gap = ACTING_GAP_US as f64 / 1e6;
+        let e = self.acting.entry(node.to_string()).or_insert((t, t));
+        if t - e.1 > gap {
+            *e = (t, t);
+        } else {
+            e.1 = t;
+        }
+        let (s0, _) = *e;
+        for (other, (s1, l1)) in &self.acting {
+            if other != node && t - l1 <= gap {
+                self.overlap = self.overlap.max(t.min(*l1) - s0.max(*s1));
+            }
+        }
+    }
+}
+
+impl ReportLens for CalicoLens {
+    fn observe(&mut self, rec: &Record, node: &str, t: f64, rows: &mut Rows) {
+        match &rec.event {
+            Event::CalicoStamp { stamp_us } => {
+                let Some(row) = rows.get(node) else { return };
+                if *stamp_us != 0 {
+                    row.start("master", "master", t, "believes it is master");
+                } else {
+                    row.end("master", t);
+                }
+            }
+            Event::CalicoStaleWarning { host, lag_ms, .. } => {
+                if let Some(row) = rows.get(node) {
+                    row.mark(
+                        "warning",
+                        t,
+                        format!("stale report from {host}, {} s old", lag_ms / 1000),
+                    );
+                }
+            }
+            Event::CalicoMasterOnly { .. } => self.master_only(node, t),
+            Event::EtcdPut { key, value, .. } if **key == *self.election_key => {
+                let host = value.split(':').next().unwrap_or("").to_string();
+                let label = format!("holds the election key ({value})");
+                self.set_holder(Some(host), &label, t, rows);
+            }
+            Event::EtcdDelete { key, .. } if **key == *self.election_key => {
+                self.set_holder(None, "", t, rows)
+            }
+            _ => {}
+        }
+    }
+
+    fn headline(&mut self, _end: f64) -> (String, Option<f64>) {
+        (
+            "longest overlap of two hosts doing master-only work".into(),
+            Some(self.overlap),
+        )
+    }
+}

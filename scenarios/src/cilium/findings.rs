@@ -1,0 +1,275 @@
+//! Cilium's findings: violations of the default (upstream) logic, with the upstream code that
+//! produces each, and the retired ones with their reasons.
+
+use crate::findings::{Citation, Finding, Signature, Status};
+
+const CILIUM: &str = "cilium/cilium";
+const CILIUM_COMMIT: &str = "ed90dd5ea4c754a04a8135c6bb9c8afe29b75811";
+
+const fn cilium(path: &'static str, function: &'static str, lines: &'static str) -> Citation {
+    Citation {
+        repo: CILIUM,
+        path,
+        function,
+        lines,
+        commit: CILIUM_COMMIT,
+    }
+}
+
+/// Every Cilium finding, active or retired.
+pub static FINDINGS: &[Finding] = &[
+    Finding {
+        id: "cilium-handover-erases-release",
+        system: "cilium",
+        title: "An operator that did not make an unassign erases the entry that protects the IP",
+        scenario: "cilium-swarm",
+        seeds: &[2706, 6143],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool"],
+            describe: "the erasing status write is another operator's than the unassign",
+            test: |e| erased_by_other_operator(e) == Some(true),
+        },
+        summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
+        upstream: &[
+            cilium("operator/cmd/root.go", "runOperator: WithLeaderLifecycle (IPAM is leader-only)", "193-258"),
+            cilium("operator/cmd/root.go", "legacyOnLeader.onStart (node manager, CiliumNode informer)", "526-581"),
+        ],
+        fix: None,
+        shown_with: &[],
+        status: Status::Retired {
+            reason: "built on the injected 'standby believes it leads' fault, which upstream has no counterpart for: a non-leader cilium-operator runs no IPAM at all (operator/cmd/root.go 193-258, 526-581 at ed90dd5). Operators now elect through a client-go Lease; the real successor of this finding, a new leader rebuilding release-ips from nothing, is cilium-new-leader-wipes-release-ips. Re-run at the previous model (commit 8d50fd0), every failure left with both old Cilium fixes on (cilium-split-brain seeds 1281, 2331, 2631, 4856, 1001114, 1001781; cilium-swarm 473, 3964, 1004567) had that fault active when it failed: operator and operator-2 acting together by fiat for 50 to 270 s, which client-go's election never allows (its overlaps last until a deposed leader's renew round fails, plus the graceful shutdown's linger: cilium-lingering-leader-acts, cilium-paused-leader-acts). The rebuilt scenarios draw different worlds from those seeds, and none of them fails now.",
+        },
+    },
+    Finding {
+        id: "cilium-handover-releases-in-use",
+        system: "cilium",
+        title: "An operator unassigns an IP a pod uses, deciding from an old status",
+        scenario: "cilium-split-brain",
+        seeds: &[2233],
+        signature: Signature {
+            invariants: &["no-release-in-use"],
+            describe: "the operator decided from a status whose used IPs lacked the IP",
+            test: |e| e.contains("whose used IPs did not include"),
+        },
+        summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
+        upstream: &[
+            cilium("operator/cmd/root.go", "runOperator: WithLeaderLifecycle (IPAM is leader-only)", "193-258"),
+            cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "package doc (no fencing)", "17-20"),
+        ],
+        fix: None,
+        shown_with: &[],
+        status: Status::Retired {
+            reason: "built on the injected 'standby believes it leads' fault (no upstream counterpart, see cilium-handover-erases-release); seed 2233 no longer fails. Releases of an IP in use that remain come from an agent restart (cilium-restart-acks-in-use) or from a deposed leader acting on its stale cache (cilium-lingering-leader-acts, cilium-paused-leader-acts).",
+        },
+    },
+    Finding {
+        id: "cilium-unknown-unassign-aborted",
+        system: "cilium",
+        title: "An unassign whose answer is lost is later aborted, and the agent hands out the IP",
+        scenario: "cilium-swarm",
+        seeds: &[8485],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool"],
+            describe: "the unassigning operator itself, still the leader, erased an entry that was not 'released'",
+            test: |e| {
+                erased_by_other_operator(e) == Some(false)
+                    && !e.contains("'released' entry")
+                    && !e.contains("was deposed")
+            },
+        },
+        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths.)",
+        upstream: &[
+            cilium("pkg/ipam/node.go", "Node.handleIPRelease (error keeps the state)", "863-895"),
+            cilium("pkg/ipam/node.go", "Node.handleIPRelease (not in the list: state deleted)", "826-832"),
+            cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
+        ],
+        fix: Some("cilium-hold-unknown-release"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-lingering-leader-acts",
+        system: "cilium",
+        title: "A deposed operator, lingering in its graceful shutdown, acts on IPs beside the new leader",
+        scenario: "cilium-split-brain",
+        seeds: &[73, 4514],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool", "no-release-in-use"],
+            describe: "the unassigning operator's leadership had ended and it was lingering in its graceful shutdown",
+            test: |e| e.contains("was lingering in its graceful shutdown"),
+        },
+        summary: "The leader's renewals fail (its API answers are slow, or it was paused), another operator takes the Lease and starts IPAM from empty memory. The old leader's OnStoppedLeading starts a graceful hive shutdown: its IPAM goroutines run on until the stop hooks reach legacy.onStop. In that time it unassigns an IP on an agent's ready-for-release it still holds, while the new leader, from its own cloud cache, has already wiped or aborted that entry and still lists the IP in the pool, so the agent hands the IP, gone from the cloud, to a pod (or the old leader unassigns an IP a pod has just been given).",
+        upstream: &[
+            cilium("operator/cmd/root.go", "runOperator: OnStoppedLeading (graceful shutdown)", "454-458"),
+            cilium("operator/cmd/root.go", "legacyOnLeader.onStop (IPAM context cancelled last)", "515-522"),
+            cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "LeaderElector.Run / renew", "204-293"),
+        ],
+        fix: Some("cilium-exit-on-lost-lead"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-paused-leader-acts",
+        system: "cilium",
+        title: "A paused operator resumes and unassigns an IP a pod uses, beside the new leader",
+        scenario: "cilium-split-brain",
+        seeds: &[29],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool", "no-release-in-use"],
+            describe: "the unassigning operator was deposed but had not yet seen it (no graceful shutdown involved)",
+            test: |e| e.contains("was deposed:"),
+        },
+        summary: "The leader is paused (VM freeze, GC) past the lease duration; another operator takes the Lease, starts from empty memory and wipes release-ips, and the agent hands a formerly ready-for-release IP to a pod. The old leader resumes inside a renew round that has not yet failed (client-go gives it until the round's deadline) and, from its informer copy, unassigns the IP on the agent's old ready-for-release. Cloud calls carry no token, so nothing stops it: client-go states that its leader election gives no fencing.",
+        upstream: &[
+            cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "package doc (no fencing); renew", "17-20, 267-293"),
+            cilium("pkg/ipam/node.go", "Node.handleIPRelease / handleIPReleaseResponse", "758-776, 797-898"),
+            cilium("pkg/aws/ec2/ec2.go", "Client.UnassignPrivateIpAddresses", "708-719"),
+        ],
+        fix: Some("cilium-fence-cloud"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-restart-acks-in-use",
+        system: "cilium",
+        title: "A restarted agent answers ready-for-release for an IP a pod still uses",
+        scenario: "cilium-silent-task-death",
+        seeds: &[1068, 1495],
+        signature: Signature {
+            invariants: &["no-release-in-use"],
+            describe: "the status the operator decided from was written by a restarted agent, and the operator still led",
+            test: |e| restarted_writer(e) && !e.contains("was deposed"),
+        },
+        summary: "A pod gets IP X; before the agent's rate-limited status write (15 s, or never while its status writer is dead) reports X as used, the operator marks X, and the agent is restarted. The restarted agent's endpoint restore cannot take X back because X is marked for release, so the pod keeps X while the agent no longer counts it; on the next CiliumNode event the agent answers ready-for-release, and the operator unassigns X under the pod. Restore also runs after IPAM has started, so an answer can come before restore at all.",
+        upstream: &[
+            cilium("pkg/ipam/crd.go", "nodeStore.updateLocalNodeResource", "338-449"),
+            cilium("pkg/ipam/crd.go", "nodeStore.allocate / isIPInReleaseHandshake", "510-545"),
+            cilium("daemon/cmd/daemon.go", "newDaemon (startIPAM, restoreOldEndpoints)", "764-821"),
+            cilium("daemon/cmd/state.go", "restoreOldEndpoints / AllocateIPWithoutSyncUpstream", "106-109, 363-381"),
+        ],
+        fix: Some("cilium-restore-before-ack"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-released-state-dropped",
+        system: "cilium",
+        title: "The operator drops its own released entry while the spec still lists the IP",
+        scenario: "cilium-clock-skew",
+        seeds: &[4579, 8348],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool"],
+            describe: "the unassigning operator itself, still the leader, erased the released entry",
+            test: |e| {
+                erased_by_other_operator(e) == Some(false)
+                    && e.contains("'released' entry")
+                    && !e.contains("was deposed")
+            },
+        },
+        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.)",
+        upstream: &[
+            cilium("pkg/ipam/node.go", "Node.handleIPRelease", "797-898"),
+            cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
+            cilium("pkg/aws/eni/node.go", "Node.PrepareIPRelease", "131-198"),
+            cilium("pkg/ipam/crd.go", "nodeStore.updateLocalNodeResource", "363-444"),
+        ],
+        fix: Some("cilium-keep-released"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-new-leader-wipes-release-ips",
+        system: "cilium",
+        title: "A new operator leader wipes release-ips while the spec still lists released IPs",
+        scenario: "cilium-swarm",
+        seeds: &[1647, 2320],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool"],
+            describe: "another operator process than the unassigning one erased the entry, and the unassigning one still led when it acted",
+            test: |e| erased_by_other_operator(e) == Some(true) && !e.contains("was deposed"),
+        },
+        summary: "The leader unassigns X, then dies or loses the lease before the status write that says 'released' or the spec write that removes X from the pool. The new leader starts with empty handshake state; its first status write rebuilds release-ips from that empty state, dropping X's entry, and goes before its spec write. In between (or until the next sync if the spec write fails), the agent sees X in its pool with no entry and hands it to a pod, though the cloud no longer holds it.",
+        upstream: &[
+            cilium("pkg/ipam/node.go", "Node.PopulateIPReleaseStatus", "1013-1031"),
+            cilium("pkg/ipam/node_manager.go", "NodeManager.Upsert", "284-387"),
+            cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
+            cilium("operator/cmd/root.go", "runOperator (leader-only IPAM)", "437-470, 526-581"),
+        ],
+        fix: Some("cilium-adopt-release-ips"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-reissued-ip-stuck-released",
+        system: "cilium",
+        title: "An IP the cloud gives back to the same node stays 'released' and is never used (issue #39981)",
+        scenario: "cilium-clock-skew",
+        seeds: &[5198, 7638],
+        signature: Signature {
+            invariants: &["released-entries-clear"],
+            describe: "a released entry remains for an IP the cloud gave back to the same node",
+            test: |e| e.contains("released entries remain"),
+        },
+        summary: "The operator releases X and writes 'released'; the cloud (which picks any free address of the subnet) gives X back to the same node before the agent saw X leave its pool. The agent deletes a released entry only once the IP is out of the pool, the operator keeps writing its local 'released', and the agent never hands out an IP in a released state: X is lost to the node for good. Upstream issue #39981 (v1.17); fixed in newer operators by dropping a released entry whose IP is in the spec pool (--fix cilium-readd-released-ip, which has its own hazard: cilium-readd-drops-fresh-release).",
+        upstream: &[
+            cilium("pkg/ipam/node.go", "Node.abortNoLongerExcessIPs / removeStaleReleaseIPs", "720-755"),
+            cilium("pkg/ipam/crd.go", "nodeStore.updateLocalNodeResource (released: deleted only once out of the pool)", "371-375"),
+            cilium("pkg/ipam/crd.go", "isIPInReleaseHandshake", "535-545"),
+        ],
+        fix: Some("cilium-readd-released-ip"),
+        shown_with: &[],
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-readd-drops-fresh-release",
+        system: "cilium",
+        title: "Newer upstream's #39981 clean-up drops a fresh 'released' entry while the spec still lists the IP",
+        scenario: "cilium-clock-skew",
+        seeds: &[3930],
+        signature: Signature {
+            invariants: &["agent-allocates-from-pool"],
+            describe: "the unassigning operator itself, still the leader, erased the released entry",
+            test: |e| {
+                erased_by_other_operator(e) == Some(false)
+                    && e.contains("'released' entry")
+                    && !e.contains("was deposed")
+            },
+        },
+        summary: "With newer upstream's fix for #39981, abortNoLongerExcessIPs drops a 'released' entry whose IP is in the observed CiliumNode's spec pool. But right after a release the spec still lists the IP: the operator writes the spec from its cloud cache, which keeps the IP until the instance sync. So the first pass after the release in which the IP is not on the release list drops the fresh 'released' entry; the status write that omits it goes before the spec write that removes the IP, and in between the agent hands the IP, gone from the cloud, to a pod. Shown with --fix cilium-readd-released-ip (the newer behaviour); checking the cloud, not the spec, after a describe that started after the release closes it.",
+        upstream: &[
+            Citation {
+                repo: CILIUM,
+                path: "operator/pkg/ipam/nodemanager/node.go",
+                function: "Node.abortNoLongerExcessIPs (the #39981 branch)",
+                lines: "function only",
+                commit: "35b06d5aefdf",
+            },
+            cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
+        ],
+        fix: Some("cilium-readd-after-resync"),
+        shown_with: &["cilium-readd-released-ip"],
+        status: Status::Active,
+    },
+];
+
+/// In an `agent-allocates-from-pool` sentence: whether the operator whose status write removed the
+/// entry differs from the one that unassigned the IP (None: the sentence says neither).
+fn erased_by_other_operator(e: &str) -> Option<bool> {
+    let unassigner = e.split(" having unassigned").next()?.rsplit(", ").next()?;
+    let eraser = e
+        .split("removed from release-ips by ")
+        .nth(1)?
+        .split("'s ")
+        .next()?;
+    Some(unassigner != eraser)
+}
+
+/// In a `no-release-in-use` sentence: whether the agent that wrote the status the operator
+/// decided from is a restarted one (not its first process, pid 1001).
+fn restarted_writer(e: &str) -> bool {
+    e.split("written by ")
+        .nth(1)
+        .and_then(|w| w.split(' ').next())
+        .and_then(|w| w.rsplit(':').next())
+        .is_some_and(|pid| pid != "1001")
+}

@@ -1,0 +1,259 @@
+//! The command line's arguments: one struct per command, and the groups they share.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "faultline",
+    version,
+    about = "Deterministic simulation testing of cluster-coordination logic"
+)]
+pub(super) struct Cli {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+/// The commands.
+#[derive(Subcommand)]
+pub(super) enum Cmd {
+    /// List the scenarios, one a line.
+    List(ListArgs),
+    /// List the bug and fix switches, with the scenario that finds each.
+    Bugs(BugsArgs),
+    /// List the findings (violations of upstream logic), active and retired, with the upstream code
+    /// that produces each.
+    Findings(FindingsArgs),
+    /// Run one seed of a scenario.
+    Run(RunArgs),
+    /// Run many seeds in parallel; stop at the first failure unless --keep-going.
+    Explore(ExploreArgs),
+    /// Merge the `--json` outputs of sharded explorations (files holding each one's output).
+    Merge(MergeArgs),
+    /// Print the trace hash of a trace file written by `run --trace` or `replay --trace`.
+    HashTrace(HashTraceArgs),
+    /// Shrink a failure file to a smaller schedule that still violates the same invariant.
+    Shrink(ShrinkArgs),
+    /// Re-run a failure file; it must reproduce the same violation at the same event with the same trace hash.
+    Replay(ReplayArgs),
+    /// Run seeds twice (one thread, then all cores) and compare trace hashes.
+    CheckDeterminism(CheckDeterminismArgs),
+    /// Write a report (index.html, summary.md, report.json) of one seed, many seeds, or a replay file.
+    Report(ReportArgs),
+    /// For every bug switch: seeds and wall time to the first failure (one core) over several
+    /// starting seeds, and the size of the shrunk schedule; medians in a table.
+    Measure(MeasureArgs),
+    /// Measure each scenario's speed, memory and cost against raw madsim.
+    ///
+    /// Seeds per second per core, simulated-time speedup, events per second, peak memory, `--jobs`
+    /// scaling, and the time ratio to two raw-madsim programs with the run's nodes, timers and
+    /// messages: `baseline_ratio` (messages handed over in memory) and `baseline_net_ratio`
+    /// (messages sent over madsim's network).
+    Bench(BenchArgs),
+}
+
+/// `--bug` and `--fix`, shared by every command that runs seeds.
+#[derive(Args, Debug, Default)]
+pub struct SwitchArgs {
+    /// Restore a historic bug (repeatable).
+    #[arg(long = "bug")]
+    pub bugs: Vec<String>,
+    /// Apply a fix (repeatable).
+    #[arg(long = "fix")]
+    pub fixes: Vec<String>,
+}
+
+/// List the scenarios, one a line.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// List the bug and fix switches, with the scenario that finds each.
+#[derive(Args, Debug)]
+pub struct BugsArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// List the findings (violations of upstream logic), active and retired, with the upstream code
+/// that produces each.
+#[derive(Args, Debug)]
+pub struct FindingsArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// Print docs/findings.md's findings section (generated from the catalog).
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+}
+
+/// Run one seed of a scenario.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    pub scenario: String,
+    /// Seed (decimal or 0x-hex).
+    #[arg(long)]
+    pub seed: String,
+    #[command(flatten)]
+    pub switches: SwitchArgs,
+    /// Write the JSON-lines trace to this file.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run many seeds in parallel; stop at the first failure unless --keep-going.
+#[derive(Args, Debug)]
+pub struct ExploreArgs {
+    pub scenario: String,
+    /// How many seeds.
+    #[arg(long, default_value = "1000")]
+    pub seeds: String,
+    /// First seed.
+    #[arg(long, default_value = "0")]
+    pub from: String,
+    #[command(flatten)]
+    pub switches: SwitchArgs,
+    /// Worker threads (default: the number of cores).
+    #[arg(long, value_parser = at_least_one)]
+    pub jobs: Option<usize>,
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Where failure (replay) files are written.
+    #[arg(long, default_value = "target/faultline-failures")]
+    pub out: PathBuf,
+    /// Do not shrink the first failure.
+    #[arg(long)]
+    pub no_shrink: bool,
+    /// Explore only shard K of N (e.g. 2/8): N machines cover the seeds with disjoint shards;
+    /// merge their `--json` outputs with `faultline merge`.
+    #[arg(long)]
+    pub shard: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Merge the `--json` outputs of sharded explorations (files holding each one's output).
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    pub files: Vec<PathBuf>,
+}
+
+/// Print the trace hash of a trace file written by `run --trace` or `replay --trace`.
+#[derive(Args, Debug)]
+pub struct HashTraceArgs {
+    pub file: PathBuf,
+}
+
+/// Shrink a failure file to a smaller schedule that still violates the same invariant.
+#[derive(Args, Debug)]
+pub struct ShrinkArgs {
+    pub file: PathBuf,
+    /// Where to write the shrunk replay file (default: FILE with `.shrunk.json`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Worker threads (default: the number of cores); the result does not depend on it.
+    #[arg(long, value_parser = at_least_one)]
+    pub jobs: Option<usize>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Re-run a failure file; it must reproduce the same violation at the same event with the same trace hash.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    pub file: PathBuf,
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run seeds twice (one thread, then all cores) and compare trace hashes.
+#[derive(Args, Debug)]
+pub struct CheckDeterminismArgs {
+    pub scenario: String,
+    #[arg(long, default_value = "20")]
+    pub seeds: String,
+    #[arg(long, default_value = "0")]
+    pub from: String,
+    #[command(flatten)]
+    pub switches: SwitchArgs,
+    /// Accepted for the one CLI contract: the output always ends with one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Write a report (index.html, summary.md, report.json) of one seed, many seeds, or a replay file.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The scenario (not with --replay).
+    pub scenario: Option<String>,
+    /// Report this seed.
+    #[arg(long)]
+    pub seed: Option<String>,
+    /// Report the distribution over this many seeds (from --from).
+    #[arg(long)]
+    pub seeds: Option<String>,
+    #[arg(long, default_value = "0")]
+    pub from: String,
+    #[command(flatten)]
+    pub switches: SwitchArgs,
+    /// Report the run of a replay file.
+    #[arg(long)]
+    pub replay: Option<PathBuf>,
+    /// Output directory (default: target/faultline-reports/<scenario>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// For every bug switch: seeds and wall time to the first failure (one core) over several
+/// starting seeds, and the size of the shrunk schedule; medians in a table.
+#[derive(Args, Debug)]
+pub struct MeasureArgs {
+    /// How many starting seeds per bug.
+    #[arg(long, default_value = "10")]
+    pub starts: String,
+    /// Seed budget per start.
+    #[arg(long, default_value = "1000")]
+    pub seeds: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Measure each scenario's speed, memory and cost against raw madsim.
+///
+/// Seeds per second per core, simulated-time speedup, events per second, peak memory, `--jobs`
+/// scaling, and the time ratio to two raw-madsim programs with the run's nodes, timers and
+/// messages: `baseline_ratio` (messages handed over in memory) and `baseline_net_ratio`
+/// (messages sent over madsim's network).
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    pub scenarios: Vec<String>,
+    /// Seeds per measurement.
+    #[arg(long, default_value = "200")]
+    pub seeds: String,
+    /// Take each measurement this many times (interleaved) and keep the fastest.
+    #[arg(long, default_value = "1")]
+    pub repeat: String,
+    /// Instead: how cost grows with nodes (3, 5, 9 hosts) and time (10, 60 simulated minutes)
+    /// on calico-split-brain.
+    #[arg(long)]
+    pub growth: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--jobs`: a whole number of at least 1.
+pub(super) fn at_least_one(v: &str) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{v}' is not a number of worker threads (1 or more)"
+        )),
+    }
+}

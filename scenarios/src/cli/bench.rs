@@ -1,0 +1,171 @@
+//! `bench` and `measure`: speed per scenario, cost growth, and how fast each bug is found.
+
+use crate::bench::cores;
+use crate::explore::BadInput;
+use crate::explore::{explore, ExploreConfig};
+use crate::system::Registry;
+use crate::system::Scenario;
+use crate::RunSpec;
+use serde_json::json;
+use std::time::Instant;
+
+pub(super) fn bench(
+    reg: &'static Registry,
+    names: &[String],
+    seeds: u64,
+    repeat: u32,
+    json: bool,
+) -> Result<u8, BadInput> {
+    let list: Vec<&'static Scenario> = if names.is_empty() {
+        reg.scenarios().iter().collect()
+    } else {
+        names
+            .iter()
+            .map(|n| reg.scenario(n))
+            .collect::<Result<_, _>>()?
+    };
+    let jobs = cores();
+    let mut rows = Vec::new();
+    let mut scaling = Vec::new();
+    for sc in list {
+        let row = crate::bench::bench_scenario(sc, seeds, jobs, repeat);
+        if !json {
+            println!("{}", row.line());
+        }
+        scaling.push(row.jobs_speedup);
+        rows.push(row.json());
+    }
+    let mean_scaling = scaling.iter().sum::<f64>() / scaling.len().max(1) as f64;
+    println!(
+        "{}",
+        json!({"scenarios": rows, "jobs_scaling": mean_scaling, "jobs": jobs})
+    );
+    Ok(0)
+}
+
+pub(super) fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub(super) fn measure(
+    reg: &'static Registry,
+    starts: u64,
+    seeds: u64,
+    json: bool,
+) -> Result<u8, BadInput> {
+    let mut rows = Vec::new();
+    if !json {
+        println!(
+            "{:<32} {:<26} {:>7} {:>9} {:>8} {:>7}",
+            "bug", "scenario", "found", "seeds", "seconds", "shrunk"
+        );
+    }
+    for sw in reg
+        .switches()
+        .filter(|s| s.kind == crate::scenario::SwitchKind::Bug)
+    {
+        let sc = reg.scenario(sw.scenario)?;
+        let (mut n_seeds, mut secs, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+        let mut found = 0;
+        for k in 0..starts {
+            let from = k * 1_000_003;
+            let cfg = ExploreConfig {
+                scenario: sc,
+                from,
+                seeds,
+                bugs: vec![sw.name.into()],
+                fixes: vec![],
+                jobs: 1,
+                keep_going: false,
+                out_dir: None,
+                shard: None,
+            };
+            let t0 = Instant::now();
+            let s = explore(&cfg, |_| {})?;
+            let wall = t0.elapsed().as_secs_f64();
+            if let Some(f) = s.failures.first() {
+                found += 1;
+                n_seeds.push((f.spec.seed - from + 1) as f64);
+                secs.push(wall);
+                sizes.push(crate::shrink::shrink(&f.spec, &f.outcome, cores()).after_faults as f64);
+            }
+        }
+        let (ms, mw, mz) = (median(&mut n_seeds), median(&mut secs), median(&mut sizes));
+        let small = sizes.iter().filter(|z| **z <= 5.0).count();
+        if !json {
+            println!(
+                "{:<32} {:<26} {:>4}/{:<2} {:>9.1} {:>8.3} {:>7.1}",
+                sw.name, sc.name, found, starts, ms, mw, mz
+            );
+        }
+        rows.push(json!({"bug": sw.name, "scenario": sc.name, "found": found, "starts": starts, "median_seeds": ms, "median_seconds": mw, "median_shrunk_faults": mz, "shrunk_at_most_5": small}));
+    }
+    println!("{}", json!({ "bugs": rows }));
+    Ok(0)
+}
+
+/// Cost against nodes and simulated time: calico-split-brain with 3, 5 and 9 hosts, over 10 and 60
+/// simulated minutes of fault window (the seeds' faults fall in the first 10), one core.
+pub(super) fn growth(reg: &'static Registry, seeds: u64, json: bool) -> Result<u8, BadInput> {
+    let sc = reg.scenario("calico-split-brain")?;
+    let mut rows = Vec::new();
+    for hosts in [3u32, 5, 9] {
+        for minutes in [10u64, 60] {
+            let specs: Vec<RunSpec> = (0..seeds)
+                .map(|i| {
+                    let mut spec = RunSpec::from_seed(sc, 2_000_000 + i, &[], &[]);
+                    spec.options = sc
+                        .with_nodes(&spec.options, hosts)
+                        .expect("calico options resize");
+                    spec.schedule.retain(|f| {
+                        f.kind.nodes().iter().all(|n| {
+                            !n.starts_with('h') || n[1..].parse::<u32>().is_ok_and(|k| k <= hosts)
+                        })
+                    });
+                    spec.fault_window_ms = Some(minutes * 60_000);
+                    spec
+                })
+                .collect();
+            let specs = std::sync::Arc::new(specs);
+            let totals = std::sync::Arc::new(std::sync::Mutex::new((0u64, 0u64)));
+            let (s2, t2) = (specs.clone(), totals.clone());
+            let t0 = Instant::now();
+            sim::runtime::pool(
+                seeds as usize,
+                1,
+                std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+                move |i| s2[i].run(),
+                move |_, r| {
+                    if let Ok(o) = r {
+                        let mut t = t2.lock().unwrap();
+                        t.0 += o.events;
+                        t.1 += o.sim_time_ms;
+                    }
+                },
+            );
+            let wall = t0.elapsed().as_secs_f64();
+            let (events, sim_ms) = *totals.lock().unwrap();
+            let ms_per_seed = wall * 1000.0 / seeds as f64;
+            let us_per_event = wall * 1e6 / events.max(1) as f64;
+            if !json {
+                println!(
+                    "{hosts} hosts, {minutes:>2} min: {ms_per_seed:>7.2} ms/seed {:>8.0} events/seed {us_per_event:>6.2} us/event {:>8.0}x real time",
+                    events as f64 / seeds as f64,
+                    sim_ms as f64 / 1000.0 / wall
+                );
+            }
+            rows.push(json!({"hosts": hosts, "minutes": minutes, "ms_per_seed": ms_per_seed, "events_per_seed": events as f64 / seeds as f64, "us_per_event": us_per_event}));
+        }
+    }
+    println!("{}", json!({ "growth": rows }));
+    Ok(0)
+}

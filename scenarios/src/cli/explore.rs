@@ -1,0 +1,231 @@
+//! `explore` and `shrink`: many seeds, and the smallest story of a failure.
+
+use super::args::*;
+use super::count;
+use super::run::{check_writable, print_options, print_schedule, print_spec, print_violation};
+use crate::bench::cores;
+use crate::explore::{check_switches, BadInput};
+use crate::explore::{explore, parse_seed, run_spec, ExploreConfig, ReplayFile};
+use crate::system::Registry;
+use crate::RunSpec;
+use serde_json::json;
+use sim::Outcome;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// `faultline explore`.
+pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, BadInput> {
+    let ExploreArgs {
+        scenario,
+        seeds,
+        from,
+        switches: SwitchArgs { bugs, fixes },
+        jobs,
+        keep_going,
+        out,
+        no_shrink,
+        shard,
+        json,
+    } = a;
+    let sc = reg.scenario(&scenario)?;
+    let seeds = count(&seeds, "seed count")?;
+    let from = parse_seed(&from)?;
+    check_switches(reg, sc, &bugs, &fixes)?;
+    let jobs = jobs.unwrap_or_else(cores).max(1);
+    let cfg = ExploreConfig {
+        scenario: sc,
+        from,
+        seeds,
+        bugs: bugs.clone(),
+        fixes: fixes.clone(),
+        jobs,
+        keep_going,
+        out_dir: Some(out.clone()),
+        shard: shard.as_deref().map(parse_shard).transpose()?,
+    };
+    let bar = (!json && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(seeds);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {pos}/{len} seeds [{elapsed_precise}] {wide_bar} {per_sec} eta {eta}",
+            )
+            .unwrap(),
+        );
+        b
+    });
+    let b2 = bar.clone();
+    let t0 = Instant::now();
+    let summary = explore(&cfg, move |done| {
+        if let Some(b) = &b2 {
+            b.set_position(done);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let wall_ms = t0.elapsed().as_millis() as u64;
+    for e in &summary.write_errors {
+        eprintln!("faultline: {e}");
+    }
+    let wall_s = (wall_ms.max(1)) as f64 / 1000.0;
+    let first = summary.failures.first();
+    if !json {
+        println!(
+            "{}: {} seeds from {} in {:.2} s ({:.0} seeds/s, {:.0}x real time), {} failure(s)",
+            sc.name,
+            summary.seeds_run,
+            from,
+            wall_s,
+            summary.seeds_run as f64 / wall_s,
+            summary.sim_time_ms as f64 / 1000.0 / wall_s,
+            summary.failures.len()
+        );
+        println!("coverage:");
+        for (p, n) in &summary.coverage {
+            println!("  {:<34} {} seeds", p, n);
+        }
+        for f in &summary.failures {
+            let cmd = match &f.file {
+                Some(p) => format!("{} replay {}", reg.command(), p.display()),
+                None => f.spec.command(),
+            };
+            println!();
+            print_options(&f.spec);
+            print_violation(
+                reg,
+                f.spec.scenario.name,
+                f.outcome.violation.as_ref().unwrap(),
+                f.spec.seed,
+                &cmd,
+            );
+        }
+    }
+    // Shrink the first failure (deterministically) so the user gets the smallest story.
+    let shrunk = match (first, no_shrink) {
+        (Some(f), false) => {
+            let path = out.join(format!(
+                "{}-{}-shrunk.json",
+                f.spec.scenario.name, f.spec.seed
+            ));
+            let s = shrink_to_file(&f.spec, &f.outcome, jobs, &path)?;
+            if !json {
+                println!();
+                println!(
+                    "shrunk seed {}: {} -> {} faults ({} runs):",
+                    f.spec.seed, s.before_faults, s.after_faults, s.runs
+                );
+                print_schedule(&s.spec);
+                let v = s.outcome.violation.as_ref().unwrap();
+                println!("  {}", v.explanation);
+                if let Some(f) = reg.finding_for(f.spec.scenario.name, v) {
+                    println!("  known finding: {}", f.id);
+                }
+                println!("  replay: {} replay {}", reg.command(), path.display());
+            }
+            Some((path, s.after_faults))
+        }
+        _ => None,
+    };
+    println!(
+        "{}",
+        json!({
+            "scenario": sc.name, "bugs": bugs, "fixes": fixes,
+            "seeds_run": summary.seeds_run,
+            "failures": summary.failures.len(),
+            "first_failure": first.map(|f| { let v = f.outcome.violation.as_ref().unwrap(); json!({"seed": f.spec.seed, "invariant": v.invariant, "sim_time_ms": v.sim_time_ms}) }),
+            "wall_ms": wall_ms,
+            "seeds_per_sec": summary.seeds_run as f64 / wall_s,
+            "sim_speedup": summary.sim_time_ms as f64 / 1000.0 / wall_s,
+            "failure_file": first.and_then(|f| f.file.as_ref().map(|p| p.display().to_string())),
+            "shrunk_file": shrunk.as_ref().map(|(p, _)| p.display().to_string()),
+            "shard": cfg.shard.map(|(k, n)| format!("{k}/{n}")),
+            "shrunk_faults": shrunk.as_ref().map(|(_, n)| *n),
+        })
+    );
+    Ok(if summary.failures.is_empty() { 0 } else { 1 })
+}
+
+/// `faultline shrink`.
+pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<u8, BadInput> {
+    let ShrinkArgs {
+        file,
+        out,
+        jobs,
+        json,
+    } = a;
+    let replay = ReplayFile::load(&file)?;
+    let spec = replay.spec(reg)?;
+    let out = out.unwrap_or_else(|| shrunk_path(&file));
+    check_writable(Some(&out))?;
+    let outcome = run_spec(spec.clone());
+    if outcome.violation.as_ref().map(|v| v.invariant.as_str())
+        != Some(replay.violation.invariant.as_str())
+    {
+        eprintln!(
+            "faultline: NONDETERMINISM: {} no longer violates {}; nothing to shrink",
+            file.display(),
+            replay.violation.invariant
+        );
+        return Ok(3);
+    }
+    let shrunk = shrink_to_file(&spec, &outcome, jobs.unwrap_or_else(cores), &out)?;
+    if !json {
+        print_spec(&shrunk.spec);
+        let cmd = format!("{} replay {}", reg.command(), out.display());
+        print_violation(
+            reg,
+            shrunk.spec.scenario.name,
+            shrunk.outcome.violation.as_ref().unwrap(),
+            shrunk.spec.seed,
+            &cmd,
+        );
+        println!(
+            "shrunk {}: {} -> {} faults in {} runs; wrote {}",
+            replay.violation.invariant,
+            shrunk.before_faults,
+            shrunk.after_faults,
+            shrunk.runs,
+            out.display()
+        );
+    }
+    println!(
+        "{}",
+        json!({"invariant": replay.violation.invariant, "before_faults": shrunk.before_faults, "after_faults": shrunk.after_faults, "file": out.display().to_string()})
+    );
+    Ok(1)
+}
+
+pub(super) fn shrunk_path(file: &std::path::Path) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("failure");
+    file.with_file_name(format!("{stem}.shrunk.json"))
+}
+
+pub(super) fn shrink_to_file(
+    spec: &RunSpec,
+    outcome: &Outcome,
+    jobs: usize,
+    path: &std::path::Path,
+) -> Result<crate::shrink::Shrunk, BadInput> {
+    let s = crate::shrink::shrink(spec, outcome, jobs);
+    let file = ReplayFile::new(&s.spec, &s.outcome).expect("a shrunk run still fails");
+    file.write(path)
+        .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+    Ok(s)
+}
+
+pub(super) fn parse_shard(s: &str) -> Result<(u64, u64), BadInput> {
+    let bad = || BadInput(format!("malformed shard '{s}': give K/N with 1 <= K <= N"));
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n) = (
+        k.trim().parse::<u64>().map_err(|_| bad())?,
+        n.trim().parse::<u64>().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}

@@ -1,0 +1,69 @@
+//! `list`, `bugs` and `findings`: what the registry holds.
+
+use super::args::*;
+use crate::explore::BadInput;
+use crate::system::Registry;
+use serde_json::json;
+
+/// `faultline list`.
+pub(super) fn list(reg: &'static Registry, a: ListArgs) -> Result<u8, BadInput> {
+    let ListArgs { json } = a;
+    if json {
+        let list: Vec<_> = reg.scenarios().iter().map(|s| json!({"name": s.name, "system": s.system, "about": s.about, "ci_seeds": s.ci_seeds, "coverage": s.coverage})).collect();
+        println!("{}", json!({ "scenarios": list }));
+    } else {
+        for s in reg.scenarios() {
+            println!("{:<28} {}", s.name, s.about);
+        }
+    }
+    Ok(0)
+}
+
+/// `faultline bugs`.
+pub(super) fn bugs(reg: &'static Registry, a: BugsArgs) -> Result<u8, BadInput> {
+    let BugsArgs { json } = a;
+    if json {
+        println!(
+            "{}",
+            json!({ "switches": reg.switches().collect::<Vec<_>>() })
+        );
+    } else {
+        for s in reg.switches() {
+            println!(
+                "{:<30} {:<4} found by {:<26} {}",
+                s.name,
+                format!("{:?}", s.kind).to_lowercase(),
+                s.scenario,
+                s.about
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// `faultline findings`.
+pub(super) fn findings(reg: &'static Registry, a: FindingsArgs) -> Result<u8, BadInput> {
+    let FindingsArgs { json, markdown } = a;
+    if json {
+        println!(
+            "{}",
+            json!({ "findings": reg.findings().collect::<Vec<_>>() })
+        );
+    } else if markdown {
+        print!("{}", crate::findings::markdown());
+    } else {
+        for f in reg.findings() {
+            let status = if f.is_active() { "active" } else { "retired" };
+            let seeds: Vec<String> = f.seeds.iter().map(u64::to_string).collect();
+            println!(
+                "{:<40} {:<7} {} seed {:<10} {}",
+                f.id,
+                status,
+                f.scenario,
+                seeds.join(","),
+                f.title
+            );
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,83 @@
+//! `merge`: the `--json` outputs of sharded explorations, as one.
+
+use crate::explore::BadInput;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// Merges sharded explore outputs: totals, the lowest failing seed, the slowest shard's wall time.
+pub(super) fn merge(files: &[PathBuf]) -> Result<u8, BadInput> {
+    if files.is_empty() {
+        return Err(BadInput(
+            "give the files holding each shard's `explore --json` output".into(),
+        ));
+    }
+    let mut parts = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| BadInput(format!("cannot read {}: {e}", f.display())))?;
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        let v: serde_json::Value = serde_json::from_str(last).map_err(|_| {
+            BadInput(format!(
+                "{} does not end with an explore --json line",
+                f.display()
+            ))
+        })?;
+        if v.get("seeds_run").is_none() {
+            return Err(BadInput(format!(
+                "{} does not end with an explore --json line",
+                f.display()
+            )));
+        }
+        parts.push(v);
+    }
+    let scenario = parts[0]["scenario"].clone();
+    if parts.iter().any(|p| {
+        p["scenario"] != scenario
+            || p["bugs"] != parts[0]["bugs"]
+            || p["fixes"] != parts[0]["fixes"]
+    }) {
+        return Err(BadInput(
+            "the files come from explorations of different scenarios or switches".into(),
+        ));
+    }
+    let sum = |k: &str| {
+        parts
+            .iter()
+            .map(|p| p[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let first = parts
+        .iter()
+        .filter(|p| !p["first_failure"].is_null())
+        .min_by_key(|p| p["first_failure"]["seed"].as_u64().unwrap_or(u64::MAX));
+    let wall_ms = parts
+        .iter()
+        .map(|p| p["wall_ms"].as_u64().unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let seeds_per_sec: f64 = parts
+        .iter()
+        .map(|p| p["seeds_per_sec"].as_f64().unwrap_or(0.0))
+        .sum();
+    let sim_speedup: f64 = parts
+        .iter()
+        .map(|p| p["sim_speedup"].as_f64().unwrap_or(0.0))
+        .sum();
+    let failures = sum("failures");
+    println!(
+        "{}",
+        json!({
+            "scenario": scenario, "bugs": parts[0]["bugs"], "fixes": parts[0]["fixes"],
+            "seeds_run": sum("seeds_run"), "failures": failures,
+            "first_failure": first.map(|p| p["first_failure"].clone()),
+            "wall_ms": wall_ms, "seeds_per_sec": seeds_per_sec, "sim_speedup": sim_speedup,
+            "failure_file": first.map(|p| p["failure_file"].clone()),
+            "shards": parts.len(),
+        })
+    );
+    Ok(if failures == 0 { 0 } else { 1 })
+}

@@ -1,0 +1,178 @@
+//! `report`: one seed, many seeds, or a replay file, as HTML, Markdown and JSON.
+
+use super::args::*;
+use crate::bench::cores;
+use crate::explore::{check_switches, BadInput};
+use crate::explore::{parse_seed, run_spec, write_atomic, ReplayFile};
+use crate::system::Registry;
+use crate::RunSpec;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// Runs a spec with its trace and builds its report.
+pub(super) fn report_of(spec: &RunSpec, replay: String) -> reports::Report {
+    let mut spec = spec.clone();
+    spec.keep_trace = true;
+    let outcome = run_spec(spec.clone());
+    let info = reports::RunInfo {
+        scenario: spec.scenario.name.into(),
+        seed: spec.seed,
+        bugs: spec.bugs.clone(),
+        fixes: spec.fixes.clone(),
+        options: serde_json::to_value(&spec.options).unwrap_or_default(),
+        schedule: spec.schedule.clone(),
+        replay,
+        fault_window_s: spec.scenario.fault_window_ms as f64 / 1000.0,
+    };
+    reports::build(&info, &outcome, &mut *spec.scenario.lens())
+}
+
+pub(super) fn write_files(
+    dir: &std::path::Path,
+    files: &[(&str, String)],
+) -> Result<Vec<String>, BadInput> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        BadInput(format!(
+            "cannot create output directory {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        write_atomic(&path, text.as_bytes())
+            .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+        written.push(path.display().to_string());
+    }
+    Ok(written)
+}
+
+/// `faultline report`.
+pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<u8, BadInput> {
+    let ReportArgs {
+        scenario,
+        seed,
+        seeds,
+        from,
+        switches: SwitchArgs { bugs, fixes },
+        replay,
+        out,
+        json,
+    } = a;
+    let default_dir = |name: &str| PathBuf::from("target/faultline-reports").join(name);
+    let (dir, files, label) = if let Some(file) = replay {
+        let r = ReplayFile::load(&file)?;
+        let spec = r.spec(reg)?;
+        let rep = report_of(
+            &spec,
+            format!("{} replay {}", reg.command(), file.display()),
+        );
+        let dir = out.unwrap_or_else(|| default_dir(spec.scenario.name));
+        (
+            dir,
+            vec![
+                ("index.html", reports::html(&rep)),
+                ("summary.md", reports::markdown(&rep)),
+                ("report.json", serde_json::to_string_pretty(&rep).unwrap()),
+            ],
+            format!("seed {}", spec.seed),
+        )
+    } else {
+        let name = scenario.ok_or_else(|| BadInput("give a scenario, or --replay FILE".into()))?;
+        let sc = reg.scenario(&name)?;
+        check_switches(reg, sc, &bugs, &fixes)?;
+        let dir = out.unwrap_or_else(|| default_dir(sc.name));
+        match (seed, seeds) {
+            (Some(seed), None) => {
+                let spec = RunSpec::from_seed(sc, parse_seed(&seed)?, &bugs, &fixes);
+                let rep = report_of(&spec, spec.command());
+                (
+                    dir,
+                    vec![
+                        ("index.html", reports::html(&rep)),
+                        ("summary.md", reports::markdown(&rep)),
+                        ("report.json", serde_json::to_string_pretty(&rep).unwrap()),
+                    ],
+                    format!("seed {}", spec.seed),
+                )
+            }
+            (None, Some(n)) => {
+                let n = super::count(&n, "seed count")?;
+                let from = parse_seed(&from)?;
+                if from.checked_add(n - 1).is_none() {
+                    return Err(BadInput(format!(
+                        "seed range {from}..+{n} overflows 64 bits"
+                    )));
+                }
+                let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+                let (r2, b2, f2) = (rows.clone(), bugs.clone(), fixes.clone());
+                sim::runtime::pool(
+                    n as usize,
+                    cores(),
+                    std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+                    move |i| {
+                        let spec = RunSpec::from_seed(sc, from + i as u64, &b2, &f2);
+                        let mut spec2 = spec.clone();
+                        spec2.keep_trace = true;
+                        let outcome = spec2.run();
+                        let info = reports::RunInfo {
+                            scenario: sc.name.into(),
+                            seed: spec.seed,
+                            bugs: spec.bugs.clone(),
+                            fixes: spec.fixes.clone(),
+                            options: serde_json::to_value(&spec.options).unwrap_or_default(),
+                            schedule: spec.schedule.clone(),
+                            replay: spec.command(),
+                            fault_window_s: sc.fault_window_ms as f64 / 1000.0,
+                        };
+                        reports::build(&info, &outcome, &mut *sc.lens())
+                    },
+                    move |_, r| {
+                        if let Ok(rep) = r {
+                            r2.lock().unwrap().push(rep);
+                        }
+                    },
+                );
+                let mut reps = std::sync::Arc::try_unwrap(rows)
+                    .unwrap()
+                    .into_inner()
+                    .unwrap();
+                reps.sort_by_key(|r| r.seed);
+                let headline = reps
+                    .first()
+                    .map(|r| r.headline.name.clone())
+                    .unwrap_or_default();
+                let seed_rows = reps
+                    .iter()
+                    .map(|r| reports::SeedRow {
+                        seed: r.seed,
+                        headline_s: r.headline.value_s,
+                        longest_pause_s: r.headline.longest_pause_s,
+                        largest_skew_s: r.headline.largest_skew_s,
+                        violation: r.violation.as_ref().map(|v| v.invariant.clone()),
+                    })
+                    .collect();
+                let d = reports::distribution(sc.name, &bugs, &fixes, &headline, seed_rows);
+                let detail = reps.iter().find(|r| r.violation.is_some()).or(reps.first());
+                let files = vec![
+                    ("index.html", reports::distribution_html(&d, detail)),
+                    ("summary.md", reports::distribution_markdown(&d)),
+                    ("report.json", serde_json::to_string_pretty(&d).unwrap()),
+                ];
+                (dir, files, format!("{n} seeds"))
+            }
+            _ => return Err(BadInput("give exactly one of --seed N or --seeds N".into())),
+        }
+    };
+    let written = write_files(&dir, &files)?;
+    if !json {
+        for w in &written {
+            println!("wrote {w}");
+        }
+    }
+    println!(
+        "{}",
+        json!({"report": label, "dir": dir.display().to_string(), "files": written})
+    );
+    Ok(0)
+}

@@ -1,0 +1,234 @@
+//! `run`, `replay`, `hash-trace` and `check-determinism`: one seed at a time, and the printing they share.
+
+use super::args::*;
+use super::count;
+use crate::bench::cores;
+use crate::explore::{check_switches, BadInput};
+use crate::explore::{hashes, parse_seed, run_spec, write_atomic, ReplayFile};
+use crate::system::Registry;
+use crate::RunSpec;
+use serde_json::json;
+use sim::{Outcome, Violation};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// `faultline run`.
+pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<u8, BadInput> {
+    let RunArgs {
+        scenario,
+        seed,
+        switches: SwitchArgs { bugs, fixes },
+        trace,
+        json,
+    } = a;
+    let sc = reg.scenario(&scenario)?;
+    let seed = parse_seed(&seed)?;
+    check_switches(reg, sc, &bugs, &fixes)?;
+    let mut spec = RunSpec::from_seed(sc, seed, &bugs, &fixes);
+    spec.keep_trace = trace.is_some();
+    check_writable(trace.as_ref())?;
+    if !json {
+        print_spec(&spec);
+    }
+    let cmd = spec.command();
+    let t0 = Instant::now();
+    let outcome = run_spec(spec.clone());
+    let wall_ms = t0.elapsed().as_millis() as u64;
+    write_trace(trace.as_ref(), &outcome)?;
+    report_run(reg, &spec, &outcome, wall_ms, json, &cmd, None);
+    Ok(if outcome.violation.is_some() { 1 } else { 0 })
+}
+
+/// `faultline replay`.
+pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<u8, BadInput> {
+    let ReplayArgs { file, trace, json } = a;
+    let replay = ReplayFile::load(&file)?;
+    let mut spec = replay.spec(reg)?;
+    spec.keep_trace = trace.is_some();
+    check_writable(trace.as_ref())?;
+    if !json {
+        print_spec(&spec);
+    }
+    let t0 = Instant::now();
+    let outcome = run_spec(spec.clone());
+    let wall_ms = t0.elapsed().as_millis() as u64;
+    write_trace(trace.as_ref(), &outcome)?;
+    let same = outcome.violation.as_ref().is_some_and(|v| {
+        v.invariant == replay.violation.invariant && v.event_index == replay.violation.event_index
+    }) && outcome.trace_hash == replay.trace_hash;
+    let cmd = format!("{} replay {}", reg.command(), file.display());
+    report_run(reg, &spec, &outcome, wall_ms, json, &cmd, Some(same));
+    if !same {
+        eprintln!(
+            "faultline: NONDETERMINISM: {} recorded {} at event #{} with trace {}; this run gave {} with trace {}",
+            file.display(),
+            replay.violation.invariant,
+            replay.violation.event_index,
+            replay.trace_hash,
+            outcome.violation.as_ref().map_or("no violation".to_string(), |v| format!("{} at event #{}", v.invariant, v.event_index)),
+            outcome.trace_hash
+        );
+        return Ok(3);
+    }
+    Ok(1)
+}
+
+/// `faultline hash-trace`.
+pub(super) fn hash_trace(_reg: &'static Registry, a: HashTraceArgs) -> Result<u8, BadInput> {
+    let HashTraceArgs { file } = a;
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| BadInput(format!("cannot read {}: {e}", file.display())))?;
+    let hash = sim::event::hash_json_trace(&text)
+        .map_err(|e| BadInput(format!("{} is not a faultline trace ({e})", file.display())))?;
+    println!("{hash}");
+    Ok(0)
+}
+
+/// `faultline check-determinism`.
+pub(super) fn check_determinism(
+    reg: &'static Registry,
+    a: CheckDeterminismArgs,
+) -> Result<u8, BadInput> {
+    let CheckDeterminismArgs {
+        scenario,
+        seeds,
+        from,
+        switches: SwitchArgs { bugs, fixes },
+        json: _,
+    } = a;
+    let sc = reg.scenario(&scenario)?;
+    let seeds = count(&seeds, "seed count")?;
+    let from = parse_seed(&from)?;
+    check_switches(reg, sc, &bugs, &fixes)?;
+    let one = hashes(sc, from, seeds, &bugs, &fixes, 1);
+    let many = hashes(sc, from, seeds, &bugs, &fixes, cores().max(2));
+    let mismatches: Vec<u64> = (0..seeds)
+        .filter(|&i| one[i as usize] != many[i as usize])
+        .map(|i| from + i)
+        .collect();
+    for s in &mismatches {
+        let i = (s - from) as usize;
+        eprintln!(
+            "faultline: seed {s}: trace {} with one thread, {} with several",
+            one[i], many[i]
+        );
+    }
+    println!(
+        "{}",
+        json!({"scenario": sc.name, "seeds": seeds, "mismatches": mismatches.len()})
+    );
+    Ok(if mismatches.is_empty() { 0 } else { 3 })
+}
+
+pub(super) fn check_writable(path: Option<&PathBuf>) -> Result<(), BadInput> {
+    if let Some(p) = path {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
+    }
+    Ok(())
+}
+
+pub(super) fn write_trace(path: Option<&PathBuf>, outcome: &Outcome) -> Result<(), BadInput> {
+    if let (Some(p), Some(t)) = (path, &outcome.trace) {
+        write_atomic(p, t)
+            .map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
+    }
+    Ok(())
+}
+
+pub(super) fn print_options(spec: &RunSpec) {
+    println!(
+        "{} seed {} (0x{:x})",
+        spec.scenario.name, spec.seed, spec.seed
+    );
+    println!("options: {}", serde_json::to_string(&spec.options).unwrap());
+}
+
+pub(super) fn print_spec(spec: &RunSpec) {
+    print_options(spec);
+    print_schedule(spec);
+}
+
+pub(super) fn print_schedule(spec: &RunSpec) {
+    println!("faults ({}):", spec.schedule.len());
+    for f in &spec.schedule {
+        let dur = if f.dur_ms > 0 {
+            format!("for {:.3} s", f.dur_ms as f64 / 1000.0)
+        } else {
+            String::new()
+        };
+        println!(
+            "  {:>9.3} s  {:<16} {}",
+            f.at_ms as f64 / 1000.0,
+            dur,
+            f.kind.describe()
+        );
+    }
+}
+
+pub(super) fn print_violation(
+    reg: &Registry,
+    scenario: &str,
+    v: &Violation,
+    seed: u64,
+    replay: &str,
+) {
+    println!("{} (seed {seed})", reports::headline(v));
+    println!("  {}", v.explanation);
+    if let Some(f) = reg.finding_for(scenario, v) {
+        let fix = f
+            .fix
+            .map(|x| format!(", remedy --fix {x}"))
+            .unwrap_or_default();
+        println!("  known finding: {} ({}{fix})", f.id, f.title);
+    }
+    println!("  replay: {replay}");
+}
+
+pub(super) fn report_run(
+    reg: &Registry,
+    spec: &RunSpec,
+    o: &Outcome,
+    wall_ms: u64,
+    json: bool,
+    replay: &str,
+    reproduced: Option<bool>,
+) {
+    if !json {
+        match &o.violation {
+            Some(v) => print_violation(reg, spec.scenario.name, v, spec.seed, replay),
+            None => println!("PASS"),
+        }
+        println!(
+            "events {}  simulated {:.3} s  wall {} ms  trace {}",
+            o.events,
+            o.sim_time_ms as f64 / 1000.0,
+            wall_ms,
+            o.trace_hash
+        );
+        if let Some(r) = reproduced {
+            println!(
+                "{}",
+                if r {
+                    "reproduced: same invariant, event index and trace hash"
+                } else {
+                    "NOT reproduced"
+                }
+            );
+        }
+    }
+    let mut j = json!({
+        "scenario": spec.scenario.name, "seed": spec.seed, "bugs": spec.bugs, "fixes": spec.fixes,
+        "outcome": if o.violation.is_some() { "violation" } else { "pass" },
+        "violation": o.violation,
+        "finding": o.violation.as_ref().and_then(|v| reg.finding_for(spec.scenario.name, v)).map(|f| f.id),
+        "events": o.events, "sim_time_ms": o.sim_time_ms, "wall_ms": wall_ms, "trace_hash": o.trace_hash,
+    });
+    if let Some(r) = reproduced {
+        j["reproduced"] = json!(r);
+    }
+    println!("{j}");
+}

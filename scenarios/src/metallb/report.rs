@@ -1,0 +1,171 @@
+//! What a MetalLB run adds to its report: who announces each IP, memberlist forgets and joins,
+//! duplicate-announcer windows on the router's row, and the headline measure, the longest
+//! duplicate-announcer window after the network healed (while it is split, two announcers are
+//! expected).
+
+use reports::{ReportLens, Rows};
+use sim::event::{Event, Record};
+use sim::FaultKind;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The MetalLB lens.
+pub struct MetallbLens {
+    /// IP -> the speakers announcing it.
+    announcers: BTreeMap<String, BTreeSet<String>>,
+    /// IP -> start of its current duplicate window (s).
+    dup_from: BTreeMap<String, f64>,
+    longest_dup: f64,
+    /// Network faults in force (cuts, latency, pauses).
+    net_faults: BTreeSet<u32>,
+    /// Since when the network has been whole (none: it is not).
+    whole_since: Option<f64>,
+}
+
+impl Default for MetallbLens {
+    fn default() -> Self {
+        MetallbLens {
+            announcers: BTreeMap::new(),
+            dup_from: BTreeMap::new(),
+            longest_dup: 0.0,
+            net_faults: BTreeSet::new(),
+            whole_since: Some(0.0),
+        }
+    }
+}
+
+impl MetallbLens {
+    /// The part of a duplicate window from `t0` to `t` after the network healed.
+    fn after_heal(&self, t0: f64, t: f64) -> f64 {
+        self.whole_since.map_or(0.0, |h| t - t0.max(h))
+    }
+
+    /// Windows still open count up to `t`.
+    fn close_open_windows(&mut self, t: f64) {
+        for t0 in self.dup_from.values() {
+            self.longest_dup = self.longest_dup.max(self.after_heal(*t0, t));
+        }
+    }
+
+    fn net_fault(&mut self, ev: &Event, t: f64) {
+        match ev {
+            Event::FaultStart {
+                id,
+                fault:
+                    FaultKind::Partition { .. }
+                    | FaultKind::Simplex { .. }
+                    | FaultKind::Isolate { .. }
+                    | FaultKind::Latency { .. }
+                    | FaultKind::Pause { .. },
+                ..
+            } => {
+                self.net_faults.insert(*id);
+                self.close_open_windows(t);
+                self.whole_since = None;
+            }
+            Event::FaultEnd { id } if self.net_faults.remove(id) && self.net_faults.is_empty() => {
+                self.whole_since = Some(t);
+            }
+            _ => {}
+        }
+    }
+
+    fn speaker_gone(&mut self, node: &str, t: f64, rows: &mut Rows) {
+        if let Some(row) = rows.get(node) {
+            row.end_prefix("announce ", t);
+        }
+        for a in self.announcers.values_mut() {
+            a.remove(node);
+        }
+    }
+
+    fn duplicates(&mut self, t: f64, rows: &mut Rows) {
+        let mut ended = Vec::new();
+        for (ip, a) in &self.announcers {
+            let label = format!("{ip} announced by {a:?}");
+            if a.len() >= 2 && !self.dup_from.contains_key(ip) {
+                self.dup_from.insert(ip.clone(), t);
+                if let Some(r) = rows.get("router") {
+                    r.start(&format!("duplicate {ip}"), "duplicate", t, &label);
+                }
+                for n in a {
+                    if let Some(r) = rows.get(n) {
+                        r.mark("duplicate", t, label.clone());
+                    }
+                }
+            } else if a.len() < 2 {
+                if let Some(t0) = self.dup_from.remove(ip) {
+                    ended.push(t0);
+                    if let Some(r) = rows.get("router") {
+                        r.end(&format!("duplicate {ip}"), t);
+                    }
+                }
+            }
+        }
+        for t0 in ended {
+            self.longest_dup = self.longest_dup.max(self.after_heal(t0, t));
+        }
+    }
+}
+
+impl ReportLens for MetallbLens {
+    fn observe(&mut self, rec: &Record, node: &str, t: f64, rows: &mut Rows) {
+        match &rec.event {
+            Event::ProcessExit { name, .. } if name == "speaker" => {
+                self.speaker_gone(node, t, rows)
+            }
+            Event::NodeCrash => self.speaker_gone(node, t, rows),
+            Event::L2Announce { ip, .. } => {
+                if let Some(row) = rows.get(node) {
+                    row.start(
+                        &format!("announce {ip}"),
+                        "announcer",
+                        t,
+                        &format!("announces {ip}"),
+                    );
+                }
+                let a = self.announcers.entry(ip.clone()).or_default();
+                a.insert(node.to_string());
+            }
+            Event::L2Withdraw { ip, .. } => {
+                if let Some(row) = rows.get(node) {
+                    row.end(&format!("announce {ip}"), t);
+                }
+                self.announcers.entry(ip.clone()).or_default().remove(node);
+            }
+            Event::MlMember { member, state, .. } if state == "forgotten" => {
+                if let Some(row) = rows.get(node) {
+                    row.mark("forget", t, format!("forgot {member}"))
+                }
+            }
+            Event::MlJoin {
+                addresses,
+                joined,
+                cause,
+            } => {
+                if let Some(row) = rows.get(node) {
+                    let label = format!("join ({cause}) {addresses:?}: {joined} answered");
+                    row.mark("join", t, label)
+                }
+            }
+            _ => {}
+        }
+        self.net_fault(&rec.event, t);
+        if matches!(
+            rec.event,
+            Event::L2Announce { .. }
+                | Event::L2Withdraw { .. }
+                | Event::NodeCrash
+                | Event::ProcessExit { .. }
+        ) {
+            self.duplicates(t, rows);
+        }
+    }
+
+    fn headline(&mut self, end: f64) -> (String, Option<f64>) {
+        self.close_open_windows(end);
+        (
+            "longest duplicate-announcer window after the network healed".into(),
+            Some(self.longest_dup),
+        )
+    }
+}

@@ -1,0 +1,72 @@
+//! Metallb as the harness sees it: one [`System`] implementation.
+
+use super::{Family, MetallbOptions, FAULT_WINDOW_MS};
+use crate::scenario::{RunSpec, Switch};
+use crate::system::{ScenarioDef, System};
+use sim::{Outcome, Schedule};
+
+/// MetalLB layer 2: memberlist membership, the rejoin loop and the announcer choice.
+pub struct Metallb;
+
+impl System for Metallb {
+    const NAME: &'static str = "metallb";
+    const ABOUT: &'static str =
+        "MetalLB layer 2: memberlist membership, the rejoin loop and the announcer choice";
+    const FAULT_WINDOW_MS: u64 = FAULT_WINDOW_MS;
+    type Options = MetallbOptions;
+    type Family = Family;
+
+    fn scenarios() -> Vec<ScenarioDef<Family>> {
+        vec![
+            ScenarioDef {
+                name: "metallb-silent-task-death",
+                about: "MetalLB speakers when the join loop or the IP cache refresh dies silently or stalls, with speaker crashes and partitions",
+                ci_seeds: 300,
+                coverage: &["join-loop-died", "partition-outlived-retention", "duplicate-announcer-resolved", "announcer-taken-over"],
+                family: Family::SilentTaskDeath,
+            },
+            ScenarioDef {
+                name: "metallb-clock-skew",
+                about: "MetalLB speakers with skewed, drifting and stepped wall clocks, paused nodes and latency spikes",
+                ci_seeds: 300,
+                coverage: &["node-not-ready"],
+                family: Family::ClockSkew,
+            },
+            ScenarioDef {
+                name: "metallb-split-brain",
+                about: "MetalLB speakers under complete, partial and simplex partitions of 3 to 7 speakers, with and without an API server outage",
+                ci_seeds: 300,
+                coverage: &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved"],
+                family: Family::SplitBrain,
+            },
+            ScenarioDef {
+                name: "metallb-swarm",
+                about: "Every MetalLB fault together: task deaths, clocks, pauses, partitions, API server outages, crashes and graceful restarts",
+                ci_seeds: 300,
+                coverage: &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved", "node-not-ready", "announcer-taken-over"],
+                family: Family::Swarm,
+            },
+        ]
+    }
+
+    fn switches() -> &'static [Switch] {
+        super::switches::SWITCHES
+    }
+
+    fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
+        super::draw(family, seed)
+    }
+
+    fn run(
+        family: Family,
+        spec: &RunSpec,
+        options: &MetallbOptions,
+        coverage: &'static [&'static str],
+    ) -> Outcome {
+        super::run(family, spec, options, coverage)
+    }
+
+    fn lens() -> Box<dyn reports::ReportLens> {
+        Box::new(super::report::MetallbLens::default())
+    }
+}
