@@ -62,6 +62,11 @@ pub trait System: Send + Sync + 'static {
     fn with_nodes(_options: &Self::Options, _nodes: u32) -> Option<Self::Options> {
         None
     }
+    /// Reads one of this system's events from its JSON in a trace (for `hash-trace`); systems
+    /// with events of their own answer with [`sim::event::decode`] of their type.
+    fn decode_event(_v: &serde_json::Value) -> Option<sim::Event> {
+        None
+    }
     /// What a report draws from this system's events (bands, marks, its headline number).
     fn lens() -> Box<dyn reports::ReportLens> {
         Box::new(reports::NoLens)
@@ -289,6 +294,8 @@ pub struct SystemInfo {
     pub switches: &'static [Switch],
     /// Its findings.
     pub findings: &'static [Finding],
+    /// Reads its events from a trace's JSON.
+    pub decode_event: fn(&serde_json::Value) -> Option<sim::Event>,
 }
 
 /// The systems one command line serves, with their scenarios.
@@ -334,6 +341,7 @@ impl Registry {
             about: S::ABOUT,
             switches: S::switches(),
             findings: S::findings(),
+            decode_event: S::decode_event,
         });
         for d in S::scenarios() {
             self.scenarios.push(Scenario {
@@ -396,6 +404,11 @@ impl Registry {
             .filter(|s| s.name == system)
             .flat_map(|s| s.findings.iter())
             .find(|f| f.is_active() && f.signature.matches(v))
+    }
+
+    /// Reads a system event of any of its systems from a trace's JSON.
+    pub fn decode_event(&self, v: &serde_json::Value) -> Option<sim::Event> {
+        self.systems.iter().find_map(|s| (s.decode_event)(v))
     }
 
     /// Looks a switch up by name and kind.

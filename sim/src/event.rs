@@ -9,6 +9,8 @@
 use crate::fault::FaultKind;
 use crate::short::Short;
 use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Text of the busiest control-plane events (API writes and cloud IP changes, a third of a Cilium
@@ -180,236 +182,96 @@ pub enum Event {
         highest: u64,
     },
 
-    // ---- Cilium ENI IPAM ----
-    // (Pod names and addresses are `Short`s, the agent's own type for them: these are most of a
-    // Cilium run's events, and they serialize as the same text as a `String`.)
-    /// The kubelet created a pod (it needs an IP).
-    CiliumPodCreated { pod: Short },
-    /// The agent gave a pod an IP.
-    CiliumPodIp { pod: Short, ip: Short },
-    /// The kubelet deleted a pod (which had `ip`, if any).
-    CiliumPodDeleted { pod: Short, ip: Option<Short> },
-    /// An entry of the agent's `release-ips` view changed (`state` none: removed).
-    CiliumAgentState {
-        ip: Short,
-        state: Option<Short>,
-        allocated: bool,
-    },
-    /// The operator marked an IP for release (`observed_used`: it was in the used set it saw).
-    CiliumMark {
-        node: String,
-        ip: String,
-        observed_used: bool,
-        observed_rv: u64,
-    },
-    /// The operator dropped a handshake entry: the IP is no longer excess.
-    CiliumAbort { node: String, ip: String },
-    /// The operator decided to unassign an IP (`state_seen`: the handshake state it saw).
-    CiliumRelease {
-        node: String,
-        ip: String,
-        state_seen: String,
-        excess_for_ms: u64,
-        observed_rv: u64,
-        handshake: bool,
-    },
-    /// An operator's elector called OnStartedLeading: its IPAM starts (`identity`: its Lease
-    /// holder identity, `transitions`: the Lease's leaderTransitions it won with).
-    CiliumLeading { identity: String, transitions: i32 },
-    /// An operator's leader context ended (leadership lost or released): with the graceful
-    /// shutdown of the pinned commit its IPAM keeps running until the process exits.
-    CiliumLeadershipLost { identity: String },
-    /// An operator's IPAM started its work as leader after the blocking cloud resync.
-    CiliumIpamStarted { identity: String },
+    // ---- the systems under test ----
+    /// An event of a system under test: its type lives with the system (see [`SystemEvent`]).
+    /// It is written and hashed exactly as the system's own type serializes (untagged here), so
+    /// a system's events read like the world's in a trace: `{"type": "calico-won", ...}`.
+    #[serde(untagged)]
+    System(Ext),
+}
 
-    // ---- Calico (networking-calico's OpenStack driver) ----
-    /// The elector tries to create the election key.
-    CalicoCampaign { id: String },
-    /// The elector created the election key and is master.
-    CalicoWon { id: String, lease: i64 },
-    /// The elector refreshed its lease and key.
-    CalicoRefresh { id: String },
-    /// The elector stopped being master (`reason`: why), without deleting the key.
-    CalicoLost { id: String, reason: String },
-    /// The shared mastership stamp changed (`stamp_us` on the host's clock; 0 = cleared).
-    CalicoStamp { stamp_us: i64 },
-    /// The elector deleted a stale key naming a dead process on its own host.
-    CalicoDeadPidCleanup { id: String, stale: String },
-    /// The elector's cleanup ran (graceful stop or exit on an unexpected error).
-    CalicoStepDown { id: String, deleted: bool },
-    /// The elector hit an unexpected error; its process exits with status 1.
-    CalicoElectorCrash { id: String, error: String },
-    /// A master-only side effect (`worker`: which worker, `action`: what it did; `in_snapshot`:
-    /// while replaying a snapshot, which a stopped watcher finishes).
-    CalicoMasterOnly {
-        pid: u32,
-        worker: String,
-        action: String,
-        in_snapshot: bool,
-    },
-    /// `is_master()` answered false because the stamp was stale (logged as a warning upstream).
-    CalicoStaleStamp { age_ms: i64 },
-    /// A watcher worker started or stopped its master-only watch.
-    CalicoWatcher { worker: String, running: bool },
-    /// A status watcher loaded (`done` = false: started; true: finished) a snapshot of `keys` keys at `rev`.
-    CalicoSnapshot {
-        worker: String,
-        keys: u32,
-        rev: i64,
-        done: bool,
-    },
-    /// The agent-status watcher forwarded a Felix report (the key's `rev`) to Neutron.
-    CalicoAgentForward {
-        host: String,
-        rev: i64,
-        in_snapshot: bool,
-        time: String,
-    },
-    /// The stale-update WARNING was logged.
-    CalicoStaleWarning {
-        host: String,
-        lag_ms: i64,
-        in_snapshot: bool,
-    },
-    /// A stale report was seen but the rate limiter held the warning back.
-    CalicoStaleSuppressed { host: String, lag_ms: i64 },
-    /// A report's time could not be parsed ("could not parse"; skipped).
-    CalicoUnparsableTime { host: String, time: String },
-    /// A task died from an exception.
-    CalicoTaskCrash {
-        pid: u32,
-        task: String,
-        error: String,
-    },
-    /// A status-watcher greenlet ended on an exception it does not catch (an etcd error other than
-    /// a connection failure); the master-only loop replaces it at its next poll.
-    CalicoWatcherRaised {
-        pid: u32,
-        task: String,
-        error: String,
-    },
-    /// The watchdog found a registered task dead and exits the process with status 1.
-    CalicoWatchdogExit { pid: u32, task: String },
-    /// A resync cycle ran.
-    CalicoResync { pid: u32, keys: u32 },
-    /// A port-status write to Neutron (`ok` = the DB accepted it).
-    CalicoPortWrite {
-        port: String,
-        status: String,
-        ok: bool,
-    },
+/// What a system's event type must be to travel on the bus: comparable, printable, shareable
+/// between threads, and serializable (as an internally tagged enum, `#[serde(tag = "type",
+/// rename_all = "kebab-case")]`, so that its trace lines look like the world's). Every such type
+/// is one: a system declares an enum and converts it into an [`Event`] with
+/// [`system_event!`](crate::system_event).
+pub trait SystemEvent: Any + Debug + Send + Sync + erased_serde::Serialize {
+    /// Itself, for downcasting.
+    fn as_any(&self) -> &dyn Any;
+    /// Equality with another system event (false across types).
+    fn eq_dyn(&self, other: &dyn SystemEvent) -> bool;
+}
 
-    // ---- Neutron (the OpenStack side Calico reports to) ----
-    /// Neutron recorded that the agent on `host` is alive (on Neutron's clock at receipt).
-    NeutronAgentHeard { host: String },
-    /// Neutron stored a port's status (`client`: the writer, `host:pid`).
-    NeutronPortStatus {
-        port: String,
-        status: String,
-        client: String,
-    },
+impl<T: Any + Debug + PartialEq + Send + Sync + Serialize> SystemEvent for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn eq_dyn(&self, other: &dyn SystemEvent) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+}
 
-    // ---- MetalLB (memberlist, speakerlist, layer-2 announcer) ----
-    /// This speaker's memberlist view of `member` changed (`state`: alive, suspect, dead, left,
-    /// forgotten).
-    MlMember {
-        member: String,
-        state: String,
-        incarnation: u32,
-    },
-    /// `join(addresses)` finished: `joined` of them answered.
-    MlJoin {
-        addresses: Vec<String>,
-        joined: u32,
-        cause: String,
-    },
-    /// The speaker's cache of speaker IPs was refreshed from the API server.
-    SpeakerIps { ips: Vec<String> },
-    /// The speaker started announcing `ip` (`candidates`: its own ordering input).
-    L2Announce {
-        service: String,
-        ip: String,
-        candidates: Vec<String>,
-    },
-    /// The speaker stopped announcing `ip`.
-    L2Withdraw { service: String, ip: String },
+/// A system's event on the bus (shared: records are cloned into kept traces without copying it).
+#[derive(Clone, Debug)]
+pub struct Ext(Arc<dyn SystemEvent>);
+
+impl Ext {
+    /// Wraps a system's event.
+    pub fn new<T: SystemEvent>(event: T) -> Ext {
+        Ext(Arc::new(event))
+    }
+
+    /// The event, if it is of type `T`.
+    pub fn get<T: 'static>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref()
+    }
+}
+
+impl PartialEq for Ext {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.eq_dyn(&*other.0)
+    }
+}
+
+impl Serialize for Ext {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        erased_serde::serialize(&*self.0, s)
+    }
+}
+
+/// A system event cannot be read back without knowing its type: [`Event`]'s own deserializer
+/// reads the world's events, and a trace with system events is read with
+/// [`hash_json_trace`]'s decoders.
+impl<'de> Deserialize<'de> for Ext {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "not a world event (a system's event needs its system's decoder)",
+        ))
+    }
 }
 
 impl Event {
-    /// The event's type name as it appears in the trace (`fault-start`, `calico-won`, ...).
-    pub fn name(&self) -> &'static str {
-        use Event::*;
+    /// The system event of type `T` this is, if it is one.
+    pub fn system<T: 'static>(&self) -> Option<&T> {
         match self {
-            FaultStart { .. } => "fault-start",
-            FaultEnd { .. } => "fault-end",
-            LivenessPhase => "liveness-phase",
-            NodeBoot { .. } => "node-boot",
-            NodeCrash => "node-crash",
-            NodePause => "node-pause",
-            NodeResume => "node-resume",
-            ProcessStart { .. } => "process-start",
-            ProcessExit { .. } => "process-exit",
-            TaskDeath { .. } => "task-death",
-            TaskEnd { .. } => "task-end",
-            TaskStall { .. } => "task-stall",
-            ClockStep { .. } => "clock-step",
-            ClockDrift { .. } => "clock-drift",
-            MonoRate { .. } => "mono-rate",
-            EtcdPut { .. } => "etcd-put",
-            EtcdDelete { .. } => "etcd-delete",
-            EtcdLeaseGrant { .. } => "etcd-lease-grant",
-            EtcdLeaseExpire { .. } => "etcd-lease-expire",
-            EtcdCompact { .. } => "etcd-compact",
-            EtcdRecover { .. } => "etcd-recover",
-            EtcdAmbiguous { .. } => "etcd-ambiguous",
-            KubeWrite { .. } => "kube-write",
-            KubeConflict { .. } => "kube-conflict",
-            CloudAssign { .. } => "cloud-assign",
-            CloudUnassign { .. } => "cloud-unassign",
-            CloudAmbiguous { .. } => "cloud-ambiguous",
-            CloudFenced { .. } => "cloud-fenced",
-            CiliumPodCreated { .. } => "cilium-pod-created",
-            CiliumPodIp { .. } => "cilium-pod-ip",
-            CiliumPodDeleted { .. } => "cilium-pod-deleted",
-            CiliumAgentState { .. } => "cilium-agent-state",
-            CiliumMark { .. } => "cilium-mark",
-            CiliumAbort { .. } => "cilium-abort",
-            CiliumRelease { .. } => "cilium-release",
-            CiliumLeading { .. } => "cilium-leading",
-            CiliumLeadershipLost { .. } => "cilium-leadership-lost",
-            CiliumIpamStarted { .. } => "cilium-ipam-started",
-            CalicoCampaign { .. } => "calico-campaign",
-            CalicoWon { .. } => "calico-won",
-            CalicoRefresh { .. } => "calico-refresh",
-            CalicoLost { .. } => "calico-lost",
-            CalicoStamp { .. } => "calico-stamp",
-            CalicoDeadPidCleanup { .. } => "calico-dead-pid-cleanup",
-            CalicoStepDown { .. } => "calico-step-down",
-            CalicoElectorCrash { .. } => "calico-elector-crash",
-            CalicoMasterOnly { .. } => "calico-master-only",
-            CalicoStaleStamp { .. } => "calico-stale-stamp",
-            CalicoWatcher { .. } => "calico-watcher",
-            CalicoSnapshot { .. } => "calico-snapshot",
-            CalicoAgentForward { .. } => "calico-agent-forward",
-            CalicoStaleWarning { .. } => "calico-stale-warning",
-            CalicoStaleSuppressed { .. } => "calico-stale-suppressed",
-            CalicoUnparsableTime { .. } => "calico-unparsable-time",
-            CalicoTaskCrash { .. } => "calico-task-crash",
-            CalicoWatcherRaised { .. } => "calico-watcher-raised",
-            CalicoWatchdogExit { .. } => "calico-watchdog-exit",
-            CalicoResync { .. } => "calico-resync",
-            CalicoPortWrite { .. } => "calico-port-write",
-            NeutronAgentHeard { .. } => "neutron-agent-heard",
-            NeutronPortStatus { .. } => "neutron-port-status",
-            KubeNodeReady { .. } => "kube-node-ready",
-            ArpEntry { .. } => "arp-entry",
-            MlMember { .. } => "ml-member",
-            MlJoin { .. } => "ml-join",
-            SpeakerIps { .. } => "speaker-ips",
-            L2Announce { .. } => "l2-announce",
-            L2Withdraw { .. } => "l2-withdraw",
+            Event::System(e) => e.get(),
+            _ => None,
         }
     }
+}
+
+/// Declares that a type is a system's event: `sim::system_event!(CalicoEvent);` lets model code
+/// emit it (`proc.emit(CalicoEvent::CalicoWon { .. })`) and monitors read it back
+/// (`rec.event.system::<CalicoEvent>()`).
+#[macro_export]
+macro_rules! system_event {
+    ($t:ty) => {
+        impl From<$t> for $crate::event::Event {
+            fn from(e: $t) -> Self {
+                $crate::event::Event::System($crate::event::Ext::new(e))
+            }
+        }
+    };
 }
 
 /// Index of a node in the world (in creation order).
@@ -528,13 +390,57 @@ impl TraceHasher {
     }
 }
 
+/// Reads a system's event of type `T` from its JSON (a system's decoder for [`parse_trace_line`]).
+pub fn decode<T: serde::de::DeserializeOwned + Into<Event>>(
+    v: &serde_json::Value,
+) -> Option<Event> {
+    serde_json::from_value::<T>(v.clone()).ok().map(Into::into)
+}
+
+/// A trace line as JSON, its event not yet read.
+#[derive(Deserialize)]
+struct RawLine {
+    i: u64,
+    t_us: u64,
+    node: String,
+    local_us: i64,
+    ev: serde_json::Value,
+}
+
+/// Reads one line of a JSON-lines trace. The world's events are read here; `decode` reads the
+/// systems' (a registry's decoders; a system's event type cannot be guessed from its JSON).
+pub fn parse_trace_line(
+    text: &str,
+    decode: &dyn Fn(&serde_json::Value) -> Option<Event>,
+) -> Result<TraceLine, String> {
+    let raw: RawLine = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let ev = match serde_json::from_value::<Event>(raw.ev.clone()) {
+        Ok(ev) => ev,
+        Err(_) => decode(&raw.ev).ok_or_else(|| {
+            format!(
+                "unknown event {}",
+                raw.ev.get("type").unwrap_or(&serde_json::Value::Null)
+            )
+        })?,
+    };
+    Ok(TraceLine {
+        i: raw.i,
+        t_us: raw.t_us,
+        node: raw.node,
+        local_us: raw.local_us,
+        ev,
+    })
+}
+
 /// The trace hash of a JSON-lines trace (what `run --trace` writes): the run's own trace hash if
 /// the file is intact. Errors name the first line that is not a trace line.
-pub fn hash_json_trace(text: &str) -> Result<String, String> {
+pub fn hash_json_trace(
+    text: &str,
+    decode: &dyn Fn(&serde_json::Value) -> Option<Event>,
+) -> Result<String, String> {
     let mut h = TraceHasher::default();
     for (n, line) in text.lines().enumerate() {
-        let line: TraceLine =
-            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let line = parse_trace_line(line, decode).map_err(|e| format!("line {}: {e}", n + 1))?;
         h.add(&line.as_ref());
     }
     Ok(h.hex())

@@ -335,7 +335,8 @@ impl World {
 
     /// Emits an event on `node`: stamps it, hashes it into the trace, and lets the monitor check
     /// every invariant before anything else runs. Once a violation is recorded the stream freezes.
-    pub fn emit(&self, node: NodeIx, event: Event) {
+    pub fn emit(&self, node: NodeIx, event: impl Into<Event>) {
+        let event = event.into();
         let now = self.now_us();
         let local_us = self.0.nodes.borrow()[node as usize].clock.wall_at(now);
         let mut bus = self.0.bus.borrow_mut();
@@ -1220,7 +1221,7 @@ impl Proc {
     }
 
     /// Emits an event on this node.
-    pub fn emit(&self, event: Event) {
+    pub fn emit(&self, event: impl Into<Event>) {
         self.world.emit(self.node, event);
     }
 

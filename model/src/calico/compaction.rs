@@ -24,8 +24,9 @@ use super::{
     Switches, COMPACTION_LAST_KEY, COMPACTION_MIN_KEEP, COMPACTION_TRIGGER_KEY,
     MASTER_CHECK_INTERVAL,
 };
+use crate::calico::CalicoEvent;
 use sim::etcd::{Client, EtcdError, Txn};
-use sim::{Event, Proc};
+use sim::Proc;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -44,7 +45,7 @@ impl Compaction {
         let check = MasterCheck::new();
         loop {
             if check.check(&self.proc, &self.shared, &self.sw) {
-                self.proc.emit(Event::CalicoMasterOnly {
+                self.proc.emit(CalicoEvent::CalicoMasterOnly {
                     pid: self.proc.pid(),
                     worker: "manager".into(),
                     action: "compaction-check".into(),

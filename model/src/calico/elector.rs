@@ -26,11 +26,12 @@
 
 use super::master::Shared;
 use super::{Switches, MASTER_TIMEOUT, REFRESH_INTERVAL};
+use crate::calico::CalicoEvent;
 use futures::future::Either;
 use rand::Rng;
 use sim::etcd::{Client, EtcdError, EventKind, KeyValue, Txn, TxnResponse, WatchEvent, WatchMsg};
 use sim::sync::Notify;
-use sim::{Event, Proc};
+use sim::Proc;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -236,7 +237,7 @@ impl<S: ElectionStore> Elector<S> {
         let lp = Box::pin(self.run_loop());
         match futures::future::select(lp, stop.changed_since(seen)).await {
             Either::Left((Unexpected(error), _)) => {
-                self.proc.emit(Event::CalicoElectorCrash {
+                self.proc.emit(CalicoEvent::CalicoElectorCrash {
                     id: self.id.clone(),
                     error,
                 });
@@ -311,7 +312,7 @@ impl<S: ElectionStore> Elector<S> {
             }
         };
         if deleted {
-            self.proc.emit(Event::CalicoDeadPidCleanup {
+            self.proc.emit(CalicoEvent::CalicoDeadPidCleanup {
                 id: self.id.clone(),
                 stale: master_id.to_string(),
             });
@@ -320,7 +321,7 @@ impl<S: ElectionStore> Elector<S> {
     }
 
     async fn become_master(&self) -> Round {
-        self.proc.emit(Event::CalicoCampaign {
+        self.proc.emit(CalicoEvent::CalicoCampaign {
             id: self.id.clone(),
         });
         let won = async {
@@ -340,7 +341,7 @@ impl<S: ElectionStore> Elector<S> {
             }
         };
         self.shared.set(&self.proc, &self.sw);
-        self.proc.emit(Event::CalicoWon {
+        self.proc.emit(CalicoEvent::CalicoWon {
             id: self.id.clone(),
             lease,
         });
@@ -356,7 +357,7 @@ impl<S: ElectionStore> Elector<S> {
             match refreshed {
                 Ok(r) if r.succeeded => {
                     self.shared.set(&self.proc, &self.sw);
-                    self.proc.emit(Event::CalicoRefresh {
+                    self.proc.emit(CalicoEvent::CalicoRefresh {
                         id: self.id.clone(),
                     });
                 }
@@ -367,7 +368,7 @@ impl<S: ElectionStore> Elector<S> {
             self.proc.sleep(self.timing.interval()).await;
         };
         self.shared.clear(&self.proc);
-        self.proc.emit(Event::CalicoLost {
+        self.proc.emit(CalicoEvent::CalicoLost {
             id: self.id.clone(),
             reason,
         });
@@ -390,7 +391,7 @@ impl<S: ElectionStore> Elector<S> {
             .txn(Txn::delete_if_value(&self.key, &self.id))
             .await
             .is_ok_and(|r| r.succeeded);
-        self.proc.emit(Event::CalicoStepDown {
+        self.proc.emit(CalicoEvent::CalicoStepDown {
             id: self.id.clone(),
             deleted,
         });

@@ -11,7 +11,8 @@
 //! stamps and compares with the host's monotonic clock instead of the wall clock.
 
 use super::{Switches, MASTER_TIMEOUT};
-use sim::{Event, Proc};
+use crate::calico::CalicoEvent;
+use sim::Proc;
 use std::cell::Cell;
 
 /// What `is_master()` concluded.
@@ -68,7 +69,7 @@ impl Shared {
         let now = Self::clock_us(proc, sw);
         self.stamp_us.set(now);
         self.flag.set(true);
-        proc.emit(Event::CalicoStamp { stamp_us: now });
+        proc.emit(CalicoEvent::CalicoStamp { stamp_us: now });
     }
 
     /// The elector stopped being master (its cleanup paths).
@@ -76,7 +77,7 @@ impl Shared {
         if self.stamp_us.get() != 0 || self.flag.get() {
             self.stamp_us.set(0);
             self.flag.set(false);
-            proc.emit(Event::CalicoStamp { stamp_us: 0 });
+            proc.emit(CalicoEvent::CalicoStamp { stamp_us: 0 });
         }
     }
 
@@ -118,7 +119,7 @@ impl MasterCheck {
         let v = shared.verdict(proc, sw);
         if let Verdict::Stale { age_us } = v {
             if !matches!(self.last.get(), Some(Verdict::Stale { .. })) {
-                proc.emit(Event::CalicoStaleStamp {
+                proc.emit(CalicoEvent::CalicoStaleStamp {
                     age_ms: age_us / 1000,
                 });
             }

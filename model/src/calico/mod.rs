@@ -15,6 +15,8 @@
 //! forward to Neutron ([`neutron`]); the stale-update warning is in [`status`]; the optional mutual
 //! watchdog of PR 12456 in `watchdog`. Compaction checks the trigger key as specified.
 
+pub mod event;
+pub use event::CalicoEvent;
 mod compaction;
 pub mod elector;
 pub mod felix;

@@ -9,9 +9,10 @@
 //! service it can be unavailable (the DB write fails) or slow (requests queue behind each other;
 //! the "processing-rate limit" that lets a watcher's backlog build up).
 
+use crate::calico::CalicoEvent;
 use sim::net::{Call, Endpoint};
 use sim::world::Host;
-use sim::{Event, NodeIx, World};
+use sim::{NodeIx, World};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -60,13 +61,15 @@ pub fn install(world: &World, node: NodeIx) -> Neutron {
                     };
                     match req {
                         Request::ReportAgent { host, .. } => {
-                            p.emit(Event::NeutronAgentHeard { host })
+                            p.emit(CalicoEvent::NeutronAgentHeard { host })
                         }
-                        Request::PortStatus { port, status } => p.emit(Event::NeutronPortStatus {
-                            port,
-                            status,
-                            client: caller.to_string(),
-                        }),
+                        Request::PortStatus { port, status } => {
+                            p.emit(CalicoEvent::NeutronPortStatus {
+                                port,
+                                status,
+                                client: caller.to_string(),
+                            })
+                        }
                     }
                     if lost {
                         reply.lose();

@@ -29,8 +29,9 @@
 use super::master::{MasterCheck, Shared};
 use super::neutron::{Neutron, Request};
 use super::Switches;
+use crate::calico::CalicoEvent;
 use sim::sync::Notify;
-use sim::{Event, Proc};
+use sim::Proc;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -192,7 +193,7 @@ impl PortStatus {
         // Only a database error (`DBError`, `SQLAlchemyError`) schedules a retry; anything else
         // is logged by the writer loop and the update dropped (mech_calico.py lines 846-852).
         let retry = matches!(reply, Ok(Err(_)));
-        self.proc.emit(Event::CalicoPortWrite {
+        self.proc.emit(CalicoEvent::CalicoPortWrite {
             port,
             status: status.to_string(),
             ok,

@@ -7,7 +7,8 @@
 //! MEANT to finish (the one-shot resync when `resync_interval_secs == 0`) must not be registered;
 //! `calico-watchdog-counts-oneshot` registers it anyway.
 
-use sim::{Event, Proc};
+use crate::calico::CalicoEvent;
+use sim::Proc;
 use std::time::Duration;
 
 const CHECKERS: [(&str, Duration); 2] = [
@@ -26,7 +27,7 @@ pub fn install(proc: &Proc, registered: &[String]) {
                 p.sleep(period).await;
                 // A greenlet checking itself always sees itself alive.
                 if let Some(dead) = all.iter().find(|t| t.as_str() != name && !p.task_alive(t)) {
-                    p.emit(Event::CalicoWatchdogExit {
+                    p.emit(CalicoEvent::CalicoWatchdogExit {
                         pid: p.pid(),
                         task: dead.clone(),
                     });

@@ -43,10 +43,11 @@ use super::neutron::{Neutron, Request, DB_TIMEOUT};
 use super::port_status::{PortKey, PortStatus, Priority};
 use super::status::{check, Limiter, Stale};
 use super::{Switches, MASTER_CHECK_INTERVAL};
+use crate::calico::CalicoEvent;
 use futures::future::{select, Either};
 use sim::etcd::{Client, EtcdError, EventKind, KeyValue, WatchMsg};
 use sim::sync::Notify;
-use sim::{Event, Proc};
+use sim::Proc;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -140,7 +141,7 @@ impl Driver {
     }
 
     fn announce(&self, running: bool) {
-        self.proc.emit(Event::CalicoWatcher {
+        self.proc.emit(CalicoEvent::CalicoWatcher {
             worker: self.kind.name().into(),
             running,
         });
@@ -179,7 +180,7 @@ impl Driver {
 
     /// Records a master-only side effect for the monitor.
     fn master_only(&self, action: &str, in_snapshot: bool) {
-        self.proc.emit(Event::CalicoMasterOnly {
+        self.proc.emit(CalicoEvent::CalicoMasterOnly {
             pid: self.proc.pid(),
             worker: self.kind.name().into(),
             action: action.into(),
@@ -258,7 +259,7 @@ impl EtcdWatcher {
         let _dead = DeadOnDrop(self.clone());
         if let GreenletEnd::Raised(error) = self.start().await {
             let d = &self.driver;
-            d.proc.emit(Event::CalicoWatcherRaised {
+            d.proc.emit(CalicoEvent::CalicoWatcherRaised {
                 pid: d.proc.pid(),
                 task: d.kind.watcher_task().into(),
                 error,
@@ -331,7 +332,7 @@ impl EtcdWatcher {
     }
 
     fn snapshot_event(&self, keys: usize, rev: i64, done: bool) {
-        self.driver.proc.emit(Event::CalicoSnapshot {
+        self.driver.proc.emit(CalicoEvent::CalicoSnapshot {
             worker: self.driver.kind.name().into(),
             keys: keys as u32,
             rev,
@@ -431,7 +432,7 @@ impl EtcdWatcher {
         }
         let d = &self.driver;
         d.master_only("report-agent-alive", self.processing_snapshot.get());
-        d.proc.emit(Event::CalicoAgentForward {
+        d.proc.emit(CalicoEvent::CalicoAgentForward {
             host: host.to_string(),
             rev,
             in_snapshot: self.processing_snapshot.get(),
@@ -458,21 +459,21 @@ impl EtcdWatcher {
         let host = host.to_string();
         match verdict {
             Stale::Raised(error) => {
-                p.emit(Event::CalicoTaskCrash {
+                p.emit(CalicoEvent::CalicoTaskCrash {
                     pid: p.pid(),
                     task: self.driver.kind.watcher_task().into(),
                     error: error.clone(),
                 });
                 return Err(GreenletEnd::Raised(error));
             }
-            Stale::Unparsable => p.emit(Event::CalicoUnparsableTime {
+            Stale::Unparsable => p.emit(CalicoEvent::CalicoUnparsableTime {
                 host,
                 time: time.unwrap_or_default().to_string(),
             }),
             Stale::Stale {
                 lag_us,
                 warned: true,
-            } => p.emit(Event::CalicoStaleWarning {
+            } => p.emit(CalicoEvent::CalicoStaleWarning {
                 host,
                 lag_ms: lag_us / 1000,
                 in_snapshot: self.processing_snapshot.get(),
@@ -480,7 +481,7 @@ impl EtcdWatcher {
             Stale::Stale {
                 lag_us,
                 warned: false,
-            } => p.emit(Event::CalicoStaleSuppressed {
+            } => p.emit(CalicoEvent::CalicoStaleSuppressed {
                 host,
                 lag_ms: lag_us / 1000,
             }),
@@ -521,7 +522,7 @@ async fn cancel_watch_if_broken(d: Rc<Driver>, watcher: Rc<EtcdWatcher>, s: Rc<W
             Err(_) if d.sw.canceller_catches_all => {}
             Err(e) => {
                 // Only ConnectionFailedError is caught: the canceller dies, the watch stays.
-                d.proc.emit(Event::CalicoWatcherRaised {
+                d.proc.emit(CalicoEvent::CalicoWatcherRaised {
                     pid: d.proc.pid(),
                     task: d.kind.canceller_task().into(),
                     error: format!("{e:?}"),

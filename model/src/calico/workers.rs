@@ -10,9 +10,10 @@ use super::neutron::Neutron;
 use super::port_status::PORT_WRITERS;
 use super::watchers::{Driver, Kind};
 use super::*;
+use crate::calico::CalicoEvent;
 use sim::etcd::Etcd;
 use sim::sync::Notify;
-use sim::{Event, Proc};
+use sim::Proc;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
@@ -177,7 +178,7 @@ impl Server {
                             .range(&prefix, true, 0)
                             .await
                             .map_or(0, |(kvs, _)| kvs.len() as u32);
-                        p.emit(Event::CalicoResync { pid: p.pid(), keys });
+                        p.emit(CalicoEvent::CalicoResync { pid: p.pid(), keys });
                         if interval.is_zero() {
                             return; // one-shot: this task is MEANT to finish
                         }

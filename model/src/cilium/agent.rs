@@ -15,11 +15,12 @@
 //! restarts; a node crash takes everything.
 
 use super::*;
+use crate::cilium::CiliumEvent;
 use rand::Rng;
 use sim::kube::{Kube, KubeClient, KubeError, Part, WatchEvent};
 use sim::sync::Notify;
 use sim::world::Host;
-use sim::{Event, NodeIx, Proc, World};
+use sim::{NodeIx, Proc, World};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -206,7 +207,7 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
                 pods.next.set(pods.next.get() + 1);
                 pods.pods.borrow_mut().insert(pod, None);
                 pods.pending.set(pods.pending.get() + 1);
-                proc.emit(Event::CiliumPodCreated { pod });
+                proc.emit(CiliumEvent::CiliumPodCreated { pod });
             }
         } else if count > target && count > 0 {
             let victim = {
@@ -219,7 +220,7 @@ async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
                     Some(ip) => pods.gone.borrow_mut().push((pod, ip)),
                     None => pods.pending.set(pods.pending.get() - 1),
                 }
-                proc.emit(Event::CiliumPodDeleted { pod, ip });
+                proc.emit(CiliumEvent::CiliumPodDeleted { pod, ip });
             }
         }
         pods.changed.notify();
@@ -269,7 +270,7 @@ impl Agent {
     }
 
     fn answer(&self, ip: Short, state: Option<Short>) {
-        self.proc.emit(Event::CiliumAgentState {
+        self.proc.emit(CiliumEvent::CiliumAgentState {
             ip,
             state,
             allocated: self.used.borrow().contains_key(&ip),
@@ -399,7 +400,7 @@ impl Agent {
                     *slot = Some(ip);
                     self.pods.pending.set(self.pods.pending.get() - 1);
                 }
-                self.proc.emit(Event::CiliumPodIp { pod, ip });
+                self.proc.emit(CiliumEvent::CiliumPodIp { pod, ip });
                 changed = true;
             }
             if changed {

@@ -19,6 +19,8 @@
 //! Bug switch `cilium-no-handshake`: the operator releases excess IPs directly once they have been
 //! excess for the delay, with no states (the behaviour the handshake replaced).
 
+pub mod event;
+pub use event::CiliumEvent;
 pub mod agent;
 pub mod decide;
 pub mod operator;

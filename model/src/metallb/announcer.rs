@@ -12,10 +12,11 @@
 
 use super::memberlist::Memberlist;
 use super::*;
+use crate::metallb::MetallbEvent;
 use sim::kube::WatchEvent;
 use sim::l2::Port;
 use sim::sync::Notify;
-use sim::{Event, Proc};
+use sim::Proc;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -166,7 +167,7 @@ impl Announcer {
             let announcing = self.announced.borrow().contains_key(svc);
             if first.as_deref() == Some(me.as_str()) {
                 if !announcing {
-                    self.proc.emit(Event::L2Announce {
+                    self.proc.emit(MetallbEvent::L2Announce {
                         service: svc.clone(),
                         ip: ip.clone(),
                         candidates,
@@ -203,7 +204,7 @@ impl Announcer {
 
     fn withdraw(&self, svc: &str) {
         if let Some(a) = self.announced.borrow_mut().remove(svc) {
-            self.proc.emit(Event::L2Withdraw {
+            self.proc.emit(MetallbEvent::L2Withdraw {
                 service: svc.to_string(),
                 ip: a.ip,
             });

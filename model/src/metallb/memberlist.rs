@@ -24,13 +24,14 @@
 //! Lifeguard's awareness-scaled probe timeouts and nacks, and metadata/protocol versions.
 
 use super::*;
+use crate::metallb::MetallbEvent;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use sim::net::{Call, Endpoint};
 use sim::short::Short;
 use sim::sync::Notify;
-use sim::{Event, Proc};
+use sim::Proc;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -335,7 +336,7 @@ impl Memberlist {
     }
 
     fn emit(&self, member: Name, state: &str, inc: u32) {
-        self.proc.emit(Event::MlMember {
+        self.proc.emit(MetallbEvent::MlMember {
             member: member.as_str().to_string(),
             state: state.to_string(),
             incarnation: inc,

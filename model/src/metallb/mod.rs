@@ -19,6 +19,8 @@
 //! `metallb-rejoin-via-apiserver` (PR 662's first draft: each rejoin lists peer IPs from the API
 //! server instead of using the cache).
 
+pub mod event;
+pub use event::MetallbEvent;
 pub mod announcer;
 pub mod memberlist;
 pub mod speakerlist;

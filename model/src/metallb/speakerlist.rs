@@ -18,9 +18,10 @@
 use super::announcer::{Announcer, Views};
 use super::memberlist::Memberlist;
 use super::*;
+use crate::metallb::MetallbEvent;
 use sim::kube::{KubeClient, WatchEvent};
 use sim::sync::Notify;
-use sim::{Event, Proc};
+use sim::Proc;
 use std::cell::{Cell, RefCell};
 
 /// The one-slot channel of join requests.
@@ -127,7 +128,8 @@ impl SpeakerList {
         loop {
             if let Some(ips) = self.list_ips().await {
                 let first = self.ips.borrow().is_empty();
-                self.proc.emit(Event::SpeakerIps { ips: ips.clone() });
+                self.proc
+                    .emit(MetallbEvent::SpeakerIps { ips: ips.clone() });
                 *self.ips.borrow_mut() = ips;
                 if first {
                     self.slot.request();
@@ -175,7 +177,8 @@ impl SpeakerList {
             }
             self.proc.sleep(Duration::from_secs(5)).await;
         };
-        self.proc.emit(Event::SpeakerIps { ips: ips.clone() });
+        self.proc
+            .emit(MetallbEvent::SpeakerIps { ips: ips.clone() });
         self.join_non_members(ips, "start").await;
     }
 
@@ -192,7 +195,7 @@ impl SpeakerList {
         }
         let addrs: Vec<NodeIx> = targets.iter().map(|(_, n)| *n).collect();
         let joined = self.ml.join(&addrs).await;
-        self.proc.emit(Event::MlJoin {
+        self.proc.emit(MetallbEvent::MlJoin {
             addresses: targets.into_iter().map(|(ip, _)| ip).collect(),
             joined,
             cause: cause.into(),

@@ -10,6 +10,7 @@
 
 use model::cilium::decide::Limits;
 use model::cilium::operator::OperatorConfig;
+use model::cilium::CiliumEvent;
 use model::cilium::{spec_of, status_of, Status, Switches, KIND, MARKED, READY, RELEASED};
 use sim::cloud::{eni_name, Cloud};
 use sim::kube::{Body, Kube, KubeClient, Part};
@@ -112,8 +113,8 @@ impl Run {
     pub fn marks(&self) -> Vec<(u64, Short)> {
         self.events
             .iter()
-            .filter_map(|(t, e)| match e {
-                Event::CiliumMark { ip, .. } => Some((*t, short(ip))),
+            .filter_map(|(t, e)| match e.system::<CiliumEvent>()? {
+                CiliumEvent::CiliumMark { ip, .. } => Some((*t, short(ip))),
                 _ => None,
             })
             .collect()
@@ -123,8 +124,8 @@ impl Run {
     pub fn aborts(&self) -> Vec<(u64, Short)> {
         self.events
             .iter()
-            .filter_map(|(t, e)| match e {
-                Event::CiliumAbort { ip, .. } => Some((*t, short(ip))),
+            .filter_map(|(t, e)| match e.system::<CiliumEvent>()? {
+                CiliumEvent::CiliumAbort { ip, .. } => Some((*t, short(ip))),
                 _ => None,
             })
             .collect()
@@ -134,8 +135,8 @@ impl Run {
     pub fn releases(&self) -> Vec<(u64, Short, String)> {
         self.events
             .iter()
-            .filter_map(|(t, e)| match e {
-                Event::CiliumRelease { ip, state_seen, .. } => {
+            .filter_map(|(t, e)| match e.system::<CiliumEvent>()? {
+                CiliumEvent::CiliumRelease { ip, state_seen, .. } => {
                     Some((*t, short(ip), state_seen.clone()))
                 }
                 _ => None,
@@ -373,14 +374,20 @@ struct Recorder(Rc<RefCell<Vec<(u64, Event)>>>);
 
 impl Monitor for Recorder {
     fn on_event(&mut self, rec: &Record) -> Option<Failure> {
-        if matches!(
-            rec.event,
-            Event::CiliumMark { .. }
-                | Event::CiliumAbort { .. }
-                | Event::CiliumRelease { .. }
-                | Event::CloudAssign { .. }
-                | Event::CloudUnassign { .. }
-        ) {
+        let handshake = matches!(
+            rec.event.system::<CiliumEvent>(),
+            Some(
+                CiliumEvent::CiliumMark { .. }
+                    | CiliumEvent::CiliumAbort { .. }
+                    | CiliumEvent::CiliumRelease { .. }
+            )
+        );
+        if handshake
+            || matches!(
+                rec.event,
+                Event::CloudAssign { .. } | Event::CloudUnassign { .. }
+            )
+        {
             self.0.borrow_mut().push((rec.t_us, rec.event.clone()));
         }
         None

@@ -11,6 +11,7 @@
 
 use model::calico::elector::{ElectionStore, Elector, Timing};
 use model::calico::master::Shared;
+use model::calico::CalicoEvent;
 use model::calico::Switches;
 use sim::etcd::{EtcdError, EventKind, KeyValue, Txn, TxnResponse, WatchEvent};
 use sim::event::ExitStatus;
@@ -362,21 +363,30 @@ impl Run {
 /// `stamp>0`, `stamp=0`, `dead-pid-cleanup STALE`, `step-down deleted=B`, `crash ERROR`,
 /// `exit N` (the elector's process).
 pub fn summary(e: &Event, elector_pid: u32) -> Option<String> {
+    if let Some(e) = e.system::<CalicoEvent>() {
+        return calico_summary(e);
+    }
     Some(match e {
-        Event::CalicoCampaign { .. } => "campaign".into(),
-        Event::CalicoWon { lease, .. } => format!("won lease={lease}"),
-        Event::CalicoRefresh { .. } => "refresh".into(),
-        Event::CalicoLost { reason, .. } => format!("lost: {reason}"),
-        Event::CalicoStamp { stamp_us } if *stamp_us > 0 => "stamp>0".into(),
-        Event::CalicoStamp { .. } => "stamp=0".into(),
-        Event::CalicoDeadPidCleanup { stale, .. } => format!("dead-pid-cleanup {stale}"),
-        Event::CalicoStepDown { deleted, .. } => format!("step-down deleted={deleted}"),
-        Event::CalicoElectorCrash { error, .. } => format!("crash {error}"),
         Event::ProcessExit {
             pid,
             status: ExitStatus::Code { code },
             ..
         } if *pid == elector_pid => format!("exit {code}"),
+        _ => return None,
+    })
+}
+
+fn calico_summary(e: &CalicoEvent) -> Option<String> {
+    Some(match e {
+        CalicoEvent::CalicoCampaign { .. } => "campaign".into(),
+        CalicoEvent::CalicoWon { lease, .. } => format!("won lease={lease}"),
+        CalicoEvent::CalicoRefresh { .. } => "refresh".into(),
+        CalicoEvent::CalicoLost { reason, .. } => format!("lost: {reason}"),
+        CalicoEvent::CalicoStamp { stamp_us } if *stamp_us > 0 => "stamp>0".into(),
+        CalicoEvent::CalicoStamp { .. } => "stamp=0".into(),
+        CalicoEvent::CalicoDeadPidCleanup { stale, .. } => format!("dead-pid-cleanup {stale}"),
+        CalicoEvent::CalicoStepDown { deleted, .. } => format!("step-down deleted={deleted}"),
+        CalicoEvent::CalicoElectorCrash { error, .. } => format!("crash {error}"),
         _ => return None,
     })
 }

@@ -24,6 +24,7 @@
 use model::calico::felix::REPORT_INTERVAL;
 use model::calico::status::{parse_time, Parsed, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US};
 use model::calico::watchers::ROUND_TRIP_INTERVAL;
+use model::calico::CalicoEvent;
 use model::calico::{
     ETCD_TIMEOUT, MASTER_CHECK_INTERVAL, MASTER_TIMEOUT, REFRESH_INTERVAL, RETRY_MAX,
 };
@@ -596,6 +597,119 @@ impl CalicoMonitor {
     }
 }
 
+impl CalicoMonitor {
+    /// The Calico model's own events.
+    fn on_calico(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
+        let (t, node) = (rec.t_us, rec.node);
+        match e {
+            CalicoEvent::CalicoStamp { stamp_us } => {
+                self.stamps[node as usize] = *stamp_us;
+                None
+            }
+            CalicoEvent::CalicoStaleStamp { .. } => {
+                self.reach("stale-stamp-observed");
+                None
+            }
+            CalicoEvent::CalicoDeadPidCleanup { .. } => {
+                self.reach("dead-pid-cleanup");
+                None
+            }
+            CalicoEvent::CalicoStepDown { deleted: true, .. } => {
+                self.reach("graceful-step-down");
+                None
+            }
+            CalicoEvent::CalicoSnapshot {
+                done: false,
+                worker,
+                ..
+            } if worker == "agent-status" => {
+                let pid = self.forwarder_pid(node);
+                if !self.snapshots.insert((node, pid)) {
+                    self.reach("snapshot-replayed");
+                }
+                None
+            }
+            // Each StatusWatcher instance has its own limiter (status.py line 101 at 87c15906).
+            CalicoEvent::CalicoWatcher {
+                worker,
+                running: true,
+            } if worker == "agent-status" => {
+                let pid = self.forwarder_pid(node);
+                self.last_warning.remove(&(node, pid));
+                None
+            }
+            CalicoEvent::CalicoStaleWarning {
+                host,
+                lag_ms,
+                in_snapshot,
+            } => self.on_stale_warning(rec, host, *lag_ms, *in_snapshot),
+            CalicoEvent::CalicoUnparsableTime { .. } => {
+                self.reach("unparsable-time-skipped");
+                None
+            }
+            CalicoEvent::CalicoTaskCrash { pid, task, error } => {
+                self.crashed.insert((node, *pid, task.clone()));
+                Some(Failure {
+                    invariant: "watcher-survives-timestamps",
+                    kind: Kind::Safety,
+                    node: Some(node),
+                    explanation: format!(
+                        "the {task} task of {}:{pid} died on a status report: {error}{}",
+                        self.names[node as usize],
+                        self.fault_note(node)
+                    ),
+                })
+            }
+            CalicoEvent::CalicoAgentForward {
+                host,
+                rev,
+                in_snapshot,
+                time,
+            } => self.on_forward(rec, host, *rev, *in_snapshot, time),
+            CalicoEvent::CalicoWatcherRaised { pid, task, error } => {
+                self.raised[node as usize].push((t, *pid, task.clone(), error.clone()));
+                None
+            }
+            CalicoEvent::CalicoResync { pid, .. } => {
+                if !self.resyncs.insert((node, *pid)) {
+                    self.reach("periodic-resync");
+                }
+                None
+            }
+            CalicoEvent::CalicoPortWrite { ok: false, .. } => {
+                self.reach("port-write-failed");
+                None
+            }
+            CalicoEvent::CalicoWatchdogExit { pid, task } => {
+                self.reach("watchdog-restart");
+                let k = (node, *pid, task.clone());
+                (self.ended.contains(&k) && !self.crashed.contains(&k)).then(|| Failure {
+                    invariant: "watchdog-restart-justified",
+                    kind: Kind::Safety,
+                    node: Some(node),
+                    explanation: format!(
+                        "the watchdog of {}:{pid} exited the process because task '{task}' was dead, but that task had finished normally (a task meant to finish must not be registered)",
+                        self.names[node as usize]
+                    ),
+                })
+            }
+            CalicoEvent::NeutronAgentHeard { host } => {
+                if let Some(n) = self.node_of(host) {
+                    self.heard_us[n as usize] = Some(t);
+                }
+                None
+            }
+            CalicoEvent::CalicoMasterOnly {
+                pid,
+                worker,
+                action,
+                in_snapshot,
+            } => self.on_master_only(rec, worker, action, *pid, *in_snapshot),
+            _ => None,
+        }
+    }
+}
+
 impl Monitor for CalicoMonitor {
     fn on_event(&mut self, rec: &Record) -> Option<Failure> {
         let t = rec.t_us;
@@ -675,22 +789,6 @@ impl Monitor for CalicoMonitor {
                 }
                 None
             }
-            Event::CalicoStamp { stamp_us } => {
-                self.stamps[node as usize] = *stamp_us;
-                None
-            }
-            Event::CalicoStaleStamp { .. } => {
-                self.reach("stale-stamp-observed");
-                None
-            }
-            Event::CalicoDeadPidCleanup { .. } => {
-                self.reach("dead-pid-cleanup");
-                None
-            }
-            Event::CalicoStepDown { deleted: true, .. } => {
-                self.reach("graceful-step-down");
-                None
-            }
             Event::EtcdAmbiguous { applied, .. } => {
                 self.reach(if *applied { "etcd-ambiguous-applied" } else { "etcd-ambiguous-lost" });
                 None
@@ -741,40 +839,6 @@ impl Monitor for CalicoMonitor {
                 self.status_put_us.insert(*rev, t);
                 None
             }
-            Event::CalicoSnapshot { done: false, worker, .. } if worker == "agent-status" => {
-                let pid = self.forwarder_pid(node);
-                if !self.snapshots.insert((node, pid)) {
-                    self.reach("snapshot-replayed");
-                }
-                None
-            }
-            // Each StatusWatcher instance has its own limiter (status.py line 101 at 87c15906).
-            Event::CalicoWatcher { worker, running: true } if worker == "agent-status" => {
-                let pid = self.forwarder_pid(node);
-                self.last_warning.remove(&(node, pid));
-                None
-            }
-            Event::CalicoStaleWarning { host, lag_ms, in_snapshot } => self.on_stale_warning(rec, host, *lag_ms, *in_snapshot),
-            Event::CalicoUnparsableTime { .. } => {
-                self.reach("unparsable-time-skipped");
-                None
-            }
-            Event::CalicoTaskCrash { pid, task, error } => {
-                self.crashed.insert((node, *pid, task.clone()));
-                Some(Failure {
-                    invariant: "watcher-survives-timestamps",
-                    kind: Kind::Safety,
-                    node: Some(node),
-                    explanation: format!("the {task} task of {}:{pid} died on a status report: {error}{}", self.names[node as usize], self.fault_note(node)),
-                })
-            }
-            Event::CalicoAgentForward { host, rev, in_snapshot, time } => {
-                self.on_forward(rec, host, *rev, *in_snapshot, time)
-            }
-            Event::CalicoWatcherRaised { pid, task, error } => {
-                self.raised[node as usize].push((t, *pid, task.clone(), error.clone()));
-                None
-            }
             Event::TaskDeath { pid, task } => {
                 self.dead_tasks[node as usize].push((t, *pid, task.clone()));
                 None
@@ -785,29 +849,6 @@ impl Monitor for CalicoMonitor {
                 }
                 self.ended.insert((node, *pid, task.clone()));
                 None
-            }
-            Event::CalicoResync { pid, .. } => {
-                if !self.resyncs.insert((node, *pid)) {
-                    self.reach("periodic-resync");
-                }
-                None
-            }
-            Event::CalicoPortWrite { ok: false, .. } => {
-                self.reach("port-write-failed");
-                None
-            }
-            Event::CalicoWatchdogExit { pid, task } => {
-                self.reach("watchdog-restart");
-                let k = (node, *pid, task.clone());
-                (self.ended.contains(&k) && !self.crashed.contains(&k)).then(|| Failure {
-                    invariant: "watchdog-restart-justified",
-                    kind: Kind::Safety,
-                    node: Some(node),
-                    explanation: format!(
-                        "the watchdog of {}:{pid} exited the process because task '{task}' was dead, but that task had finished normally (a task meant to finish must not be registered)",
-                        self.names[node as usize]
-                    ),
-                })
             }
             Event::EtcdCompact { client, .. } => {
                 if self.winners.len() > 1 {
@@ -824,18 +865,7 @@ impl Monitor for CalicoMonitor {
                     _ => None,
                 }
             }
-            Event::NeutronAgentHeard { host } => {
-                if let Some(n) = self.node_of(host) {
-                    self.heard_us[n as usize] = Some(t);
-                }
-                None
-            }
-            Event::CalicoMasterOnly {
-                pid,
-                worker,
-                action,
-                in_snapshot,
-            } => self.on_master_only(rec, worker, action, *pid, *in_snapshot),
+            Event::System(_) => rec.event.system::<CalicoEvent>().and_then(|e| self.on_calico(rec, e)),
             _ => None,
         };
         if out.is_none() {

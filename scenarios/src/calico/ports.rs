@@ -4,6 +4,7 @@
 //! to Neutron's is the spec's (`PORT_STATUS_MAPPING`, mech_calico.py line 212 at networking-calico
 //! 87c15906: up -> ACTIVE, down -> DOWN, error -> ERROR; no status -> ERROR).
 
+use model::calico::CalicoEvent;
 use sim::event::Event;
 use std::collections::BTreeMap;
 
@@ -59,6 +60,16 @@ fn status_field(value: &str) -> Option<String> {
 impl PortView {
     /// Takes in one event at true time `t`.
     pub fn observe(&mut self, prefix: &str, t: u64, event: &Event) {
+        if let Some(CalicoEvent::NeutronPortStatus {
+            port,
+            status,
+            client,
+        }) = event.system::<CalicoEvent>()
+        {
+            self.neutron.insert(port.clone(), status.clone());
+            self.writer.insert(port.clone(), client.clone());
+            return;
+        }
         let (port, status) = match event {
             Event::EtcdPut { key, value, .. } => match port_of(prefix, key) {
                 Some(p) => (p, status_field(value)),
@@ -68,15 +79,6 @@ impl PortView {
                 Some(p) => (p, None),
                 None => return,
             },
-            Event::NeutronPortStatus {
-                port,
-                status,
-                client,
-            } => {
-                self.neutron.insert(port.clone(), status.clone());
-                self.writer.insert(port.clone(), client.clone());
-                return;
-            }
             _ => return,
         };
         let entry = self.felix.entry(port.to_string()).or_insert((None, t));

@@ -3,6 +3,7 @@
 //! doing master-only work (acting intervals as the monitor counts them).
 
 use super::monitor::ACTING_GAP_US;
+use model::calico::CalicoEvent;
 use reports::{ReportLens, Rows};
 use sim::event::{Event, Record};
 use std::collections::BTreeMap;
@@ -41,6 +42,30 @@ impl CalicoLens {
         self.holder = host;
     }
 
+    fn on_calico(&mut self, e: &CalicoEvent, node: &str, t: f64, rows: &mut Rows) {
+        match e {
+            CalicoEvent::CalicoStamp { stamp_us } => {
+                let Some(row) = rows.get(node) else { return };
+                if *stamp_us != 0 {
+                    row.start("master", "master", t, "believes it is master");
+                } else {
+                    row.end("master", t);
+                }
+            }
+            CalicoEvent::CalicoStaleWarning { host, lag_ms, .. } => {
+                if let Some(row) = rows.get(node) {
+                    row.mark(
+                        "warning",
+                        t,
+                        format!("stale report from {host}, {} s old", lag_ms / 1000),
+                    );
+                }
+            }
+            CalicoEvent::CalicoMasterOnly { .. } => self.master_only(node, t),
+            _ => {}
+        }
+    }
+
     fn master_only(&mut self, node: &str, t: f64) {
         let gap = ACTING_GAP_US as f64 / 1e6;
         let e = self.acting.entry(node.to_string()).or_insert((t, t));
@@ -60,25 +85,10 @@ impl CalicoLens {
 
 impl ReportLens for CalicoLens {
     fn observe(&mut self, rec: &Record, node: &str, t: f64, rows: &mut Rows) {
+        if let Some(e) = rec.event.system::<CalicoEvent>() {
+            return self.on_calico(e, node, t, rows);
+        }
         match &rec.event {
-            Event::CalicoStamp { stamp_us } => {
-                let Some(row) = rows.get(node) else { return };
-                if *stamp_us != 0 {
-                    row.start("master", "master", t, "believes it is master");
-                } else {
-                    row.end("master", t);
-                }
-            }
-            Event::CalicoStaleWarning { host, lag_ms, .. } => {
-                if let Some(row) = rows.get(node) {
-                    row.mark(
-                        "warning",
-                        t,
-                        format!("stale report from {host}, {} s old", lag_ms / 1000),
-                    );
-                }
-            }
-            Event::CalicoMasterOnly { .. } => self.master_only(node, t),
             Event::EtcdPut { key, value, .. } if **key == *self.election_key => {
                 let host = value.split(':').next().unwrap_or("").to_string();
                 let label = format!("holds the election key ({value})");

@@ -99,6 +99,10 @@ impl System for Calico {
         Some(o.with_hosts(nodes))
     }
 
+    fn decode_event(v: &serde_json::Value) -> Option<sim::Event> {
+        sim::event::decode::<model::calico::CalicoEvent>(v)
+    }
+
     fn lens() -> Box<dyn reports::ReportLens> {
         Box::new(super::report::CalicoLens::default())
     }

@@ -2,6 +2,7 @@
 //! invariants of the table in the module documentation of `scenarios::cilium`.
 
 use super::PODS_BOUND_US;
+use model::cilium::CiliumEvent;
 use model::cilium::{DO_NOT_RELEASE, KIND, MARKED, READY, RELEASED, RELEASE_DELAY};
 use sim::event::{Event, Record};
 use sim::{Failure, Kind, Monitor, NodeIx, Short};
@@ -199,48 +200,17 @@ impl CiliumMonitor {
     }
 }
 
-impl Monitor for CiliumMonitor {
-    fn on_event(&mut self, rec: &Record) -> Option<Failure> {
+impl CiliumMonitor {
+    /// The Cilium model's own events.
+    fn on_cilium(&mut self, rec: &Record, e: &CiliumEvent) -> Option<Failure> {
         let t = rec.t_us;
         let node = self.names[rec.node as usize];
-        match &rec.event {
-            Event::CloudAssign { instance, ip, .. } => {
-                if let Some(i) = self.index(short(instance)) {
-                    self.nodes[i].assigned.insert(*ip);
-                }
-                None
-            }
-            Event::CloudUnassign {
-                instance,
-                ip,
-                client,
-                ..
-            } => self.unassign(rec, instance, *ip, client),
-            Event::CloudAmbiguous { op, .. } => {
-                if op == "unassign" {
-                    self.reached.insert("ambiguous-unassign");
-                }
-                None
-            }
-            Event::KubeConflict { .. } => {
-                self.reached.insert("conflict-on-write");
-                None
-            }
-            Event::KubeWrite {
-                kind,
-                name,
-                rv,
-                part,
-                client,
-            } if kind == KIND && part == "status" => {
-                self.writes.push((short(name), *rv, t, client.clone()));
-                None
-            }
-            Event::CiliumPodCreated { pod } => {
+        match e {
+            CiliumEvent::CiliumPodCreated { pod } => {
                 self.pending.insert(*pod, (node, t));
                 None
             }
-            Event::CiliumPodIp { pod, ip } => {
+            CiliumEvent::CiliumPodIp { pod, ip } => {
                 self.pending.remove(pod);
                 let key = (node, *ip);
                 let view = &mut self.nodes[rec.node as usize];
@@ -286,39 +256,14 @@ impl Monitor for CiliumMonitor {
                 }
                 None
             }
-            Event::CiliumPodDeleted { pod, ip } => {
+            CiliumEvent::CiliumPodDeleted { pod, ip } => {
                 self.pending.remove(pod);
                 if let Some(ip) = ip {
                     self.nodes[rec.node as usize].pod_ips.remove(ip);
                 }
                 None
             }
-            Event::TaskDeath { .. } => {
-                self.dead_tasks.insert(node.to_string());
-                None
-            }
-            Event::NodeCrash => {
-                self.dead_tasks.remove(node.as_str());
-                let view = &mut self.nodes[rec.node as usize];
-                view.pod_ips.clear();
-                view.agent_state.clear();
-                self.pending.retain(|_, (n, _)| *n != node);
-                None
-            }
-            Event::ProcessExit { name, .. } if name == "cilium-operator" => {
-                self.dead_tasks.remove(node.as_str());
-                if !self.marked.is_empty() {
-                    self.reached.insert("operator-restart-mid-handshake");
-                }
-                self.marked.clear();
-                None
-            }
-            Event::ProcessExit { name, .. } if name == "cilium-agent" => {
-                self.dead_tasks.remove(node.as_str());
-                self.nodes[rec.node as usize].agent_state.clear();
-                None
-            }
-            Event::CiliumAgentState {
+            CiliumEvent::CiliumAgentState {
                 ip,
                 state,
                 allocated,
@@ -348,7 +293,7 @@ impl Monitor for CiliumMonitor {
                 }
                 None
             }
-            Event::CiliumMark {
+            CiliumEvent::CiliumMark {
                 node: n,
                 ip,
                 observed_used,
@@ -362,11 +307,11 @@ impl Monitor for CiliumMonitor {
                     explanation: format!("the operator marked {ip} of {n} for release although its own view listed it as used"),
                 })
             }
-            Event::CiliumAbort { node: n, ip } => {
+            CiliumEvent::CiliumAbort { node: n, ip } => {
                 self.marked.remove(&(short(n), short(ip)));
                 None
             }
-            Event::CiliumRelease {
+            CiliumEvent::CiliumRelease {
                 node: n,
                 ip,
                 state_seen,
@@ -390,20 +335,91 @@ impl Monitor for CiliumMonitor {
                     ),
                 })
             }
-            Event::CiliumLeadershipLost { identity } => {
+            CiliumEvent::CiliumLeadershipLost { identity } => {
                 let pid = identity.rsplit('-').next().unwrap_or_default();
                 self.stopped.insert(format!("{node}:{pid}"), t);
                 None
             }
-            Event::CiliumLeading { identity, .. } => {
+            CiliumEvent::CiliumLeading { identity, .. } => {
                 let pid = identity.rsplit('-').next().unwrap_or_default();
                 self.leader = Some((format!("{node}:{pid}"), t));
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Monitor for CiliumMonitor {
+    fn on_event(&mut self, rec: &Record) -> Option<Failure> {
+        let t = rec.t_us;
+        let node = self.names[rec.node as usize];
+        match &rec.event {
+            Event::CloudAssign { instance, ip, .. } => {
+                if let Some(i) = self.index(short(instance)) {
+                    self.nodes[i].assigned.insert(*ip);
+                }
+                None
+            }
+            Event::CloudUnassign {
+                instance,
+                ip,
+                client,
+                ..
+            } => self.unassign(rec, instance, *ip, client),
+            Event::CloudAmbiguous { op, .. } => {
+                if op == "unassign" {
+                    self.reached.insert("ambiguous-unassign");
+                }
+                None
+            }
+            Event::KubeConflict { .. } => {
+                self.reached.insert("conflict-on-write");
+                None
+            }
+            Event::KubeWrite {
+                kind,
+                name,
+                rv,
+                part,
+                client,
+            } if kind == KIND && part == "status" => {
+                self.writes.push((short(name), *rv, t, client.clone()));
+                None
+            }
+            Event::TaskDeath { .. } => {
+                self.dead_tasks.insert(node.to_string());
+                None
+            }
+            Event::NodeCrash => {
+                self.dead_tasks.remove(node.as_str());
+                let view = &mut self.nodes[rec.node as usize];
+                view.pod_ips.clear();
+                view.agent_state.clear();
+                self.pending.retain(|_, (n, _)| *n != node);
+                None
+            }
+            Event::ProcessExit { name, .. } if name == "cilium-operator" => {
+                self.dead_tasks.remove(node.as_str());
+                if !self.marked.is_empty() {
+                    self.reached.insert("operator-restart-mid-handshake");
+                }
+                self.marked.clear();
+                None
+            }
+            Event::ProcessExit { name, .. } if name == "cilium-agent" => {
+                self.dead_tasks.remove(node.as_str());
+                self.nodes[rec.node as usize].agent_state.clear();
                 None
             }
             Event::LivenessPhase => {
                 self.pods_deadline = Some(t + PODS_BOUND_US);
                 None
             }
+            Event::System(_) => rec
+                .event
+                .system::<CiliumEvent>()
+                .and_then(|e| self.on_cilium(rec, e)),
             _ => None,
         }
     }

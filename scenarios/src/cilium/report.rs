@@ -1,8 +1,9 @@
 //! What a Cilium run adds to its report: the IPs each node holds in the release handshake, and the
 //! headline measure, the median time from excess to release.
 
+use model::cilium::CiliumEvent;
 use reports::{ReportLens, Rows};
-use sim::event::{Event, Record};
+use sim::event::Record;
 use std::collections::BTreeMap;
 
 /// The Cilium lens.
@@ -16,8 +17,11 @@ pub struct CiliumLens {
 
 impl ReportLens for CiliumLens {
     fn observe(&mut self, rec: &Record, node: &str, t: f64, rows: &mut Rows) {
-        match &rec.event {
-            Event::CiliumAgentState { ip, state, .. } => {
+        let Some(e) = rec.event.system::<CiliumEvent>() else {
+            return;
+        };
+        match e {
+            CiliumEvent::CiliumAgentState { ip, state, .. } => {
                 let held = self.handshake.entry(node.to_string()).or_default();
                 match state.as_deref() {
                     Some(s @ ("marked-for-release" | "ready-for-release")) => {
@@ -34,7 +38,7 @@ impl ReportLens for CiliumLens {
                     row.start("handshake", "handshake", t, &label);
                 }
             }
-            Event::CiliumRelease { excess_for_ms, .. } => {
+            CiliumEvent::CiliumRelease { excess_for_ms, .. } => {
                 self.releases.push(*excess_for_ms as f64 / 1000.0)
             }
             _ => {}

@@ -70,6 +70,10 @@ impl System for Cilium {
         super::run(family, spec, options, coverage)
     }
 
+    fn decode_event(v: &serde_json::Value) -> Option<sim::Event> {
+        sim::event::decode::<model::cilium::CiliumEvent>(v)
+    }
+
     fn lens() -> Box<dyn reports::ReportLens> {
         Box::new(super::report::CiliumLens::default())
     }

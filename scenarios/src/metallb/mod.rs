@@ -29,6 +29,7 @@
 //! reported.
 
 use crate::scenario::RunSpec;
+use model::metallb::MetallbEvent;
 use model::metallb::{self, announce_order, Peers, SpeakerConfig, Switches};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
@@ -784,12 +785,102 @@ impl MetallbMonitor {
     }
 }
 
+impl MetallbMonitor {
+    /// The MetalLB model's own events.
+    fn on_metallb(&mut self, rec: &Record, e: &MetallbEvent) -> Option<Failure> {
+        let t = rec.t_us;
+        let node = self.names[rec.node as usize].clone();
+        let merge = merge_bound_us(self.speakers);
+        let takeover = takeover_bound_us(self.speakers);
+        match e {
+            MetallbEvent::MlMember { member, state, .. } => {
+                if member == &node && state == "left" {
+                    // A speaker leaving the cluster (graceful shutdown) is no longer live.
+                    self.live.remove(&node);
+                    self.unsettle(t, takeover, format!("{node}'s speaker leaving (it left)"));
+                }
+                let v = self.views.entry(node.clone()).or_default();
+                if state == "forgotten" {
+                    v.remove(member);
+                    if !self.unsettled.is_empty() {
+                        self.reached.insert("partition-outlived-retention");
+                    }
+                } else {
+                    v.insert(member.clone(), state.clone());
+                }
+            }
+            // A speaker that can join from now on gets the join period to do so.
+            MetallbEvent::SpeakerIps { .. } if self.cached.insert(node.clone()) => {
+                self.unsettle(t, merge, format!("{node} caching the peer IPs"));
+            }
+            MetallbEvent::MlJoin { joined, .. } if *joined > 0 && !self.api_down.is_empty() => {
+                self.reached.insert("rejoin-while-apiserver-down");
+            }
+            MetallbEvent::L2Announce {
+                ip,
+                candidates,
+                service,
+            } => {
+                self.announcing
+                    .entry(ip.clone())
+                    .or_default()
+                    .insert(node.clone(), t);
+                self.duplicates(t, ip);
+                let order = announce_order(candidates, ip);
+                if order.first() != Some(&node) {
+                    return Some(Failure {
+                        invariant: "announcer-first-in-own-order",
+                        kind: Kind::Safety,
+                        node: Some(rec.node),
+                        explanation: format!(
+                            "{node} announces {ip} but its candidates {candidates:?} order as {order:?}"
+                        ),
+                    });
+                }
+                let svc = self.services.iter().find(|s| &s.ip == ip);
+                let why = if self.excluded.contains(&node) {
+                    Some("its node is excluded from external load balancers".to_string())
+                } else if self.unavailable.contains(&node) {
+                    Some("its node's network is unavailable".to_string())
+                } else if svc.is_some_and(|s| s.endpoints.is_empty()) {
+                    Some(format!("{service} has no endpoints"))
+                } else if svc.is_some_and(|s| s.local && !s.endpoints.contains(&node)) {
+                    Some(format!("{service} is Local and has no endpoint on {node}"))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Some(Failure {
+                        invariant: "announcer-eligible",
+                        kind: Kind::Safety,
+                        node: Some(rec.node),
+                        explanation: format!("{node} announces {ip} although {why}"),
+                    });
+                }
+            }
+            MetallbEvent::L2Withdraw { ip, .. } => {
+                if let Some(m) = self.announcing.get_mut(ip) {
+                    m.remove(&node);
+                }
+                self.duplicates(t, ip);
+            }
+            // Nothing this monitor tracks changed: the last check still holds until the next tick.
+            // Nothing this monitor tracks changed: the last check still holds until the next tick.
+            _ => return None,
+        }
+        self.converged(t)
+    }
+}
+
 impl Monitor for MetallbMonitor {
     fn on_event(&mut self, rec: &Record) -> Option<Failure> {
         let t = rec.t_us;
         let node = self.names[rec.node as usize].clone();
         let merge = merge_bound_us(self.speakers);
         let takeover = takeover_bound_us(self.speakers);
+        if let Some(e) = rec.event.system::<MetallbEvent>() {
+            return self.on_metallb(rec, e);
+        }
         match &rec.event {
             Event::FaultStart { id, fault, .. } => match fault {
                 FaultKind::Partition { .. }
@@ -861,29 +952,6 @@ impl Monitor for MetallbMonitor {
                     format!("{n} turning {}", if *ready { "Ready" } else { "NotReady" }),
                 );
             }
-            Event::MlMember { member, state, .. } => {
-                if member == &node && state == "left" {
-                    // A speaker leaving the cluster (graceful shutdown) is no longer live.
-                    self.live.remove(&node);
-                    self.unsettle(t, takeover, format!("{node}'s speaker leaving (it left)"));
-                }
-                let v = self.views.entry(node.clone()).or_default();
-                if state == "forgotten" {
-                    v.remove(member);
-                    if !self.unsettled.is_empty() {
-                        self.reached.insert("partition-outlived-retention");
-                    }
-                } else {
-                    v.insert(member.clone(), state.clone());
-                }
-            }
-            // A speaker that can join from now on gets the join period to do so.
-            Event::SpeakerIps { .. } if self.cached.insert(node.clone()) => {
-                self.unsettle(t, merge, format!("{node} caching the peer IPs"));
-            }
-            Event::MlJoin { joined, .. } if *joined > 0 && !self.api_down.is_empty() => {
-                self.reached.insert("rejoin-while-apiserver-down");
-            }
             Event::ArpEntry { ip, node: to, via } => {
                 if via == "garp" && self.lost_announcer.get(ip).is_some_and(|l| l != to) {
                     self.lost_announcer.remove(ip);
@@ -892,55 +960,6 @@ impl Monitor for MetallbMonitor {
                 self.arp.insert(ip.clone(), to.clone());
                 *self.arp_flaps.entry(ip.clone()).or_default() += 1;
             }
-            Event::L2Announce {
-                ip,
-                candidates,
-                service,
-            } => {
-                self.announcing
-                    .entry(ip.clone())
-                    .or_default()
-                    .insert(node.clone(), t);
-                self.duplicates(t, ip);
-                let order = announce_order(candidates, ip);
-                if order.first() != Some(&node) {
-                    return Some(Failure {
-                        invariant: "announcer-first-in-own-order",
-                        kind: Kind::Safety,
-                        node: Some(rec.node),
-                        explanation: format!(
-                            "{node} announces {ip} but its candidates {candidates:?} order as {order:?}"
-                        ),
-                    });
-                }
-                let svc = self.services.iter().find(|s| &s.ip == ip);
-                let why = if self.excluded.contains(&node) {
-                    Some("its node is excluded from external load balancers".to_string())
-                } else if self.unavailable.contains(&node) {
-                    Some("its node's network is unavailable".to_string())
-                } else if svc.is_some_and(|s| s.endpoints.is_empty()) {
-                    Some(format!("{service} has no endpoints"))
-                } else if svc.is_some_and(|s| s.local && !s.endpoints.contains(&node)) {
-                    Some(format!("{service} is Local and has no endpoint on {node}"))
-                } else {
-                    None
-                };
-                if let Some(why) = why {
-                    return Some(Failure {
-                        invariant: "announcer-eligible",
-                        kind: Kind::Safety,
-                        node: Some(rec.node),
-                        explanation: format!("{node} announces {ip} although {why}"),
-                    });
-                }
-            }
-            Event::L2Withdraw { ip, .. } => {
-                if let Some(m) = self.announcing.get_mut(ip) {
-                    m.remove(&node);
-                }
-                self.duplicates(t, ip);
-            }
-            // Nothing this monitor tracks changed: the last check still holds until the next tick.
             _ => return None,
         }
         self.converged(t)

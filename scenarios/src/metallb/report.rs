@@ -3,6 +3,7 @@
 //! duplicate-announcer window after the network healed (while it is split, two announcers are
 //! expected).
 
+use model::metallb::MetallbEvent;
 use reports::{ReportLens, Rows};
 use sim::event::{Event, Record};
 use sim::FaultKind;
@@ -107,15 +108,13 @@ impl MetallbLens {
     }
 }
 
-impl ReportLens for MetallbLens {
-    fn observe(&mut self, rec: &Record, node: &str, t: f64, rows: &mut Rows) {
-        match &rec.event {
-            Event::ProcessExit { name, .. } if name == "speaker" => {
-                self.speaker_gone(node, t, rows)
-            }
-            Event::NodeCrash => self.speaker_gone(node, t, rows),
-            Event::L2Announce { ip, .. } => {
-                if let Some(row) = rows.get(node) {
+impl MetallbLens {
+    /// The speakers' own events; true if the announcers may have changed.
+    fn on_metallb(&mut self, e: &MetallbEvent, node: &str, t: f64, rows: &mut Rows) -> bool {
+        let row = rows.get(node);
+        match e {
+            MetallbEvent::L2Announce { ip, .. } => {
+                if let Some(row) = row {
                     row.start(
                         &format!("announce {ip}"),
                         "announcer",
@@ -125,38 +124,58 @@ impl ReportLens for MetallbLens {
                 }
                 let a = self.announcers.entry(ip.clone()).or_default();
                 a.insert(node.to_string());
+                true
             }
-            Event::L2Withdraw { ip, .. } => {
-                if let Some(row) = rows.get(node) {
+            MetallbEvent::L2Withdraw { ip, .. } => {
+                if let Some(row) = row {
                     row.end(&format!("announce {ip}"), t);
                 }
                 self.announcers.entry(ip.clone()).or_default().remove(node);
+                true
             }
-            Event::MlMember { member, state, .. } if state == "forgotten" => {
-                if let Some(row) = rows.get(node) {
+            MetallbEvent::MlMember { member, state, .. } if state == "forgotten" => {
+                if let Some(row) = row {
                     row.mark("forget", t, format!("forgot {member}"))
                 }
+                false
             }
-            Event::MlJoin {
+            MetallbEvent::MlJoin {
                 addresses,
                 joined,
                 cause,
             } => {
-                if let Some(row) = rows.get(node) {
+                if let Some(row) = row {
                     let label = format!("join ({cause}) {addresses:?}: {joined} answered");
                     row.mark("join", t, label)
                 }
+                false
             }
-            _ => {}
+            _ => false,
         }
+    }
+}
+
+impl ReportLens for MetallbLens {
+    fn observe(&mut self, rec: &Record, node: &str, t: f64, rows: &mut Rows) {
+        let changed = match &rec.event {
+            Event::ProcessExit { name, .. } => {
+                if name == "speaker" {
+                    self.speaker_gone(node, t, rows);
+                }
+                true
+            }
+            Event::NodeCrash => {
+                self.speaker_gone(node, t, rows);
+                true
+            }
+            Event::System(_) => match rec.event.system::<MetallbEvent>() {
+                Some(e) => self.on_metallb(e, node, t, rows),
+                None => false,
+            },
+            _ => false,
+        };
         self.net_fault(&rec.event, t);
-        if matches!(
-            rec.event,
-            Event::L2Announce { .. }
-                | Event::L2Withdraw { .. }
-                | Event::NodeCrash
-                | Event::ProcessExit { .. }
-        ) {
+        if changed {
             self.duplicates(t, rows);
         }
     }

@@ -66,6 +66,10 @@ impl System for Metallb {
         super::run(family, spec, options, coverage)
     }
 
+    fn decode_event(v: &serde_json::Value) -> Option<sim::Event> {
+        sim::event::decode::<model::metallb::MetallbEvent>(v)
+    }
+
     fn lens() -> Box<dyn reports::ReportLens> {
         Box::new(super::report::MetallbLens::default())
     }

@@ -33,11 +33,12 @@ use super::OperatorConfig;
 use crate::cilium::decide::{
     excess_ips, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep,
 };
+use crate::cilium::CiliumEvent;
 use crate::cilium::*;
 use sim::cloud::{Cloud, CloudClient, CloudError, Interfaces};
 use sim::kube::{Body, Kube, KubeClient, Part, WatchEvent};
 use sim::sync::Notify;
-use sim::{Event, Proc};
+use sim::Proc;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -202,7 +203,7 @@ impl Ipam {
         if self.instances_resync().await.is_none() {
             return false;
         }
-        self.proc.emit(Event::CiliumIpamStarted {
+        self.proc.emit(CiliumEvent::CiliumIpamStarted {
             identity: identity.to_string(),
         });
         let me = self.clone();
@@ -512,7 +513,7 @@ impl Ipam {
             self.emit_abort(node, *ip);
         }
         for ip in &step.marked {
-            self.proc.emit(Event::CiliumMark {
+            self.proc.emit(CiliumEvent::CiliumMark {
                 node: node.into(),
                 ip: (*ip).into(),
                 observed_used: status.used.contains_key(ip),
@@ -571,7 +572,7 @@ impl Ipam {
     }
 
     fn emit_abort(&self, node: Short, ip: Short) {
-        self.proc.emit(Event::CiliumAbort {
+        self.proc.emit(CiliumEvent::CiliumAbort {
             node: node.into(),
             ip: ip.into(),
         });
@@ -582,7 +583,7 @@ impl Ipam {
     async fn release(&self, node: Short, eni: Short, step: &ReleaseStep, rv: u64) -> Pass {
         let ips: Vec<Short> = step.to_release.iter().map(|r| r.0).collect();
         for (ip, seen, timed) in &step.to_release {
-            self.proc.emit(Event::CiliumRelease {
+            self.proc.emit(CiliumEvent::CiliumRelease {
                 node: node.into(),
                 ip: (*ip).into(),
                 state_seen: seen.clone(),

@@ -36,11 +36,12 @@ pub mod ipam;
 
 use super::decide::Limits;
 use super::Switches;
+use crate::cilium::CiliumEvent;
 use sim::cloud::Cloud;
 use sim::kube::Kube;
 use sim::leaderelection::{LeaderElectionConfig, LeaderElector};
 use sim::world::Host;
-use sim::{Event, NodeIx, Proc, World};
+use sim::{NodeIx, Proc, World};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -93,7 +94,7 @@ fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
     proc.spawn("leader-election", async move {
         le2.run().await; // RunOrDie
                          // OnStoppedLeading: "Leader election lost".
-        p.emit(Event::CiliumLeadershipLost { identity: id });
+        p.emit(CiliumEvent::CiliumLeadershipLost { identity: id });
         if !c.switches.exit_on_lost_lead {
             p.sleep(c.shutdown_linger).await; // the stop hooks before legacy.onStop
         }
@@ -111,7 +112,7 @@ fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
             return;
         }
         let transitions = le2.snapshot().observed.leader_transitions;
-        p.emit(Event::CiliumLeading {
+        p.emit(CiliumEvent::CiliumLeading {
             identity: identity.clone(),
             transitions,
         });
