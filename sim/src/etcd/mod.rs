@@ -486,57 +486,12 @@ impl Server {
                     .map_err(store_err)?;
                 Ok(Response::Range { kvs, revision })
             }
-            Request::Txn(txn) => {
-                let (resp, events) = self
-                    .etcd
-                    .0
-                    .store
-                    .borrow_mut()
-                    .txn(&txn)
-                    .map_err(store_err)?;
-                self.publish(
-                    events,
-                    |_| DeleteCause::Client {
-                        client: caller.to_string(),
-                    },
-                    caller,
-                );
-                Ok(Response::Txn(resp))
-            }
-            Request::Grant { ttl_s } => {
-                let (lease, ttl_s) = self.etcd.0.store.borrow_mut().grant(ttl_s, now_ms);
-                self.world.emit(
-                    self.node(),
-                    Event::EtcdLeaseGrant {
-                        lease,
-                        ttl_s,
-                        client: caller.to_string(),
-                    },
-                );
-                self.etcd.0.leases_changed.notify();
-                Ok(Response::Grant { lease, ttl_s })
-            }
+            Request::Txn(txn) => self.txn(caller, &txn),
+            Request::Grant { ttl_s } => Ok(self.grant(caller, ttl_s, now_ms)),
             Request::KeepAlive { lease } => Ok(Response::KeepAlive {
                 ttl_s: self.etcd.0.store.borrow_mut().keep_alive(lease, now_ms),
             }),
-            Request::Revoke { lease } => {
-                let (revision, events) = self
-                    .etcd
-                    .0
-                    .store
-                    .borrow_mut()
-                    .revoke(lease)
-                    .map_err(store_err)?;
-                self.publish(
-                    events,
-                    |_| DeleteCause::LeaseRevoked {
-                        lease,
-                        client: caller.to_string(),
-                    },
-                    caller,
-                );
-                Ok(Response::Revoke { revision })
-            }
+            Request::Revoke { lease } => self.revoke(caller, lease),
             Request::TimeToLive { lease } => {
                 let (ttl_s, granted_ttl_s) = self.etcd.0.store.borrow().time_to_live(lease, now_ms);
                 Ok(Response::TimeToLive {
@@ -544,23 +499,7 @@ impl Server {
                     granted_ttl_s,
                 })
             }
-            Request::Compact { revision } => {
-                let r = self
-                    .etcd
-                    .0
-                    .store
-                    .borrow_mut()
-                    .compact(revision)
-                    .map_err(store_err)?;
-                self.world.emit(
-                    self.node(),
-                    Event::EtcdCompact {
-                        rev: revision,
-                        client: caller.to_string(),
-                    },
-                );
-                Ok(Response::Compact { revision: r })
-            }
+            Request::Compact { revision } => self.compact(caller, revision),
             Request::Status => {
                 let s = self.etcd.0.store.borrow();
                 Ok(Response::Status {
@@ -575,31 +514,116 @@ impl Server {
                 tx,
             } => {
                 let _ = from;
-                let past = if start_revision > 0 {
-                    match self
-                        .etcd
-                        .0
-                        .store
-                        .borrow()
-                        .events_since(&key, prefix, start_revision)
-                    {
-                        Ok(e) => e,
-                        Err(StoreError::Compacted { compact_revision }) => {
-                            tx.send(WatchMsg::Canceled { compact_revision });
-                            return Ok(Response::Watch);
-                        }
-                        Err(e) => return Err(EtcdError::Store(e)),
-                    }
-                } else {
-                    Vec::new()
-                };
-                if !past.is_empty() {
-                    tx.send(WatchMsg::Events(past.into_iter().map(Rc::new).collect()));
-                }
-                self.watchers.borrow_mut().push(Watcher { key, prefix, tx });
-                Ok(Response::Watch)
+                self.watch(key, prefix, start_revision, tx)
             }
         }
+    }
+
+    /// Applies a transaction and publishes its changes (deletes caused by `caller`).
+    fn txn(&self, caller: &str, txn: &Txn) -> Reply {
+        let (resp, events) = self
+            .etcd
+            .0
+            .store
+            .borrow_mut()
+            .txn(txn)
+            .map_err(EtcdError::Store)?;
+        self.publish(
+            events,
+            |_| DeleteCause::Client {
+                client: caller.to_string(),
+            },
+            caller,
+        );
+        Ok(Response::Txn(resp))
+    }
+
+    /// Grants a lease and wakes the lessor (a new deadline).
+    fn grant(&self, caller: &str, ttl_s: i64, now_ms: i64) -> Response {
+        let (lease, ttl_s) = self.etcd.0.store.borrow_mut().grant(ttl_s, now_ms);
+        self.world.emit(
+            self.node(),
+            Event::EtcdLeaseGrant {
+                lease,
+                ttl_s,
+                client: caller.to_string(),
+            },
+        );
+        self.etcd.0.leases_changed.notify();
+        Response::Grant { lease, ttl_s }
+    }
+
+    /// Revokes a lease and publishes the deletes of its keys.
+    fn revoke(&self, caller: &str, lease: i64) -> Reply {
+        let (revision, events) = self
+            .etcd
+            .0
+            .store
+            .borrow_mut()
+            .revoke(lease)
+            .map_err(EtcdError::Store)?;
+        self.publish(
+            events,
+            |_| DeleteCause::LeaseRevoked {
+                lease,
+                client: caller.to_string(),
+            },
+            caller,
+        );
+        Ok(Response::Revoke { revision })
+    }
+
+    /// Compacts history up to `revision`.
+    fn compact(&self, caller: &str, revision: i64) -> Reply {
+        let r = self
+            .etcd
+            .0
+            .store
+            .borrow_mut()
+            .compact(revision)
+            .map_err(EtcdError::Store)?;
+        self.world.emit(
+            self.node(),
+            Event::EtcdCompact {
+                rev: revision,
+                client: caller.to_string(),
+            },
+        );
+        Ok(Response::Compact { revision: r })
+    }
+
+    /// Opens a watch: sends the changes since `start_revision` (if not 0) at once, or cancels the
+    /// watch if that revision was compacted, then registers the watcher for what comes next.
+    fn watch(
+        &self,
+        key: String,
+        prefix: bool,
+        start_revision: i64,
+        tx: StreamTx<WatchMsg>,
+    ) -> Reply {
+        let past = if start_revision > 0 {
+            match self
+                .etcd
+                .0
+                .store
+                .borrow()
+                .events_since(&key, prefix, start_revision)
+            {
+                Ok(e) => e,
+                Err(StoreError::Compacted { compact_revision }) => {
+                    tx.send(WatchMsg::Canceled { compact_revision });
+                    return Ok(Response::Watch);
+                }
+                Err(e) => return Err(EtcdError::Store(e)),
+            }
+        } else {
+            Vec::new()
+        };
+        if !past.is_empty() {
+            tx.send(WatchMsg::Events(past.into_iter().map(Rc::new).collect()));
+        }
+        self.watchers.borrow_mut().push(Watcher { key, prefix, tx });
+        Ok(Response::Watch)
     }
 
     /// Emits trace events for changes and pushes them to matching watchers.
