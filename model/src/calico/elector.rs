@@ -21,7 +21,7 @@
 //!
 //! The elector reaches etcd through [`ElectionStore`], the handful of `etcdv3` calls upstream's
 //! elector makes. The simulation uses `sim::etcd::Client`; the tests in
-//! `model/tests/upstream_election.rs` use a scripted store, as upstream's tests use `stub_etcd`.
+//! `model/tests/upstream_election/` use a scripted store, as upstream's tests use `stub_etcd`.
 //! `interval` and `ttl` are parameters ([`Timing`]) checked as `Elector.__init__` checks them.
 
 use super::master::Shared;

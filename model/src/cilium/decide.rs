@@ -1,6 +1,6 @@
 //! The operator's per-node decisions, as pure functions and one small state type, each
 //! transcribed from upstream so that upstream's own unit tests run against them
-//! (`model/tests/upstream_cilium.rs`).
+//! (`model/tests/upstream_cilium/`).
 //!
 //! Upstream: cilium/cilium `pkg/ipam/node.go` and `pkg/aws/eni/node.go` at
 //! ed90dd5ea4c754a04a8135c6bb9c8afe29b75811 (`@ed90dd5`), and the newer

@@ -1,4 +1,4 @@
-//! Test support for `upstream_cilium.rs`: one Cilium operator (the model's
+//! Test support for `upstream_cilium/`: one Cilium operator (the model's
 //! `model::cilium::operator`) maintaining one CiliumNode, `n1`, against the simulated API server
 //! and cloud, with a scripted test driver in place of the agent (upstream's node manager tests
 //! drive `NodeManager` with `Upsert(updateCiliumNode(..))` and `FakeAcknowledgeReleaseIps`; here

@@ -1,4 +1,4 @@
-//! Test support for `upstream_election.rs`: a scripted [`ElectionStore`] (upstream's
+//! Test support for `upstream_election/`: a scripted [`ElectionStore`] (upstream's
 //! `stub_etcd.Client`: a queue of canned answers, every call recorded) and a one-node simulation
 //! that runs one elector against it and stops it once the script is used up (upstream's
 //! `_wait_and_stop`).

@@ -13,14 +13,16 @@
 //! or applied after it, see [`Fate`]), slow (extra service time, requests queue), garbled (applied,
 //! but the client cannot decode the reply).
 
+mod client;
 pub mod lessor;
 pub mod store;
 
 use crate::event::{DeleteCause, Event, NodeIx};
-use crate::net::{stream_tcp, Call, Endpoint, RpcError, StreamRx, StreamTx};
+use crate::net::{Call, Endpoint, StreamTx};
 use crate::rng;
 use crate::sync::Notify;
 use crate::world::{Host, Proc, World};
+pub use client::{Client, Watch};
 use futures::StreamExt;
 use lessor::ExpiryChecks;
 use rand::Rng;
@@ -484,57 +486,12 @@ impl Server {
                     .map_err(store_err)?;
                 Ok(Response::Range { kvs, revision })
             }
-            Request::Txn(txn) => {
-                let (resp, events) = self
-                    .etcd
-                    .0
-                    .store
-                    .borrow_mut()
-                    .txn(&txn)
-                    .map_err(store_err)?;
-                self.publish(
-                    events,
-                    |_| DeleteCause::Client {
-                        client: caller.to_string(),
-                    },
-                    caller,
-                );
-                Ok(Response::Txn(resp))
-            }
-            Request::Grant { ttl_s } => {
-                let (lease, ttl_s) = self.etcd.0.store.borrow_mut().grant(ttl_s, now_ms);
-                self.world.emit(
-                    self.node(),
-                    Event::EtcdLeaseGrant {
-                        lease,
-                        ttl_s,
-                        client: caller.to_string(),
-                    },
-                );
-                self.etcd.0.leases_changed.notify();
-                Ok(Response::Grant { lease, ttl_s })
-            }
+            Request::Txn(txn) => self.txn(caller, &txn),
+            Request::Grant { ttl_s } => Ok(self.grant(caller, ttl_s, now_ms)),
             Request::KeepAlive { lease } => Ok(Response::KeepAlive {
                 ttl_s: self.etcd.0.store.borrow_mut().keep_alive(lease, now_ms),
             }),
-            Request::Revoke { lease } => {
-                let (revision, events) = self
-                    .etcd
-                    .0
-                    .store
-                    .borrow_mut()
-                    .revoke(lease)
-                    .map_err(store_err)?;
-                self.publish(
-                    events,
-                    |_| DeleteCause::LeaseRevoked {
-                        lease,
-                        client: caller.to_string(),
-                    },
-                    caller,
-                );
-                Ok(Response::Revoke { revision })
-            }
+            Request::Revoke { lease } => self.revoke(caller, lease),
             Request::TimeToLive { lease } => {
                 let (ttl_s, granted_ttl_s) = self.etcd.0.store.borrow().time_to_live(lease, now_ms);
                 Ok(Response::TimeToLive {
@@ -542,23 +499,7 @@ impl Server {
                     granted_ttl_s,
                 })
             }
-            Request::Compact { revision } => {
-                let r = self
-                    .etcd
-                    .0
-                    .store
-                    .borrow_mut()
-                    .compact(revision)
-                    .map_err(store_err)?;
-                self.world.emit(
-                    self.node(),
-                    Event::EtcdCompact {
-                        rev: revision,
-                        client: caller.to_string(),
-                    },
-                );
-                Ok(Response::Compact { revision: r })
-            }
+            Request::Compact { revision } => self.compact(caller, revision),
             Request::Status => {
                 let s = self.etcd.0.store.borrow();
                 Ok(Response::Status {
@@ -573,31 +514,116 @@ impl Server {
                 tx,
             } => {
                 let _ = from;
-                let past = if start_revision > 0 {
-                    match self
-                        .etcd
-                        .0
-                        .store
-                        .borrow()
-                        .events_since(&key, prefix, start_revision)
-                    {
-                        Ok(e) => e,
-                        Err(StoreError::Compacted { compact_revision }) => {
-                            tx.send(WatchMsg::Canceled { compact_revision });
-                            return Ok(Response::Watch);
-                        }
-                        Err(e) => return Err(EtcdError::Store(e)),
-                    }
-                } else {
-                    Vec::new()
-                };
-                if !past.is_empty() {
-                    tx.send(WatchMsg::Events(past.into_iter().map(Rc::new).collect()));
-                }
-                self.watchers.borrow_mut().push(Watcher { key, prefix, tx });
-                Ok(Response::Watch)
+                self.watch(key, prefix, start_revision, tx)
             }
         }
+    }
+
+    /// Applies a transaction and publishes its changes (deletes caused by `caller`).
+    fn txn(&self, caller: &str, txn: &Txn) -> Reply {
+        let (resp, events) = self
+            .etcd
+            .0
+            .store
+            .borrow_mut()
+            .txn(txn)
+            .map_err(EtcdError::Store)?;
+        self.publish(
+            events,
+            |_| DeleteCause::Client {
+                client: caller.to_string(),
+            },
+            caller,
+        );
+        Ok(Response::Txn(resp))
+    }
+
+    /// Grants a lease and wakes the lessor (a new deadline).
+    fn grant(&self, caller: &str, ttl_s: i64, now_ms: i64) -> Response {
+        let (lease, ttl_s) = self.etcd.0.store.borrow_mut().grant(ttl_s, now_ms);
+        self.world.emit(
+            self.node(),
+            Event::EtcdLeaseGrant {
+                lease,
+                ttl_s,
+                client: caller.to_string(),
+            },
+        );
+        self.etcd.0.leases_changed.notify();
+        Response::Grant { lease, ttl_s }
+    }
+
+    /// Revokes a lease and publishes the deletes of its keys.
+    fn revoke(&self, caller: &str, lease: i64) -> Reply {
+        let (revision, events) = self
+            .etcd
+            .0
+            .store
+            .borrow_mut()
+            .revoke(lease)
+            .map_err(EtcdError::Store)?;
+        self.publish(
+            events,
+            |_| DeleteCause::LeaseRevoked {
+                lease,
+                client: caller.to_string(),
+            },
+            caller,
+        );
+        Ok(Response::Revoke { revision })
+    }
+
+    /// Compacts history up to `revision`.
+    fn compact(&self, caller: &str, revision: i64) -> Reply {
+        let r = self
+            .etcd
+            .0
+            .store
+            .borrow_mut()
+            .compact(revision)
+            .map_err(EtcdError::Store)?;
+        self.world.emit(
+            self.node(),
+            Event::EtcdCompact {
+                rev: revision,
+                client: caller.to_string(),
+            },
+        );
+        Ok(Response::Compact { revision: r })
+    }
+
+    /// Opens a watch: sends the changes since `start_revision` (if not 0) at once, or cancels the
+    /// watch if that revision was compacted, then registers the watcher for what comes next.
+    fn watch(
+        &self,
+        key: String,
+        prefix: bool,
+        start_revision: i64,
+        tx: StreamTx<WatchMsg>,
+    ) -> Reply {
+        let past = if start_revision > 0 {
+            match self
+                .etcd
+                .0
+                .store
+                .borrow()
+                .events_since(&key, prefix, start_revision)
+            {
+                Ok(e) => e,
+                Err(StoreError::Compacted { compact_revision }) => {
+                    tx.send(WatchMsg::Canceled { compact_revision });
+                    return Ok(Response::Watch);
+                }
+                Err(e) => return Err(EtcdError::Store(e)),
+            }
+        } else {
+            Vec::new()
+        };
+        if !past.is_empty() {
+            tx.send(WatchMsg::Events(past.into_iter().map(Rc::new).collect()));
+        }
+        self.watchers.borrow_mut().push(Watcher { key, prefix, tx });
+        Ok(Response::Watch)
     }
 
     /// Emits trace events for changes and pushes them to matching watchers.
@@ -685,183 +711,6 @@ impl Server {
                 }
             }
         }
-    }
-}
-
-/// A process's etcd client (like `etcd3gw` or `etcd-client`): every call is bounded by a timeout.
-#[derive(Clone)]
-pub struct Client {
-    endpoint: Endpoint<Envelope, Reply>,
-    proc: Proc,
-    timeout: Duration,
-}
-
-/// An open watch.
-pub struct Watch {
-    rx: StreamRx<WatchMsg>,
-}
-
-impl Watch {
-    /// The next message; never returns if the stream broke (bound it with a timeout).
-    pub async fn next(&mut self) -> WatchMsg {
-        self.rx.next().await
-    }
-}
-
-impl Client {
-    async fn call(&self, req: Request) -> Reply {
-        let world = self.proc.world();
-        let envelope = Envelope {
-            req,
-            client_deadline_us: world.now_us() + self.timeout.as_micros() as u64,
-        };
-        match self
-            .endpoint
-            .call(
-                world,
-                self.proc.node(),
-                self.proc.ident(),
-                envelope,
-                self.timeout,
-            )
-            .await
-        {
-            Ok(r) => r,
-            // A reset connection is a connection failure: nothing was applied.
-            Err(RpcError::Reset) => Err(EtcdError::Unavailable),
-            Err(RpcError::Timeout) => Err(EtcdError::Timeout),
-        }
-    }
-
-    /// Reads one key.
-    pub async fn get(&self, key: &str) -> Result<Option<KeyValue>, EtcdError> {
-        match self
-            .call(Request::Range {
-                key: key.into(),
-                prefix: false,
-                revision: 0,
-            })
-            .await?
-        {
-            Response::Range { mut kvs, .. } => Ok(kvs.pop()),
-            r => unreachable!("range answered {r:?}"),
-        }
-    }
-
-    /// Reads a key or prefix at a revision (0 = current); returns the key-values and the header revision.
-    pub async fn range(
-        &self,
-        key: &str,
-        prefix: bool,
-        revision: i64,
-    ) -> Result<(Vec<KeyValue>, i64), EtcdError> {
-        match self
-            .call(Request::Range {
-                key: key.into(),
-                prefix,
-                revision,
-            })
-            .await?
-        {
-            Response::Range { kvs, revision } => Ok((kvs, revision)),
-            r => unreachable!("range answered {r:?}"),
-        }
-    }
-
-    /// Runs a transaction.
-    pub async fn txn(&self, txn: Txn) -> Result<TxnResponse, EtcdError> {
-        match self.call(Request::Txn(txn)).await? {
-            Response::Txn(r) => Ok(r),
-            r => unreachable!("txn answered {r:?}"),
-        }
-    }
-
-    /// Puts a key (lease 0 = none); returns the new revision.
-    pub async fn put(&self, key: &str, value: &str, lease: i64) -> Result<i64, EtcdError> {
-        let txn = Txn::put(key, value, lease);
-        Ok(self.txn(txn).await?.revision)
-    }
-
-    /// Deletes a key; returns how many keys were deleted.
-    pub async fn delete(&self, key: &str) -> Result<i64, EtcdError> {
-        let txn = Txn::delete(key, false);
-        match self.txn(txn).await?.results.first() {
-            Some(OpResult::Delete { deleted }) => Ok(*deleted),
-            r => unreachable!("delete answered {r:?}"),
-        }
-    }
-
-    /// Grants a lease; returns (id, ttl).
-    pub async fn grant(&self, ttl_s: i64) -> Result<(i64, i64), EtcdError> {
-        match self.call(Request::Grant { ttl_s }).await? {
-            Response::Grant { lease, ttl_s } => Ok((lease, ttl_s)),
-            r => unreachable!("grant answered {r:?}"),
-        }
-    }
-
-    /// Keeps a lease alive; returns its TTL (0 if it no longer exists).
-    pub async fn keep_alive(&self, lease: i64) -> Result<i64, EtcdError> {
-        match self.call(Request::KeepAlive { lease }).await? {
-            Response::KeepAlive { ttl_s } => Ok(ttl_s),
-            r => unreachable!("keep-alive answered {r:?}"),
-        }
-    }
-
-    /// Revokes a lease.
-    pub async fn revoke(&self, lease: i64) -> Result<i64, EtcdError> {
-        match self.call(Request::Revoke { lease }).await? {
-            Response::Revoke { revision } => Ok(revision),
-            r => unreachable!("revoke answered {r:?}"),
-        }
-    }
-
-    /// Remaining and granted TTL of a lease.
-    pub async fn time_to_live(&self, lease: i64) -> Result<(i64, i64), EtcdError> {
-        match self.call(Request::TimeToLive { lease }).await? {
-            Response::TimeToLive {
-                ttl_s,
-                granted_ttl_s,
-            } => Ok((ttl_s, granted_ttl_s)),
-            r => unreachable!("ttl answered {r:?}"),
-        }
-    }
-
-    /// Compacts history up to `revision`.
-    pub async fn compact(&self, revision: i64) -> Result<i64, EtcdError> {
-        match self.call(Request::Compact { revision }).await? {
-            Response::Compact { revision } => Ok(revision),
-            r => unreachable!("compact answered {r:?}"),
-        }
-    }
-
-    /// Current and compacted revision.
-    pub async fn status(&self) -> Result<(i64, i64), EtcdError> {
-        match self.call(Request::Status).await? {
-            Response::Status {
-                revision,
-                compact_revision,
-            } => Ok((revision, compact_revision)),
-            r => unreachable!("status answered {r:?}"),
-        }
-    }
-
-    /// Opens a watch on a key or prefix from `start_revision` (0 = from now).
-    pub async fn watch(
-        &self,
-        key: &str,
-        prefix: bool,
-        start_revision: i64,
-    ) -> Result<Watch, EtcdError> {
-        let world = self.proc.world();
-        let (tx, rx) = stream_tcp(world, self.endpoint.node(), self.proc.node());
-        self.call(Request::Watch {
-            key: key.into(),
-            prefix,
-            start_revision,
-            tx,
-        })
-        .await?;
-        Ok(Watch { rx })
     }
 }
 

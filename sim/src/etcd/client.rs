@@ -1,0 +1,185 @@
+//! The client models use: a process's requests to the etcd service, each bounded by a timeout.
+
+use super::{
+    Envelope, EtcdError, KeyValue, OpResult, Reply, Request, Response, Txn, TxnResponse, WatchMsg,
+};
+use crate::net::{stream_tcp, Endpoint, RpcError, StreamRx};
+use crate::world::Proc;
+use std::time::Duration;
+
+/// A process's etcd client (like `etcd3gw` or `etcd-client`): every call is bounded by a timeout.
+#[derive(Clone)]
+pub struct Client {
+    pub(super) endpoint: Endpoint<Envelope, Reply>,
+    pub(super) proc: Proc,
+    pub(super) timeout: Duration,
+}
+
+/// An open watch.
+pub struct Watch {
+    rx: StreamRx<WatchMsg>,
+}
+
+impl Watch {
+    /// The next message; never returns if the stream broke (bound it with a timeout).
+    pub async fn next(&mut self) -> WatchMsg {
+        self.rx.next().await
+    }
+}
+
+impl Client {
+    async fn call(&self, req: Request) -> Reply {
+        let world = self.proc.world();
+        let envelope = Envelope {
+            req,
+            client_deadline_us: world.now_us() + self.timeout.as_micros() as u64,
+        };
+        match self
+            .endpoint
+            .call(
+                world,
+                self.proc.node(),
+                self.proc.ident(),
+                envelope,
+                self.timeout,
+            )
+            .await
+        {
+            Ok(r) => r,
+            // A reset connection is a connection failure: nothing was applied.
+            Err(RpcError::Reset) => Err(EtcdError::Unavailable),
+            Err(RpcError::Timeout) => Err(EtcdError::Timeout),
+        }
+    }
+
+    /// Reads one key.
+    pub async fn get(&self, key: &str) -> Result<Option<KeyValue>, EtcdError> {
+        match self
+            .call(Request::Range {
+                key: key.into(),
+                prefix: false,
+                revision: 0,
+            })
+            .await?
+        {
+            Response::Range { mut kvs, .. } => Ok(kvs.pop()),
+            r => unreachable!("range answered {r:?}"),
+        }
+    }
+
+    /// Reads a key or prefix at a revision (0 = current); returns the key-values and the header revision.
+    pub async fn range(
+        &self,
+        key: &str,
+        prefix: bool,
+        revision: i64,
+    ) -> Result<(Vec<KeyValue>, i64), EtcdError> {
+        match self
+            .call(Request::Range {
+                key: key.into(),
+                prefix,
+                revision,
+            })
+            .await?
+        {
+            Response::Range { kvs, revision } => Ok((kvs, revision)),
+            r => unreachable!("range answered {r:?}"),
+        }
+    }
+
+    /// Runs a transaction.
+    pub async fn txn(&self, txn: Txn) -> Result<TxnResponse, EtcdError> {
+        match self.call(Request::Txn(txn)).await? {
+            Response::Txn(r) => Ok(r),
+            r => unreachable!("txn answered {r:?}"),
+        }
+    }
+
+    /// Puts a key (lease 0 = none); returns the new revision.
+    pub async fn put(&self, key: &str, value: &str, lease: i64) -> Result<i64, EtcdError> {
+        let txn = Txn::put(key, value, lease);
+        Ok(self.txn(txn).await?.revision)
+    }
+
+    /// Deletes a key; returns how many keys were deleted.
+    pub async fn delete(&self, key: &str) -> Result<i64, EtcdError> {
+        let txn = Txn::delete(key, false);
+        match self.txn(txn).await?.results.first() {
+            Some(OpResult::Delete { deleted }) => Ok(*deleted),
+            r => unreachable!("delete answered {r:?}"),
+        }
+    }
+
+    /// Grants a lease; returns (id, ttl).
+    pub async fn grant(&self, ttl_s: i64) -> Result<(i64, i64), EtcdError> {
+        match self.call(Request::Grant { ttl_s }).await? {
+            Response::Grant { lease, ttl_s } => Ok((lease, ttl_s)),
+            r => unreachable!("grant answered {r:?}"),
+        }
+    }
+
+    /// Keeps a lease alive; returns its TTL (0 if it no longer exists).
+    pub async fn keep_alive(&self, lease: i64) -> Result<i64, EtcdError> {
+        match self.call(Request::KeepAlive { lease }).await? {
+            Response::KeepAlive { ttl_s } => Ok(ttl_s),
+            r => unreachable!("keep-alive answered {r:?}"),
+        }
+    }
+
+    /// Revokes a lease.
+    pub async fn revoke(&self, lease: i64) -> Result<i64, EtcdError> {
+        match self.call(Request::Revoke { lease }).await? {
+            Response::Revoke { revision } => Ok(revision),
+            r => unreachable!("revoke answered {r:?}"),
+        }
+    }
+
+    /// Remaining and granted TTL of a lease.
+    pub async fn time_to_live(&self, lease: i64) -> Result<(i64, i64), EtcdError> {
+        match self.call(Request::TimeToLive { lease }).await? {
+            Response::TimeToLive {
+                ttl_s,
+                granted_ttl_s,
+            } => Ok((ttl_s, granted_ttl_s)),
+            r => unreachable!("ttl answered {r:?}"),
+        }
+    }
+
+    /// Compacts history up to `revision`.
+    pub async fn compact(&self, revision: i64) -> Result<i64, EtcdError> {
+        match self.call(Request::Compact { revision }).await? {
+            Response::Compact { revision } => Ok(revision),
+            r => unreachable!("compact answered {r:?}"),
+        }
+    }
+
+    /// Current and compacted revision.
+    pub async fn status(&self) -> Result<(i64, i64), EtcdError> {
+        match self.call(Request::Status).await? {
+            Response::Status {
+                revision,
+                compact_revision,
+            } => Ok((revision, compact_revision)),
+            r => unreachable!("status answered {r:?}"),
+        }
+    }
+
+    /// Opens a watch on a key or prefix from `start_revision` (0 = from now).
+    pub async fn watch(
+        &self,
+        key: &str,
+        prefix: bool,
+        start_revision: i64,
+    ) -> Result<Watch, EtcdError> {
+        let world = self.proc.world();
+        let (tx, rx) = stream_tcp(world, self.endpoint.node(), self.proc.node());
+        self.call(Request::Watch {
+            key: key.into(),
+            prefix,
+            start_revision,
+            tx,
+        })
+        .await?;
+        Ok(Watch { rx })
+    }
+}
