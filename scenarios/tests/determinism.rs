@@ -68,31 +68,6 @@ fn trace_hash_matches_the_trace() {
         .starts_with("line 1:"));
 }
 
-/// The trace hash's encoder (`sim::wire`) writes every trace line of a run of each scenario
-/// exactly as postcard, the format's reference implementation, does.
-#[test]
-fn trace_lines_encode_as_postcard_does() {
-    for sc in builtin().scenarios() {
-        let mut spec = RunSpec::from_seed(sc, 7, &[], &[]);
-        spec.keep_trace = true;
-        let o = run_spec(spec);
-        let trace = String::from_utf8(o.trace.unwrap()).unwrap();
-        let mut ours = Vec::new();
-        for text in trace.lines() {
-            let line = sim::event::parse_trace_line(text, &decode).unwrap();
-            ours.clear();
-            sim::wire::encode(&line.as_ref(), &mut ours).unwrap();
-            assert_eq!(
-                ours,
-                postcard::to_allocvec(&line.as_ref()).unwrap(),
-                "{}: {text}",
-                sc.name
-            );
-        }
-        assert!(o.events > 100, "{}: a run has events", sc.name);
-    }
-}
-
 #[test]
 fn golden_trace_hashes() {
     let golden: Vec<String> = builtin()

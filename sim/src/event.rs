@@ -375,7 +375,8 @@ impl Default for TraceHasher {
 impl TraceHasher {
     /// Folds one line into the hash.
     pub fn add(&mut self, line: &TraceLineRef<'_>) {
-        crate::wire::encode(line, &mut self.buf).expect("trace lines encode");
+        let buf = std::mem::take(&mut self.buf);
+        self.buf = postcard::to_extend(line, buf).expect("trace lines encode");
         if self.buf.len() >= HASH_BLOCK {
             self.hasher.update(&self.buf);
             self.buf.clear();
@@ -473,7 +474,7 @@ mod tests {
                 local_us: -(i as i64),
                 ev: &ev,
             };
-            crate::wire::encode(&line, &mut all).unwrap();
+            all.extend(postcard::to_allocvec(&line).unwrap());
             h.add(&line);
             if i % 500 == 0 {
                 let expect = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&all));

@@ -28,7 +28,6 @@ pub mod runtime;
 pub mod short;
 pub mod sync;
 pub mod time;
-pub mod wire;
 pub mod world;
 
 pub use event::{Event, NodeIx, Record};

@@ -146,7 +146,6 @@ pub fn simulate(
     // The run's own future is one of its tasks for the world's reading of the time.
     let mut run = std::pin::pin!(run);
     rt.block_on(std::future::poll_fn(move |cx| {
-        crate::time::new_poll();
         std::future::Future::poll(run.as_mut(), cx)
     }))
 }

@@ -26,24 +26,6 @@ thread_local! {
     static ARMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-thread_local! {
-    /// Counts the polls of the run's tasks on this thread (see [`new_poll`]).
-    static POLLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Marks the start of a poll of one of the run's tasks (every task the world spawns, and the run's
-/// own future). Simulated time moves only between polls (madsim advances its clock when no task
-/// is ready, then fires timers, whose wake-ups read no time), so a time read once during a poll
-/// holds for the rest of it: [`poll_count`] tells a reader whether its cached reading is current.
-pub(crate) fn new_poll() {
-    POLLS.with(|p| p.set(p.get() + 1));
-}
-
-/// The number of polls begun on this thread (see [`new_poll`]).
-pub(crate) fn poll_count() -> u64 {
-    POLLS.with(|p| p.get())
-}
-
 /// Timers registered with madsim on this thread so far.
 pub(crate) fn armed() -> u64 {
     ARMED.with(|a| a.get())
@@ -64,20 +46,11 @@ thread_local! {
 struct Clock {
     time: madsim::time::TimeHandle,
     registrar: madsim::time::Sleep,
-    /// The instant at which madsim's clock started (its readings are this plus the time elapsed).
-    base: Instant,
-    /// The last reading of the clock, as elapsed time and as an instant, and the poll it was taken
-    /// in ([`poll_count`]): current for the rest of that poll (madsim's clock sits behind a mutex:
-    /// two atomic operations a read).
-    now: std::cell::Cell<(u64, Duration, Instant)>,
 }
 
 /// Marks the simulation running on the current thread, for the span of the guard: its sleeps
 /// and timers go through one shared clock (see [`Clock`]). Outside one (a test on a bare madsim
 /// runtime), each sleep uses a madsim sleep of its own, as before.
-///
-/// Every poll of the run's tasks (and of its own future) must begin with [`new_poll`], as the
-/// world's do: the clock's reading is kept for the rest of a poll. (Debug builds check it.)
 pub(crate) struct RunClock(());
 
 impl RunClock {
@@ -86,39 +59,15 @@ impl RunClock {
     pub(crate) fn enter() -> RunClock {
         let time = madsim::time::TimeHandle::current();
         let registrar = time.sleep(Duration::ZERO);
-        let (elapsed, instant) = (time.elapsed(), time.now_instant());
-        let now = std::cell::Cell::new((u64::MAX, elapsed, instant));
-        RUN_CLOCK.with(|c| {
-            *c.borrow_mut() = Some(Clock {
-                time,
-                registrar,
-                base: instant - elapsed,
-                now,
-            })
-        });
+        RUN_CLOCK.with(|c| *c.borrow_mut() = Some(Clock { time, registrar }));
         RunClock(())
     }
 }
 
 impl Clock {
-    /// The reading for this poll: (elapsed, instant).
-    fn read(&self) -> (Duration, Instant) {
-        let poll = poll_count();
-        let (at, e, t) = self.now.get();
-        if at == poll {
-            debug_assert_eq!(
-                t,
-                self.time.now_instant(),
-                "time moved within a poll: code reading it runs outside the run's tasks"
-            );
-            return (e, t);
-        }
-        // One trip to madsim's clock; the instant follows without a second.
-        let e = self.time.elapsed();
-        let t = self.base + e;
-        debug_assert_eq!(t, self.time.now_instant());
-        self.now.set((poll, e, t));
-        (e, t)
+    /// The current instant.
+    fn now(&self) -> Instant {
+        self.time.now_instant()
     }
 }
 
@@ -147,17 +96,8 @@ fn with_clock<R>(f: impl FnOnce(&madsim::time::TimeHandle, &mut madsim::time::Sl
 #[allow(clippy::disallowed_methods)] // outside a run: madsim's own clock
 pub(crate) fn now() -> Instant {
     RUN_CLOCK.with(|c| match &*c.borrow() {
-        Some(clock) => clock.read().1,
+        Some(clock) => clock.now(),
         None => madsim::time::TimeHandle::current().now_instant(),
-    })
-}
-
-/// Simulated time elapsed since the runtime started (as madsim's `TimeHandle::elapsed`).
-#[allow(clippy::disallowed_methods)] // outside a run: madsim's own clock
-pub(crate) fn elapsed() -> Duration {
-    RUN_CLOCK.with(|c| match &*c.borrow() {
-        Some(clock) => clock.read().0,
-        None => madsim::time::TimeHandle::current().elapsed(),
     })
 }
 
@@ -331,7 +271,6 @@ mod tests {
         let m = n.clone();
         let mut f = Box::pin(f);
         rt.block_on(std::future::poll_fn(move |cx| {
-            new_poll();
             m.set(m.get() + 1);
             f.as_mut().poll(cx)
         }));

@@ -122,11 +122,6 @@ pub(crate) struct Inner {
     start_elapsed: Duration,
     /// The runtime's clock, held so that reading true time skips the `clock_gettime` hook.
     time: madsim::time::TimeHandle,
-    /// The last reading of true time (µs) and the poll it was taken in (`crate::time::poll_count`):
-    /// valid for the rest of that poll. The run clock keeps madsim's reading for the poll too;
-    /// this keeps the microseconds derived from it, since a poll often reads them several times
-    /// (without it: 0.8-1 % more instructions, measured at stop 23).
-    now: Cell<(u64, u64)>,
     handle: madsim::runtime::Handle,
     pub(crate) nodes: RefCell<Vec<NodeState>>,
     pub(crate) net: RefCell<Net>,
@@ -177,7 +172,6 @@ impl World {
             start: time.now_instant(),
             start_elapsed: time.elapsed(),
             time,
-            now: Cell::new((u64::MAX, 0)),
             handle,
             nodes: RefCell::new(states),
             net: RefCell::new(Net {
@@ -208,22 +202,7 @@ impl World {
 
     /// True time since the start of the run (µs).
     pub fn now_us(&self) -> u64 {
-        let poll = crate::time::poll_count();
-        let (at, us) = self.0.now.get();
-        if at == poll {
-            // Debug builds (every test) check that the reading is still current.
-            debug_assert_eq!(
-                us,
-                (self.0.time.elapsed() - self.0.start_elapsed).as_micros() as u64,
-                "true time moved within a poll: code reading it runs outside the world's tasks"
-            );
-            return us;
-        }
-        // Through the run's clock, which keeps its own reading for the poll: a sleep's and the
-        // world's reads of one poll share one trip to madsim's clock (a mutex).
-        let us = (crate::time::elapsed() - self.0.start_elapsed).as_micros() as u64;
-        self.0.now.set((poll, us));
-        us
+        (self.0.time.elapsed() - self.0.start_elapsed).as_micros() as u64
     }
 
     pub fn instant_at(&self, t_us: u64) -> Instant {
@@ -1017,7 +996,6 @@ struct Stallable {
 impl Future for Stallable {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        crate::time::new_poll();
         let until = self.until_us.get();
         // Zero: not stalled (the common case, decided without reading the clock).
         if until != 0 && until > self.world.now_us() {
