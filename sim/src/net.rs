@@ -243,6 +243,14 @@ impl<T> futures::Stream for InboxRx<T> {
     }
 }
 
+impl<T> InboxRx<T> {
+    /// The next item, once there is one; none once every sender is gone. (The same as
+    /// `futures::StreamExt::next`, without the import.)
+    pub async fn recv(&mut self) -> Option<T> {
+        std::future::poll_fn(|cx| futures::Stream::poll_next(Pin::new(&mut *self), cx)).await
+    }
+}
+
 impl<T> Drop for InboxRx<T> {
     fn drop(&mut self) {
         self.0.closed.set(true);

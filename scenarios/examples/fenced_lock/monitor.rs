@@ -1,0 +1,142 @@
+//! The oracle. It reads ground truth only: etcd's record of who created the lock key at which
+//! revision (the world's `etcd-put` events) and the storage's record of the writes it took (the
+//! model's `storage-write`). It calls no model function; the one model item it names is the
+//! event type it reads.
+//!
+//! - `no-split-brain-write` (safety): the storage never takes a write from a leader older than
+//!   one whose write it already took (epochs are etcd's creation revisions of the key).
+//! - `writes-resume` (liveness): after faults stop, a write is taken within [`WRITES_BOUND_US`].
+
+use super::model::{LockEvent, LOCK_KEY, TTL_S};
+use sim::event::{Event, Record};
+use sim::{Failure, Kind, Monitor, NodeIx};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// After faults stop, a write must be taken within: the old lease's TTL (its holder may be gone),
+/// a keep-alive period, an etcd request timeout and two write periods, with a TTL to spare.
+pub const WRITES_BOUND_US: u64 = (3 * TTL_S as u64 + 5 + 2) * 1_000_000;
+
+/// The coverage points: the lock changed hands, a write was taken.
+pub const COVERAGE: &[&str] = &["lock-changed-hands", "write-accepted"];
+
+/// The fenced lock's monitor.
+pub struct FencedMonitor {
+    /// Node names, by index.
+    names: Vec<String>,
+    /// Replica -> the revision at which it last created the lock key (etcd's record).
+    epoch: BTreeMap<String, i64>,
+    /// The newest epoch whose write the storage took, and its writer.
+    newest: Option<(i64, String)>,
+    /// When a write must have been taken by (set when faults stop).
+    deadline: Option<u64>,
+    reached: BTreeSet<&'static str>,
+}
+
+impl FencedMonitor {
+    /// A monitor for a run with these nodes.
+    pub fn new(names: Vec<String>) -> FencedMonitor {
+        FencedMonitor {
+            names,
+            epoch: BTreeMap::new(),
+            newest: None,
+            deadline: None,
+            reached: BTreeSet::new(),
+        }
+    }
+
+    fn on_write(&mut self, writer: &str, token: Option<i64>, t: u64) -> Option<Failure> {
+        self.reached.insert("write-accepted");
+        self.deadline = None;
+        let node = self
+            .names
+            .iter()
+            .position(|n| n == writer)
+            .map(|i| i as NodeIx);
+        let Some(&epoch) = self.epoch.get(writer) else {
+            return Some(split_brain(
+                node,
+                format!("the storage took a write from {writer}, which never held the lock"),
+            ));
+        };
+        match &self.newest {
+            Some((newest, by)) if *newest > epoch => Some(split_brain(
+                node,
+                format!(
+                "at {:.3} s the storage took a write from {writer} (leader since revision {epoch}, \
+                 token {}) after one from {by}, leader since revision {newest}: two leaders \
+                 wrote, the older last",
+                t as f64 / 1e6,
+                token.map_or("none".into(), |t| t.to_string())
+            ),
+            )),
+            _ => {
+                self.newest = Some((epoch, writer.to_string()));
+                None
+            }
+        }
+    }
+}
+
+fn split_brain(node: Option<NodeIx>, explanation: String) -> Failure {
+    Failure {
+        invariant: "no-split-brain-write",
+        kind: Kind::Safety,
+        node,
+        explanation,
+    }
+}
+
+impl Monitor for FencedMonitor {
+    fn on_event(&mut self, rec: &Record) -> Option<Failure> {
+        match &rec.event {
+            Event::EtcdPut {
+                key,
+                value,
+                rev,
+                version: 1,
+                ..
+            } if &**key == LOCK_KEY => {
+                if !self.epoch.is_empty() && !self.epoch.contains_key(&**value) {
+                    self.reached.insert("lock-changed-hands");
+                }
+                self.epoch.insert(value.to_string(), *rev);
+                None
+            }
+            Event::LivenessPhase => {
+                self.deadline = Some(rec.t_us + WRITES_BOUND_US);
+                None
+            }
+            _ => match rec.event.system::<LockEvent>()? {
+                LockEvent::StorageWrite {
+                    writer,
+                    token,
+                    accepted: true,
+                } => self.on_write(writer, *token, rec.t_us),
+                _ => None,
+            },
+        }
+    }
+
+    fn on_tick(&mut self, now_us: u64) -> Option<Failure> {
+        let d = self.deadline?;
+        (now_us >= d).then(|| {
+            self.deadline = None;
+            Failure {
+                invariant: "writes-resume",
+                kind: Kind::Liveness,
+                node: None,
+                explanation: format!(
+                    "no write taken within {} s after faults stopped",
+                    WRITES_BOUND_US / 1_000_000
+                ),
+            }
+        })
+    }
+
+    fn coverage(&self) -> Vec<(&'static str, bool)> {
+        COVERAGE
+            .iter()
+            .map(|p| (*p, self.reached.contains(p)))
+            .collect()
+    }
+}
