@@ -165,6 +165,8 @@ impl ReplayFile {
                 sc.name
             ))
         })?;
+        sc.check_schedule(&options, &self.schedule)
+            .map_err(|e| BadInput(format!("{}: {e}", self.scenario)))?;
         Ok(RunSpec {
             scenario: sc,
             seed: self.seed,

@@ -44,6 +44,8 @@ pub trait System: Send + Sync + 'static {
     }
     /// The options and fault schedule a seed draws (a function of the seed alone).
     fn draw(family: Self::Family, seed: u64) -> (Self::Options, Schedule);
+    /// The names of the nodes a run with these options has (a fault schedule may name only these).
+    fn node_names(options: &Self::Options) -> Vec<String>;
     /// Runs one spec on the current thread: builds the world, deploys the model, checks the
     /// monitor (`coverage`: the scenario's "sometimes" points).
     fn run(
@@ -220,6 +222,29 @@ impl Scenario {
         self.imp.options_from_json(inner)
     }
 
+    /// Checks that every node `schedule` names exists in a run with options `o`: a schedule from a
+    /// file may name a node the run does not have, which the world would silently ignore.
+    pub fn check_schedule(&self, o: &AnyOptions, schedule: &Schedule) -> Result<(), String> {
+        let names = self.imp.node_names(o);
+        for f in schedule {
+            if let Some(n) = f
+                .kind
+                .nodes()
+                .into_iter()
+                .find(|n| !names.iter().any(|m| m == n))
+            {
+                return Err(format!(
+                    "the fault at {} ms ({}) names node '{n}', which this run does not have \
+                     (nodes: {})",
+                    f.at_ms,
+                    f.kind.describe(),
+                    names.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Smaller options to try while shrinking.
     pub fn smaller_options(&self, o: &AnyOptions, schedule: &Schedule) -> Vec<AnyOptions> {
         self.imp.smaller_options(o, schedule)
@@ -241,6 +266,7 @@ trait ScenarioImpl: Send + Sync {
     fn run(&self, spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome;
     fn options_from_json(&self, v: serde_json::Value) -> Result<AnyOptions, String>;
     fn smaller_options(&self, o: &AnyOptions, schedule: &Schedule) -> Vec<AnyOptions>;
+    fn node_names(&self, o: &AnyOptions) -> Vec<String>;
     fn with_nodes(&self, o: &AnyOptions, nodes: u32) -> Option<AnyOptions>;
     fn lens(&self) -> Box<dyn reports::ReportLens>;
 }
@@ -274,6 +300,9 @@ impl<S: System> ScenarioImpl for Typed<S> {
             .into_iter()
             .map(AnyOptions::new::<S>)
             .collect()
+    }
+    fn node_names(&self, o: &AnyOptions) -> Vec<String> {
+        S::node_names(self.options(o))
     }
     fn with_nodes(&self, o: &AnyOptions, nodes: u32) -> Option<AnyOptions> {
         S::with_nodes(self.options(o), nodes).map(AnyOptions::new::<S>)

@@ -279,6 +279,16 @@ fn tampered_replay_is_nondeterminism() {
     v["trace_hash"] = serde_json::json!("0000000000000000");
     std::fs::write(&file, v.to_string()).unwrap();
     assert_eq!(faultline(&["replay", &file]).status.code(), Some(3));
+    // A schedule naming a node the run does not have is refused at load, not ignored.
+    v["schedule"] =
+        serde_json::json!([{"at_ms": 1000, "dur_ms": 5000, "kind": "pause", "node": "h9"}]);
+    std::fs::write(&file, v.to_string()).unwrap();
+    for cmd in ["replay", "shrink"] {
+        assert_bad_input(
+            &[cmd, &file],
+            "names node 'h9', which this run does not have",
+        );
+    }
 }
 
 #[test]

@@ -44,3 +44,49 @@ fn the_switch_table_matches_the_registry() {
         }
     }
 }
+
+/// Every scenario of the registry has its row in docs/scenarios.md, whose last column lists
+/// exactly its coverage points; and every scenario row names a scenario of the registry.
+#[test]
+fn the_scenario_tables_match_the_registry() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenarios.md"))
+        .expect("docs/scenarios.md");
+    let reg = scenarios::builtin();
+    let systems: Vec<&str> = reg.systems().iter().map(|s| s.name).collect();
+    let rows: Vec<Vec<&str>> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .map(|l| {
+            l.split(" | ")
+                .map(|c| c.trim().trim_end_matches(" |"))
+                .collect()
+        })
+        .filter(|cells: &Vec<&str>| {
+            let name = cells[0].trim_end_matches('`');
+            systems.iter().any(|s| name.starts_with(&format!("{s}-")))
+                && cells.len() == 3
+                && !cells[1].contains("bug")
+                && !cells[1].contains("fix")
+        })
+        .collect();
+    for sc in reg.scenarios() {
+        let row = rows
+            .iter()
+            .find(|r| r[0].trim_end_matches('`') == sc.name)
+            .unwrap_or_else(|| panic!("docs/scenarios.md has no row for {}", sc.name));
+        assert_eq!(
+            row[2],
+            sc.coverage.join(", "),
+            "docs/scenarios.md: coverage points of {}",
+            sc.name
+        );
+    }
+    for r in &rows {
+        let name = r[0].trim_end_matches('`');
+        assert!(
+            reg.scenarios().iter().any(|s| s.name == name),
+            "docs/scenarios.md lists {name}, which the registry does not have"
+        );
+    }
+    assert_eq!(rows.len(), reg.scenarios().len());
+}

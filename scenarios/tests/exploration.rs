@@ -104,6 +104,10 @@ impl System for Impossible {
         calico::draw(family, seed)
     }
 
+    fn node_names(o: &calico::CalicoOptions) -> Vec<String> {
+        o.node_names()
+    }
+
     fn run(
         family: Family,
         spec: &RunSpec,

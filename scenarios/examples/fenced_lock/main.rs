@@ -96,6 +96,10 @@ impl System for FencedLock {
         (o, schedule)
     }
 
+    fn node_names(o: &FencedOptions) -> Vec<String> {
+        o.node_names()
+    }
+
     fn run(
         _: Pauses,
         spec: &RunSpec,

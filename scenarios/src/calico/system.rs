@@ -82,6 +82,10 @@ impl System for Calico {
         super::draw(family, seed)
     }
 
+    fn node_names(o: &CalicoOptions) -> Vec<String> {
+        o.node_names()
+    }
+
     fn run(
         family: Family,
         spec: &RunSpec,

@@ -61,6 +61,10 @@ impl System for Cilium {
         super::draw(family, seed)
     }
 
+    fn node_names(o: &CiliumOptions) -> Vec<String> {
+        o.node_names()
+    }
+
     fn run(
         family: Family,
         spec: &RunSpec,

@@ -57,6 +57,10 @@ impl System for Metallb {
         super::draw(family, seed)
     }
 
+    fn node_names(o: &MetallbOptions) -> Vec<String> {
+        o.node_names()
+    }
+
     fn run(
         family: Family,
         spec: &RunSpec,
