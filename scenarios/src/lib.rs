@@ -9,6 +9,7 @@ pub mod cilium;
 pub mod cli;
 pub mod explore;
 pub mod findings;
+pub mod invariant;
 pub mod metallb;
 pub mod scenario;
 pub mod shrink;

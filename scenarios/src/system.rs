@@ -11,6 +11,7 @@
 
 use crate::explore::BadInput;
 use crate::findings::Finding;
+use crate::invariant::Invariant;
 use crate::scenario::{RunSpec, Switch, SwitchKind};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -36,6 +37,10 @@ pub trait System: Send + Sync + 'static {
     fn scenarios() -> Vec<ScenarioDef<Self::Family>>;
     /// Its `--bug` and `--fix` switches.
     fn switches() -> &'static [Switch] {
+        &[]
+    }
+    /// Its invariants: every violation its monitor reports names one of them.
+    fn invariants() -> &'static [Invariant] {
         &[]
     }
     /// Its findings catalog (active and retired).
@@ -191,6 +196,8 @@ pub struct Scenario {
     pub coverage: &'static [&'static str],
     /// Length of the fault window (ms).
     pub fault_window_ms: u64,
+    /// The invariants its system declares.
+    pub invariants: &'static [Invariant],
     imp: Box<dyn ScenarioImpl>,
 }
 
@@ -206,9 +213,20 @@ impl Scenario {
         self.imp.draw(seed)
     }
 
-    /// Runs a spec of this scenario on the current thread.
+    /// Runs a spec of this scenario on the current thread. A violation names one of the
+    /// system's declared invariants (checked in debug builds: every test).
     pub fn run(&self, spec: &RunSpec) -> Outcome {
-        self.imp.run(spec, self.coverage)
+        let outcome = self.imp.run(spec, self.coverage);
+        if let Some(v) = &outcome.violation {
+            debug_assert!(
+                self.invariants.iter().any(|i| i.name == v.invariant),
+                "{} reported {}, which {} does not declare (System::invariants)",
+                self.name,
+                v.invariant,
+                self.system
+            );
+        }
+        outcome
     }
 
     /// Reads options as written in a replay file (`{"<system>": options}`).
@@ -323,6 +341,8 @@ pub struct SystemInfo {
     pub switches: &'static [Switch],
     /// Its findings.
     pub findings: &'static [Finding],
+    /// Its invariants.
+    pub invariants: &'static [Invariant],
     /// Reads its events from a trace's JSON.
     pub decode_event: fn(&serde_json::Value) -> Option<sim::Event>,
 }
@@ -370,6 +390,7 @@ impl Registry {
             about: S::ABOUT,
             switches: S::switches(),
             findings: S::findings(),
+            invariants: S::invariants(),
             decode_event: S::decode_event,
         });
         for d in S::scenarios() {
@@ -380,6 +401,7 @@ impl Registry {
                 ci_seeds: d.ci_seeds,
                 coverage: d.coverage,
                 fault_window_ms: S::FAULT_WINDOW_MS,
+                invariants: S::invariants(),
                 imp: Box::new(Typed::<S> { family: d.family }),
             });
         }

@@ -90,3 +90,21 @@ fn the_scenario_tables_match_the_registry() {
     }
     assert_eq!(rows.len(), reg.scenarios().len());
 }
+
+/// docs/scenarios.md's invariants section is the registry's (`faultline invariants --markdown`).
+#[test]
+fn the_invariant_tables_are_generated_from_the_registry() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenarios.md"))
+        .expect("docs/scenarios.md");
+    let (_, rest) = doc
+        .split_once("<!-- invariants:begin -->\n")
+        .expect("invariants:begin marker");
+    let (section, _) = rest
+        .split_once("<!-- invariants:end -->")
+        .expect("invariants:end marker");
+    assert_eq!(
+        section,
+        scenarios::invariant::docs(scenarios::builtin()),
+        "docs/scenarios.md is stale: run `faultline invariants --markdown` and paste it between the markers"
+    );
+}

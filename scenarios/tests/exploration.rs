@@ -100,6 +100,10 @@ impl System for Impossible {
         }]
     }
 
+    fn invariants() -> &'static [scenarios::invariant::Invariant] {
+        calico::invariants::INVARIANTS
+    }
+
     fn draw(family: Family, seed: u64) -> (calico::CalicoOptions, sim::Schedule) {
         calico::draw(family, seed)
     }

@@ -82,6 +82,10 @@ impl System for FencedLock {
         }]
     }
 
+    fn invariants() -> &'static [scenarios::invariant::Invariant] {
+        monitor::INVARIANTS
+    }
+
     fn switches() -> &'static [Switch] {
         SWITCHES
     }

@@ -8,6 +8,7 @@
 //! - `writes-resume` (liveness): after faults stop, a write is taken within [`WRITES_BOUND_US`].
 
 use super::model::{LockEvent, LOCK_KEY, TTL_S};
+use scenarios::invariant::Invariant;
 use sim::event::{Event, Record};
 use sim::{Failure, Kind, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +16,20 @@ use std::collections::{BTreeMap, BTreeSet};
 /// After faults stop, a write must be taken within: the old lease's TTL (its holder may be gone),
 /// a keep-alive period, an etcd request timeout and two write periods, with a TTL to spare.
 pub const WRITES_BOUND_US: u64 = (3 * TTL_S as u64 + 5 + 2) * 1_000_000;
+
+/// Writes land in leadership order.
+pub const NO_SPLIT_BRAIN_WRITE: Invariant = Invariant::safety(
+    "no-split-brain-write",
+    "the storage never takes a write from a leader older than one whose write it already took (epochs: etcd's creation revisions of the lock key)",
+);
+/// Writes resume after faults stop.
+pub const WRITES_RESUME: Invariant = Invariant::liveness(
+    "writes-resume",
+    "3 TTLs + an etcd request timeout + two write periods (25 s)",
+    "after faults stop, the storage takes a write",
+);
+/// The fenced lock's invariants.
+pub static INVARIANTS: &[Invariant] = &[NO_SPLIT_BRAIN_WRITE, WRITES_RESUME];
 
 /// The coverage points: the lock changed hands, a write was taken.
 pub const COVERAGE: &[&str] = &["lock-changed-hands", "write-accepted"];
@@ -79,7 +94,7 @@ impl FencedMonitor {
 
 fn split_brain(node: Option<NodeIx>, explanation: String) -> Failure {
     Failure {
-        invariant: "no-split-brain-write",
+        invariant: NO_SPLIT_BRAIN_WRITE.name,
         kind: Kind::Safety,
         node,
         explanation,
@@ -122,7 +137,7 @@ impl Monitor for FencedMonitor {
         (now_us >= d).then(|| {
             self.deadline = None;
             Failure {
-                invariant: "writes-resume",
+                invariant: WRITES_RESUME.name,
                 kind: Kind::Liveness,
                 node: None,
                 explanation: format!(

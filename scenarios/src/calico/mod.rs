@@ -7,6 +7,7 @@
 //! 150 s liveness phase. The invariants are in [`monitor`].
 
 pub mod findings;
+pub mod invariants;
 pub mod monitor;
 pub mod report;
 pub mod switches;

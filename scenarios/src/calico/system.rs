@@ -70,6 +70,10 @@ impl System for Calico {
         ]
     }
 
+    fn invariants() -> &'static [crate::invariant::Invariant] {
+        super::invariants::INVARIANTS
+    }
+
     fn switches() -> &'static [Switch] {
         super::switches::SWITCHES
     }

@@ -503,6 +503,7 @@ pub fn run(
 }
 
 pub mod findings;
+pub mod invariants;
 mod monitor;
 pub mod report;
 pub mod switches;

@@ -21,6 +21,8 @@ pub(super) enum Cmd {
     List(ListArgs),
     /// List the bug and fix switches, with the scenario that finds each.
     Bugs(BugsArgs),
+    /// List the invariants each system's monitor checks: name, kind, bound, meaning.
+    Invariants(InvariantsArgs),
     /// List the findings (violations of upstream logic), active and retired, with the upstream code
     /// that produces each.
     Findings(FindingsArgs),
@@ -50,6 +52,16 @@ pub(super) enum Cmd {
     /// messages: `baseline_ratio` (messages handed over in memory) and `baseline_net_ratio`
     /// (messages sent over madsim's network).
     Bench(BenchArgs),
+}
+
+/// List the invariants each system's monitor checks: name, kind, bound, meaning.
+#[derive(Args, Debug)]
+pub struct InvariantsArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// Print docs/scenarios.md's invariants section (generated from the registry).
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 /// `--bug` and `--fix`, shared by every command that runs seeds.

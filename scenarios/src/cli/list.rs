@@ -67,3 +67,30 @@ pub(super) fn findings(reg: &'static Registry, a: FindingsArgs) -> Result<u8, Ba
     }
     Ok(0)
 }
+
+/// `faultline invariants`.
+pub(super) fn invariants(reg: &'static Registry, a: InvariantsArgs) -> Result<u8, BadInput> {
+    if a.markdown {
+        print!("{}", crate::invariant::docs(reg));
+        return Ok(0);
+    }
+    let mut list = Vec::new();
+    for s in reg.systems() {
+        for i in s.invariants {
+            if !a.json {
+                println!(
+                    "{:<32} {:<8} {:<9} {}",
+                    i.name,
+                    s.name,
+                    i.kind.to_string(),
+                    i.meaning
+                );
+            }
+            list.push(json!({"system": s.name, "name": i.name, "kind": i.kind, "bound": i.bound, "meaning": i.meaning}));
+        }
+    }
+    if a.json {
+        println!("{}", json!({ "invariants": list }));
+    }
+    Ok(0)
+}

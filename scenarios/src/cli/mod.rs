@@ -91,6 +91,7 @@ fn dispatch(reg: &'static Registry, cmd: Cmd) -> Result<u8, BadInput> {
     match cmd {
         Cmd::List(a) => list::list(reg, a),
         Cmd::Bugs(a) => list::bugs(reg, a),
+        Cmd::Invariants(a) => list::invariants(reg, a),
         Cmd::Findings(a) => list::findings(reg, a),
         Cmd::Run(a) => run::run(reg, a),
         Cmd::Replay(a) => run::replay(reg, a),

@@ -40,6 +40,7 @@ use sim::runtime::simulate;
 use sim::{Failure, Fault, FaultKind, Kind, Monitor, NodeIx, NodeSpec, Outcome, Schedule};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod invariants;
 pub mod report;
 /// Length of the fault window (ms).
 pub mod switches;

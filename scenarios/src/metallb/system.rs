@@ -49,6 +49,10 @@ impl System for Metallb {
         ]
     }
 
+    fn invariants() -> &'static [crate::invariant::Invariant] {
+        super::invariants::INVARIANTS
+    }
+
     fn switches() -> &'static [Switch] {
         super::switches::SWITCHES
     }
