@@ -10,9 +10,9 @@
 //! the simulated services, exactly as real code sees its environment.
 
 use crate::clock::NodeClock;
-use crate::event::{Event, ExitStatus, NodeIx, Record, Recording, TraceHasher, TraceLineRef};
+use crate::event::{Event, ExitStatus, NodeIx};
 use crate::fault::{Fault, FaultKind};
-use crate::monitor::{Failure, Monitor, Violation};
+use crate::monitor::Monitor;
 use crate::rng;
 use crate::sync::{Local, Notify};
 use madsim::time::Instant;
@@ -24,6 +24,11 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+
+mod bus;
+
+use bus::Bus;
+pub(crate) use bus::Finished;
 
 /// Starts a node's services (at every boot and after a graceful service restart).
 pub type Services = Rc<dyn Fn(&Host)>;
@@ -105,16 +110,6 @@ pub(crate) struct Net {
     pub(crate) rng: ChaCha8Rng,
 }
 
-struct Bus {
-    next_index: u64,
-    hasher: TraceHasher,
-    trace: Option<Vec<u8>>,
-    /// The typed records, kept with the trace (for reports).
-    records: Option<Vec<Record>>,
-    monitor: Box<dyn Monitor>,
-    violation: Option<Violation>,
-}
-
 pub(crate) struct Inner {
     pub(crate) seed: u64,
     start: Instant,
@@ -182,14 +177,7 @@ impl World {
             }),
             services: RefCell::new(vec![ServiceFaults::default(); n]),
             active: RefCell::new(BTreeMap::new()),
-            bus: RefCell::new(Bus {
-                next_index: 0,
-                hasher: TraceHasher::default(),
-                trace: trace.then(Vec::new),
-                records: trace.then(Vec::new),
-                monitor,
-                violation: None,
-            }),
+            bus: RefCell::new(Bus::new(monitor, trace)),
             stopped: Notify::new(),
             messages: Cell::new(0),
         }))
@@ -305,97 +293,6 @@ impl World {
         self.0.nodes.borrow_mut()[node as usize].services = Some(services);
     }
 
-    /// Whether the run has been stopped by a violation.
-    pub fn violated(&self) -> bool {
-        self.0.bus.borrow().violation.is_some()
-    }
-
-    // ---------------------------------------------------------------- events
-
-    /// Emits an event on `node`: stamps it, hashes it into the trace, and lets the monitor check
-    /// every invariant before anything else runs. Once a violation is recorded the stream freezes.
-    pub fn emit(&self, node: NodeIx, event: impl Into<Event>) {
-        let event = event.into();
-        let now = self.now_us();
-        let local_us = self.0.nodes.borrow()[node as usize].clock.wall_at(now);
-        let mut bus = self.0.bus.borrow_mut();
-        if bus.violation.is_some() {
-            return;
-        }
-        let rec = Record {
-            index: bus.next_index,
-            t_us: now,
-            node,
-            local_us,
-            event,
-        };
-        bus.next_index += 1;
-        {
-            let nodes = self.0.nodes.borrow();
-            let name = nodes[node as usize].name.as_str();
-            let line = TraceLineRef {
-                i: rec.index,
-                t_us: now,
-                node: name,
-                local_us,
-                ev: &rec.event,
-            };
-            let Bus { hasher, trace, .. } = &mut *bus;
-            hasher.add(&line);
-            if let Some(t) = trace {
-                serde_json::to_writer(&mut *t, &line).expect("events serialize");
-                t.push(b'\n');
-            }
-            if tracing::enabled!(target: "faultline::event", tracing::Level::INFO) {
-                tracing::info!(
-                    target: "faultline::event",
-                    "#{} t={:.6}s {} local={:.6}s {:?}",
-                    rec.index,
-                    now as f64 / 1e6,
-                    name,
-                    local_us as f64 / 1e6,
-                    rec.event
-                );
-            }
-        }
-        let failure = bus.monitor.on_event(&rec);
-        let index = rec.index;
-        if let Some(records) = &mut bus.records {
-            records.push(rec);
-        }
-        if let Some(f) = failure {
-            self.record_violation(&mut bus, f, index, now);
-        }
-    }
-
-    fn record_violation(&self, bus: &mut Bus, f: Failure, index: u64, now_us: u64) {
-        let node = f
-            .node
-            .map(|n| self.0.nodes.borrow()[n as usize].name.clone());
-        bus.violation = Some(Violation {
-            invariant: f.invariant.to_string(),
-            kind: f.kind,
-            event_index: index,
-            sim_time_ms: now_us / 1000,
-            node,
-            explanation: f.explanation,
-        });
-        self.0.stopped.notify();
-    }
-
-    /// Lets the monitor check its deadlines (called once per simulated second).
-    pub(crate) fn tick(&self) {
-        let now = self.now_us();
-        let mut bus = self.0.bus.borrow_mut();
-        if bus.violation.is_some() {
-            return;
-        }
-        if let Some(f) = bus.monitor.on_tick(now) {
-            let index = bus.next_index;
-            self.record_violation(&mut bus, f, index, now);
-        }
-    }
-
     /// Ends the run: kills every node (madsim wakes their tasks so the executor drops them) and
     /// drops the service closures. Without this, a task parked on a channel that the world itself
     /// reaches keeps the whole world alive: a leak per run.
@@ -405,28 +302,6 @@ impl World {
             self.0.handle.kill(n.msim);
             n.services = None;
             n.procs.clear();
-        }
-    }
-
-    pub(crate) fn finish(&self) -> Finished {
-        let mut bus = self.0.bus.borrow_mut();
-        let records = bus.records.take().map(|records| Recording {
-            nodes: self
-                .0
-                .nodes
-                .borrow()
-                .iter()
-                .map(|n| n.name.clone())
-                .collect(),
-            records,
-        });
-        Finished {
-            violation: bus.violation.clone(),
-            events: bus.next_index,
-            trace_hash: bus.hasher.hex(),
-            trace: bus.trace.take(),
-            records,
-            coverage: bus.monitor.coverage(),
         }
     }
 
@@ -963,16 +838,6 @@ impl World {
         };
         notify.notify();
     }
-}
-
-/// What a finished run hands back: violation, event count, trace hash, trace, coverage.
-pub(crate) struct Finished {
-    pub(crate) violation: Option<Violation>,
-    pub(crate) events: u64,
-    pub(crate) trace_hash: String,
-    pub(crate) trace: Option<Vec<u8>>,
-    pub(crate) records: Option<Recording>,
-    pub(crate) coverage: Vec<(&'static str, bool)>,
 }
 
 /// How long a process asked to terminate may take before it is killed.
