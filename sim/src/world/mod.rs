@@ -14,21 +14,21 @@ use crate::event::{Event, ExitStatus, NodeIx};
 use crate::fault::{Fault, FaultKind};
 use crate::monitor::Monitor;
 use crate::rng;
-use crate::sync::{Local, Notify};
+use crate::sync::Notify;
 use madsim::time::Instant;
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 mod bus;
+mod processes;
 
 use bus::Bus;
 pub(crate) use bus::Finished;
+use processes::NodeState;
+pub use processes::{Host, Proc};
 
 /// Starts a node's services (at every boot and after a graceful service restart).
 pub type Services = Rc<dyn Fn(&Host)>;
@@ -51,37 +51,6 @@ pub struct NetSpec {
     pub latency_min_us: u64,
     /// One-way latency upper bound (µs).
     pub latency_max_us: u64,
-}
-
-pub(crate) struct TaskSlot {
-    abort: madsim::task::AbortHandle,
-    stall_until_us: Rc<Cell<u64>>,
-    /// The task's waker while it is held back by a stall (ending the stall early wakes it).
-    stall_waker: Rc<RefCell<Option<std::task::Waker>>>,
-}
-
-pub(crate) struct ProcState {
-    name: String,
-    alive: bool,
-    tasks: BTreeMap<String, TaskSlot>,
-    exited: Notify,
-    exit_status: Option<ExitStatus>,
-    terminate: Notify,
-    terminate_requested: bool,
-}
-
-pub(crate) struct NodeState {
-    pub(crate) name: String,
-    msim: madsim::task::NodeId,
-    pub(crate) clock: NodeClock,
-    pub(crate) clock_changed: Notify,
-    pub(crate) up: bool,
-    paused: u32,
-    crashed_by: Option<u32>,
-    boots: u32,
-    next_pid: u32,
-    procs: BTreeMap<u32, ProcState>,
-    services: Option<Services>,
 }
 
 /// Per-service fault modes, recomputed from the active faults.
@@ -147,19 +116,7 @@ impl World {
         let time = madsim::time::TimeHandle::current();
         let states = nodes
             .iter()
-            .map(|n| NodeState {
-                name: n.name.clone(),
-                msim: handle.create_node().name(n.name.clone()).build().id(),
-                clock: NodeClock::new(n.offset_us, n.drift_ppm),
-                clock_changed: Notify::new(),
-                up: false,
-                paused: 0,
-                crashed_by: None,
-                boots: 0,
-                next_pid: 1000,
-                procs: BTreeMap::new(),
-                services: None,
-            })
+            .map(|n| NodeState::new(n, handle.create_node().name(n.name.clone()).build().id()))
             .collect::<Vec<_>>();
         let n = states.len();
         World(Rc::new(Inner {
@@ -223,22 +180,6 @@ impl World {
         self.0.nodes.borrow().len()
     }
 
-    /// Whether the node is up (booted and not crashed).
-    pub fn node_up(&self, node: NodeIx) -> bool {
-        self.0.nodes.borrow()[node as usize].up
-    }
-
-    /// How many times the node has booted (a TCP peer that rebooted resets old connections).
-    pub fn boots(&self, node: NodeIx) -> u32 {
-        self.0.nodes.borrow()[node as usize].boots
-    }
-
-    /// Whether the node is up and not paused (its processes run).
-    pub fn node_running(&self, node: NodeIx) -> bool {
-        let n = &self.0.nodes.borrow()[node as usize];
-        n.up && n.paused == 0
-    }
-
     /// The node's wall clock now (µs, see `clock`).
     pub fn wall_us(&self, node: NodeIx) -> i64 {
         let now = self.now_us();
@@ -287,206 +228,6 @@ impl World {
     pub fn service_faults(&self, node: NodeIx) -> ServiceFaults {
         self.0.services.borrow()[node as usize]
     }
-
-    /// Registers the function that starts the node's services.
-    pub fn set_services(&self, node: NodeIx, services: Services) {
-        self.0.nodes.borrow_mut()[node as usize].services = Some(services);
-    }
-
-    /// Ends the run: kills every node (madsim wakes their tasks so the executor drops them) and
-    /// drops the service closures. Without this, a task parked on a channel that the world itself
-    /// reaches keeps the whole world alive: a leak per run.
-    pub(crate) fn shutdown(&self) {
-        let mut nodes = self.0.nodes.borrow_mut();
-        for n in nodes.iter_mut() {
-            self.0.handle.kill(n.msim);
-            n.services = None;
-            n.procs.clear();
-        }
-    }
-
-    // ---------------------------------------------------------------- nodes and processes
-
-    /// Boots a node: it comes up, its monotonic clock restarts, and its services start.
-    pub fn boot(&self, node: NodeIx) {
-        let now = self.now_us();
-        let boot = {
-            let mut nodes = self.0.nodes.borrow_mut();
-            let n = &mut nodes[node as usize];
-            if n.boots > 0 {
-                self.0.handle.restart(n.msim);
-                n.clock.reboot(now);
-            }
-            n.up = true;
-            n.paused = 0;
-            n.boots += 1;
-            n.boots
-        };
-        self.emit(node, Event::NodeBoot { boot });
-        self.start_services(node);
-    }
-
-    fn start_services(&self, node: NodeIx) {
-        let services = self.0.nodes.borrow()[node as usize].services.clone();
-        if let Some(s) = services {
-            s(&Host {
-                world: self.clone(),
-                node,
-            });
-        }
-    }
-
-    fn crash(&self, node: NodeIx) {
-        {
-            let mut nodes = self.0.nodes.borrow_mut();
-            let n = &mut nodes[node as usize];
-            self.0.handle.kill(n.msim);
-            n.up = false;
-            n.paused = 0;
-            n.procs.clear();
-        }
-        self.emit(node, Event::NodeCrash);
-    }
-
-    fn new_process(&self, node: NodeIx, name: &str) -> Proc {
-        let pid = {
-            let mut nodes = self.0.nodes.borrow_mut();
-            let n = &mut nodes[node as usize];
-            let pid = n.next_pid;
-            n.next_pid += 1;
-            n.procs.insert(
-                pid,
-                ProcState {
-                    name: name.to_string(),
-                    alive: true,
-                    tasks: BTreeMap::new(),
-                    exited: Notify::new(),
-                    exit_status: None,
-                    terminate: Notify::new(),
-                    terminate_requested: false,
-                },
-            );
-            pid
-        };
-        self.emit(
-            node,
-            Event::ProcessStart {
-                pid,
-                name: name.to_string(),
-            },
-        );
-        let ident = format!("{}:{pid}", self.0.nodes.borrow()[node as usize].name).into();
-        Proc {
-            world: self.clone(),
-            node,
-            pid,
-            ident,
-        }
-    }
-
-    /// Ends a process: its tasks are dropped (no cleanup runs) and waiters learn its status.
-    fn end_process(&self, node: NodeIx, pid: u32, status: ExitStatus) {
-        let (name, tasks, exited) = {
-            let mut nodes = self.0.nodes.borrow_mut();
-            let Some(p) = nodes[node as usize].procs.get_mut(&pid) else {
-                return;
-            };
-            if !p.alive {
-                return;
-            }
-            p.alive = false;
-            p.exit_status = Some(status.clone());
-            (
-                p.name.clone(),
-                std::mem::take(&mut p.tasks),
-                p.exited.clone(),
-            )
-        };
-        for slot in tasks.values() {
-            slot.abort.abort();
-        }
-        self.emit(node, Event::ProcessExit { pid, name, status });
-        exited.notify();
-    }
-
-    fn find_process(&self, node: NodeIx, pred: impl Fn(&ProcState) -> bool) -> Option<u32> {
-        let nodes = self.0.nodes.borrow();
-        nodes[node as usize]
-            .procs
-            .iter()
-            .rev()
-            .find(|(_, p)| p.alive && pred(p))
-            .map(|(pid, _)| *pid)
-    }
-
-    fn spawn_task(
-        &self,
-        node: NodeIx,
-        pid: u32,
-        name: &str,
-        fut: Pin<Box<dyn Future<Output = ()>>>,
-    ) {
-        let stall = Rc::new(Cell::new(0u64));
-        let stall_id = stall.clone();
-        let stall_waker: Rc<RefCell<Option<std::task::Waker>>> = Rc::default();
-        let world = self.clone();
-        let task_name = name.to_string();
-        let wrapped = Stallable {
-            world: self.clone(),
-            until_us: stall.clone(),
-            waker: stall_waker.clone(),
-            sleep: None,
-            inner: fut,
-        };
-        let body = async move {
-            wrapped.await;
-            // Finished normally: forget the slot so that later faults do not target it, unless a
-            // newer task of the same name holds it now (a loop that spawned a successor while
-            // this one was still winding down).
-            let removed = {
-                let mut nodes = world.0.nodes.borrow_mut();
-                match nodes[node as usize].procs.get_mut(&pid) {
-                    Some(p) if p.alive => {
-                        let own = p
-                            .tasks
-                            .get(&task_name)
-                            .is_some_and(|slot| Rc::ptr_eq(&slot.stall_until_us, &stall_id));
-                        own && p.tasks.remove(&task_name).is_some()
-                    }
-                    _ => false,
-                }
-            };
-            if removed {
-                world.emit(
-                    node,
-                    Event::TaskEnd {
-                        pid,
-                        task: task_name,
-                    },
-                );
-            }
-        };
-        let msim = self.0.nodes.borrow()[node as usize].msim;
-        let spawner = self.0.handle.get_node(msim).expect("node exists");
-        let jh = spawner.spawn(Local::new(body));
-        let mut nodes = self.0.nodes.borrow_mut();
-        if let Some(p) = nodes[node as usize].procs.get_mut(&pid) {
-            if p.alive {
-                p.tasks.insert(
-                    name.to_string(),
-                    TaskSlot {
-                        abort: jh.abort_handle(),
-                        stall_until_us: stall,
-                        stall_waker,
-                    },
-                );
-                return;
-            }
-        }
-        jh.abort();
-    }
-
-    // ---------------------------------------------------------------- faults
 
     /// Applies the start of scheduled fault `id`.
     pub(crate) fn start_fault(&self, id: u32, fault: &Fault) -> Vec<(u64, PendingAction)> {
@@ -552,25 +293,12 @@ impl World {
             }
             Pause { node } => {
                 if let Some(n) = self.node(node) {
-                    let pause = {
-                        let mut nodes = self.0.nodes.borrow_mut();
-                        let st = &mut nodes[n as usize];
-                        st.paused += 1;
-                        st.up && st.paused == 1
-                    };
-                    if pause {
-                        self.0.handle.pause(self.0.nodes.borrow()[n as usize].msim);
-                        self.emit(n, Event::NodePause);
-                    }
+                    self.pause(n);
                 }
             }
             Crash { node } => {
                 if let Some(n) = self.node(node) {
-                    let up = self.0.nodes.borrow()[n as usize].up;
-                    if up {
-                        self.0.nodes.borrow_mut()[n as usize].crashed_by = Some(id);
-                        self.crash(n);
-                    }
+                    self.crash_for_fault(n, id);
                 }
             }
             ClockStep { node, delta_ms } => {
@@ -597,68 +325,23 @@ impl World {
             }
             TaskDeath { node, task } => {
                 if let Some(n) = self.node(node) {
-                    if let Some(pid) = self.find_process(n, |p| p.tasks.contains_key(task)) {
-                        let slot = self.0.nodes.borrow_mut()[n as usize]
-                            .procs
-                            .get_mut(&pid)
-                            .unwrap()
-                            .tasks
-                            .remove(task);
-                        if let Some(slot) = slot {
-                            slot.abort.abort();
-                            self.emit(
-                                n,
-                                Event::TaskDeath {
-                                    pid,
-                                    task: task.clone(),
-                                },
-                            );
-                        }
-                    }
+                    self.kill_task(n, task);
                 }
             }
             TaskStall { node, task } => {
                 if let Some(n) = self.node(node) {
-                    if let Some(pid) = self.find_process(n, |p| p.tasks.contains_key(task)) {
-                        let until = now + fault.dur_ms * 1000;
-                        let nodes = self.0.nodes.borrow();
-                        nodes[n as usize].procs[&pid].tasks[task]
-                            .stall_until_us
-                            .set(until);
-                        drop(nodes);
-                        self.emit(
-                            n,
-                            Event::TaskStall {
-                                pid,
-                                task: task.clone(),
-                                until_ms: until / 1000,
-                            },
-                        );
-                    }
+                    self.stall_task(n, task, now, fault.dur_ms);
                 }
             }
             ProcessCrash { node, process } => {
                 if let Some(n) = self.node(node) {
-                    if let Some(pid) = self.find_process(n, |p| &p.name == process) {
-                        self.end_process(n, pid, ExitStatus::Killed);
-                    }
+                    self.kill_process_named(n, process);
                 }
             }
             ServiceRestart { node } => {
                 if let Some(n) = self.node(node) {
                     // Ask every live process to terminate; kill whatever is left after a grace period.
-                    let pids: Vec<u32> = {
-                        let nodes = self.0.nodes.borrow();
-                        nodes[n as usize]
-                            .procs
-                            .iter()
-                            .filter(|(_, p)| p.alive)
-                            .map(|(pid, _)| *pid)
-                            .collect()
-                    };
-                    for pid in &pids {
-                        self.request_terminate(n, *pid);
-                    }
+                    let pids = self.terminate_all(n);
                     later.push((
                         now + TERMINATE_GRACE_US,
                         PendingAction::KillIfAlive(n, pids),
@@ -696,26 +379,12 @@ impl World {
             }
             Pause { node } => {
                 if let Some(n) = self.node(node) {
-                    let resume = {
-                        let mut nodes = self.0.nodes.borrow_mut();
-                        let st = &mut nodes[n as usize];
-                        let was = st.paused;
-                        st.paused = st.paused.saturating_sub(1);
-                        st.up && was == 1
-                    };
-                    if resume {
-                        self.0.handle.resume(self.0.nodes.borrow()[n as usize].msim);
-                        self.emit(n, Event::NodeResume);
-                    }
+                    self.resume(n);
                 }
             }
             Crash { node } => {
                 if let Some(n) = self.node(node) {
-                    let mine = self.0.nodes.borrow()[n as usize].crashed_by == Some(id);
-                    if mine {
-                        self.0.nodes.borrow_mut()[n as usize].crashed_by = None;
-                        self.boot(n);
-                    }
+                    self.reboot_after_fault(n, id);
                 }
             }
             Drift { node, .. } => {
@@ -731,27 +400,12 @@ impl World {
             }
             TaskStall { node, task } => {
                 if let Some(n) = self.node(node) {
-                    let nodes = self.0.nodes.borrow();
-                    for p in nodes[n as usize].procs.values() {
-                        if let Some(slot) = p.tasks.get(task) {
-                            slot.stall_until_us.set(slot.stall_until_us.get().min(now));
-                            if let Some(w) = slot.stall_waker.borrow_mut().take() {
-                                w.wake();
-                            }
-                        }
-                    }
+                    self.end_stall(n, task, now);
                 }
             }
             ServiceRestart { node } => {
                 if let Some(n) = self.node(node) {
-                    // Start the services again unless a reboot in the meantime already did.
-                    let running = self.0.nodes.borrow()[n as usize]
-                        .procs
-                        .values()
-                        .any(|p| p.alive);
-                    if self.node_up(n) && !running {
-                        self.start_services(n);
-                    }
+                    self.restart_services(n);
                 }
             }
             ClockStep { .. } | TaskDeath { .. } | ProcessCrash { .. } => {}
@@ -826,18 +480,6 @@ impl World {
         }
         *self.0.services.borrow_mut() = s;
     }
-
-    fn request_terminate(&self, node: NodeIx, pid: u32) {
-        let notify = {
-            let mut nodes = self.0.nodes.borrow_mut();
-            let Some(p) = nodes[node as usize].procs.get_mut(&pid) else {
-                return;
-            };
-            p.terminate_requested = true;
-            p.terminate.clone()
-        };
-        notify.notify();
-    }
 }
 
 /// How long a process asked to terminate may take before it is killed.
@@ -847,250 +489,4 @@ pub const TERMINATE_GRACE_US: u64 = 10_000_000;
 pub(crate) enum PendingAction {
     /// Kill these processes if they are still alive (terminate grace period over).
     KillIfAlive(NodeIx, Vec<u32>),
-}
-
-/// A task wrapper that withholds polls while the task is stalled.
-struct Stallable {
-    world: World,
-    until_us: Rc<Cell<u64>>,
-    waker: Rc<RefCell<Option<std::task::Waker>>>,
-    sleep: Option<crate::time::Sleep>,
-    inner: Pin<Box<dyn Future<Output = ()>>>,
-}
-
-impl Future for Stallable {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let until = self.until_us.get();
-        // Zero: not stalled (the common case, decided without reading the clock).
-        if until != 0 && until > self.world.now_us() {
-            let at = self.world.instant_at(until);
-            let sleep = self
-                .sleep
-                .get_or_insert_with(|| crate::time::sleep_until(at));
-            sleep.reset(at);
-            if Pin::new(sleep).poll(cx).is_pending() {
-                *self.waker.borrow_mut() = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-        }
-        if until != 0 {
-            // The stall is over (or was cut short).
-            self.until_us.set(0);
-            self.sleep = None;
-        }
-        self.inner.as_mut().poll(cx)
-    }
-}
-
-/// A booted node, as seen by the code that starts its services.
-#[derive(Clone)]
-pub struct Host {
-    pub(crate) world: World,
-    pub(crate) node: NodeIx,
-}
-
-impl Host {
-    /// Starts a top-level process.
-    pub fn spawn_process(&self, name: &str) -> Proc {
-        self.world.new_process(self.node, name)
-    }
-
-    /// The node's index.
-    pub fn node(&self) -> NodeIx {
-        self.node
-    }
-
-    /// The node's name.
-    pub fn name(&self) -> String {
-        self.world.node_name(self.node)
-    }
-
-    /// The world (for simulated services living on this node).
-    pub fn world(&self) -> &World {
-        &self.world
-    }
-}
-
-/// A process on a node: what model code sees of its environment (clocks, sleeping, randomness,
-/// events, child processes and named tasks).
-#[derive(Clone)]
-pub struct Proc {
-    world: World,
-    node: NodeIx,
-    pid: u32,
-    /// `host:pid`, made once (every request a process sends carries it).
-    ident: Rc<str>,
-}
-
-impl Proc {
-    /// Process id (unique per node; a respawned process gets a new one).
-    pub fn pid(&self) -> u32 {
-        self.pid
-    }
-
-    /// The node's index.
-    pub fn node(&self) -> NodeIx {
-        self.node
-    }
-
-    /// The node's name (its hostname).
-    pub fn host_name(&self) -> String {
-        self.world.node_name(self.node)
-    }
-
-    /// `host:pid`, the identity used in traces.
-    pub fn ident(&self) -> Rc<str> {
-        self.ident.clone()
-    }
-
-    pub(crate) fn world(&self) -> &World {
-        &self.world
-    }
-
-    /// Spawns a named task belonging to this process (a target for task faults).
-    pub fn spawn(&self, task: &str, fut: impl Future<Output = ()> + 'static) {
-        self.world
-            .spawn_task(self.node, self.pid, task, Box::pin(fut));
-    }
-
-    /// Starts a child process on the same node.
-    pub fn spawn_child(&self, name: &str) -> Proc {
-        self.world.new_process(self.node, name)
-    }
-
-    /// Ends this process with `code`. Every task of the process (the caller's included) is dropped
-    /// at its next await; the caller should return right after.
-    pub fn exit(&self, code: i32) {
-        self.world
-            .end_process(self.node, self.pid, ExitStatus::Code { code });
-    }
-
-    /// Whether this process is still running.
-    pub fn is_alive(&self) -> bool {
-        self.pid_alive(self.pid)
-    }
-
-    /// Whether a process with this pid is running on this node (a `/proc/<pid>` check).
-    pub fn pid_alive(&self, pid: u32) -> bool {
-        let nodes = self.world.0.nodes.borrow();
-        nodes[self.node as usize]
-            .procs
-            .get(&pid)
-            .is_some_and(|p| p.alive)
-    }
-
-    /// Waits until this process has ended and returns how.
-    pub async fn wait_exit(&self) -> ExitStatus {
-        loop {
-            let (status, notify) = {
-                let nodes = self.world.0.nodes.borrow();
-                match nodes[self.node as usize].procs.get(&self.pid) {
-                    None => return ExitStatus::Killed,
-                    Some(p) => (p.exit_status.clone(), p.exited.clone()),
-                }
-            };
-            if let Some(s) = status {
-                return s;
-            }
-            let g = notify.generation();
-            notify.changed_since(g).await;
-        }
-    }
-
-    /// Resolves once someone asked this process to terminate (SIGTERM).
-    pub async fn terminated(&self) {
-        loop {
-            let notify = {
-                let nodes = self.world.0.nodes.borrow();
-                match nodes[self.node as usize].procs.get(&self.pid) {
-                    None => return,
-                    Some(p) if p.terminate_requested => return,
-                    Some(p) => p.terminate.clone(),
-                }
-            };
-            let g = notify.generation();
-            notify.changed_since(g).await;
-        }
-    }
-
-    /// Asks a child (or any process on this node) to terminate.
-    pub fn terminate(&self, pid: u32) {
-        self.world.request_terminate(self.node, pid);
-    }
-
-    /// Wall clock now (µs relative to `clock::EPOCH_UNIX_US`), like `time.time()`.
-    pub fn wall_us(&self) -> i64 {
-        self.world.wall_us(self.node)
-    }
-
-    /// Monotonic clock now (µs since the node booted), like `time.monotonic()`.
-    pub fn mono_us(&self) -> u64 {
-        self.world.mono_us(self.node)
-    }
-
-    /// A sleep until this node's monotonic clock reads `mono_us` (at least 1 ms from now); a loop
-    /// that keeps it moves it with [`Proc::mono_instant`] and `reset`.
-    pub fn sleep_until_mono(&self, mono_us: u64) -> crate::time::Sleep {
-        crate::time::sleep_until(self.mono_instant(mono_us))
-    }
-
-    /// The instant at which this node's monotonic clock reads `mono_us`, at its current rate (at
-    /// the true rate: boot time + `mono_us`). A rate change after this is asked keeps the instant
-    /// it gave (the approximation `World::true_time_for_wall` makes for the wall clock).
-    pub fn mono_instant(&self, mono_us: u64) -> Instant {
-        self.world
-            .instant_at(self.world.true_time_for_mono(self.node, mono_us))
-    }
-
-    /// Sleeps for `d` of this node's monotonic time: `d` of true time at the true rate, `d / 2`
-    /// when the clock runs at +100 %. The deadline is fixed when the sleep starts: a rate change
-    /// during it does not move it. (Network request timeouts, [`Proc::call`], stay in true time:
-    /// they stand for the peer's and the network's behaviour as much as for the caller's clock.)
-    pub async fn sleep(&self, d: Duration) {
-        if self.world.mono_rate_ppm(self.node) == 0 {
-            // The true rate: the plain timer (the path every run without a rate fault takes).
-            crate::time::sleep(d).await;
-            return;
-        }
-        let target = self.mono_us().saturating_add(d.as_micros() as u64);
-        self.sleep_until_mono(target).await;
-    }
-
-    /// A random generator private to this process and purpose, derived from the run's seed.
-    pub fn rng(&self, purpose: &str) -> ChaCha8Rng {
-        let label = format!("{}/{}/{}", self.host_name(), self.pid, purpose);
-        rng::rng_for(self.world.seed(), &label)
-    }
-
-    /// Emits an event on this node.
-    pub fn emit(&self, event: impl Into<Event>) {
-        self.world.emit(self.node, event);
-    }
-
-    /// Whether a task of this process with this name is running (not finished, not dead).
-    pub fn task_alive(&self, task: &str) -> bool {
-        let nodes = self.world.0.nodes.borrow();
-        nodes[self.node as usize]
-            .procs
-            .get(&self.pid)
-            .is_some_and(|p| p.alive && p.tasks.contains_key(task))
-    }
-
-    /// Sends a request to a service and waits up to `timeout` for its response.
-    pub async fn call<Req, Resp>(
-        &self,
-        endpoint: &crate::net::Endpoint<Req, Resp>,
-        req: Req,
-        timeout: Duration,
-    ) -> Result<Resp, crate::net::RpcError> {
-        endpoint
-            .call(&self.world, self.node, self.ident(), req, timeout)
-            .await
-    }
-
-    /// Fault modes currently applied to the service on this process's node.
-    pub fn service_faults(&self) -> ServiceFaults {
-        self.world.service_faults(self.node)
-    }
 }
