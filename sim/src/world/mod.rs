@@ -9,7 +9,6 @@
 //! Model code never touches the world directly: it gets a [`Proc`] (its process) and the clients of
 //! the simulated services, exactly as real code sees its environment.
 
-use crate::clock::NodeClock;
 use crate::event::{Event, ExitStatus, NodeIx};
 use crate::fault::{Fault, FaultKind};
 use crate::monitor::Monitor;
@@ -23,6 +22,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 mod bus;
+mod clocks;
 mod processes;
 
 use bus::Bus;
@@ -180,50 +180,6 @@ impl World {
         self.0.nodes.borrow().len()
     }
 
-    /// The node's wall clock now (µs, see `clock`).
-    pub fn wall_us(&self, node: NodeIx) -> i64 {
-        let now = self.now_us();
-        self.0.nodes.borrow()[node as usize].clock.wall_at(now)
-    }
-
-    /// The node's monotonic clock now (µs since boot, at the node's monotonic rate).
-    pub fn mono_us(&self, node: NodeIx) -> u64 {
-        let now = self.now_us();
-        self.0.nodes.borrow()[node as usize].clock.mono_at(now)
-    }
-
-    /// The earliest true time at which the node's monotonic clock reads `mono_us`, assuming its
-    /// current rate holds (see `NodeClock::true_time_for_mono`).
-    pub fn true_time_for_mono(&self, node: NodeIx, mono_us: u64) -> u64 {
-        self.0.nodes.borrow()[node as usize]
-            .clock
-            .true_time_for_mono(mono_us)
-    }
-
-    /// The node's current monotonic rate (ppm; 0: the true rate).
-    pub fn mono_rate_ppm(&self, node: NodeIx) -> i64 {
-        self.0.nodes.borrow()[node as usize].clock.mono_rate_ppm()
-    }
-
-    /// A copy of the node's clock (for reports and local-time conversions).
-    pub fn clock(&self, node: NodeIx) -> NodeClock {
-        self.0.nodes.borrow()[node as usize].clock.clone()
-    }
-
-    /// Signal notified whenever the node's wall clock is stepped or changes rate.
-    pub fn clock_notify(&self, node: NodeIx) -> Notify {
-        self.0.nodes.borrow()[node as usize].clock_changed.clone()
-    }
-
-    /// The earliest true time at which the node's wall clock reads `wall_us` (now if it already
-    /// does), assuming no further clock changes.
-    pub fn true_time_for_wall(&self, node: NodeIx, wall_us: i64) -> u64 {
-        let now = self.now_us();
-        self.0.nodes.borrow()[node as usize]
-            .clock
-            .true_time_for_wall(wall_us, now)
-    }
-
     /// Current fault modes of the service on `node`.
     pub fn service_faults(&self, node: NodeIx) -> ServiceFaults {
         self.0.services.borrow()[node as usize]
@@ -303,19 +259,12 @@ impl World {
             }
             ClockStep { node, delta_ms } => {
                 if let Some(n) = self.node(node) {
-                    self.change_clock(n, |c| c.step(now, delta_ms * 1000));
-                    self.emit(
-                        n,
-                        Event::ClockStep {
-                            delta_ms: *delta_ms,
-                        },
-                    );
+                    self.step_clock(n, now, *delta_ms);
                 }
             }
             Drift { node, ppm } => {
                 if let Some(n) = self.node(node) {
-                    self.change_clock(n, |c| c.set_drift(now, *ppm));
-                    self.emit(n, Event::ClockDrift { ppm: *ppm });
+                    self.set_drift(n, now, *ppm);
                 }
             }
             ClockRate { node, ppm } => {
@@ -389,8 +338,7 @@ impl World {
             }
             Drift { node, .. } => {
                 if let Some(n) = self.node(node) {
-                    self.change_clock(n, |c| c.set_drift(now, 0));
-                    self.emit(n, Event::ClockDrift { ppm: 0 });
+                    self.set_drift(n, now, 0);
                 }
             }
             ClockRate { node, .. } => {
@@ -430,25 +378,6 @@ impl World {
                 }
             }
         }
-    }
-
-    /// Sets the node's monotonic rate. Sleeps already armed keep their deadlines (see
-    /// [`Proc::sleep`]), so nobody is notified: [`World::clock_notify`] is about the wall clock.
-    fn set_mono_rate(&self, node: NodeIx, now: u64, ppm: i64) {
-        self.0.nodes.borrow_mut()[node as usize]
-            .clock
-            .set_mono_rate(now, ppm);
-        let ppm = self.0.nodes.borrow()[node as usize].clock.mono_rate_ppm();
-        self.emit(node, Event::MonoRate { ppm });
-    }
-
-    fn change_clock(&self, node: NodeIx, f: impl FnOnce(&mut NodeClock)) {
-        let notify = {
-            let mut nodes = self.0.nodes.borrow_mut();
-            f(&mut nodes[node as usize].clock);
-            nodes[node as usize].clock_changed.clone()
-        };
-        notify.notify();
     }
 
     fn recompute_services(&self) {
