@@ -10,9 +10,10 @@
 //! the simulated services, exactly as real code sees its environment.
 //!
 //! The world's state is declared here and its methods live with their concern: `bus` (emitting
-//! events: stamping, hashing, the monitor and the verdict), `processes` (nodes, processes and
-//! named tasks; [`Host`] and [`Proc`]), `clocks` (reading and changing the nodes' clocks) and
-//! `faults` (starting and ending faults, the network's fault rules, the service fault modes).
+//! events: stamping, hashing, the monitor and the verdict), `processes` (nodes and processes;
+//! [`Host`] and [`Proc`]), `tasks` (the processes' named tasks, stalls), `clocks` (reading and
+//! changing the nodes' clocks) and `faults` (starting and ending faults, the network's fault
+//! rules, the service fault modes).
 
 use crate::event::NodeIx;
 use crate::fault::FaultKind;
@@ -29,6 +30,7 @@ mod bus;
 mod clocks;
 mod faults;
 mod processes;
+mod tasks;
 
 use bus::Bus;
 pub(crate) use bus::Finished;
