@@ -185,6 +185,9 @@ impl MetallbMonitor {
         r
     }
 
+    /// The convergence checks, once the segment has been whole and quiet for the bound
+    /// (`settle_at`): the announcers (`single-announcer`, or `takeover-after-crash` after a crash),
+    /// once the informers' views have settled too, then `membership-merges`.
     fn check(&self, now: u64) -> Option<Failure> {
         if now < self.settle_at || !self.unsettled.is_empty() {
             return None;
@@ -199,124 +202,138 @@ impl MetallbMonitor {
         {
             return None;
         }
-        let crash = self.settle_reason.contains("crash") || self.settle_reason.contains("left");
-        // Built only when a check fails.
-        let since = || {
-            format!(
-                "settled since {} ({} after {} at {})",
-                secs(self.settle_at),
-                secs(self.settle_at.saturating_sub(self.settle_from)),
-                self.settle_reason,
-                secs(self.settle_from)
-            )
-        };
-        let invariant = if crash {
-            "takeover-after-crash"
-        } else {
-            "single-announcer"
-        };
         let views_settled = now >= self.views_at && self.api_down.is_empty();
         for svc in self.services.iter().filter(|_| views_settled) {
-            let cands = self.true_candidates(svc);
-            let expect = announce_order(&cands, &svc.ip).first().cloned();
-            let actual: Vec<&String> = self
-                .announcing
-                .get(&svc.ip)
-                .map(|m| m.keys().collect())
-                .unwrap_or_default();
-            let dup = || {
-                match self.dup_since.get(&svc.ip) {
-                Some(t) => match self.healed_at {
-                    Some(h) if h <= *t => format!(
-                        "; more than one has answered since {} ({} after the network healed at {})",
-                        secs(*t),
-                        secs(t - h),
-                        secs(h)
-                    ),
-                    Some(h) => format!(
-                        "; more than one has answered since {}, before the network healed at {}, {} ago",
-                        secs(*t),
-                        secs(h),
-                        secs(now - h)
-                    ),
-                    None => format!("; more than one has answered since {}", secs(*t)),
-                },
-                None => String::new(),
-            }
-            };
-            let views = || {
-                actual
-                    .iter()
-                    .map(|a| {
-                        let v: Vec<&String> = self
-                            .views
-                            .get(*a)
-                            .map(|v| {
-                                v.iter()
-                                    .filter(|(_, s)| *s == "alive" || *s == "suspect")
-                                    .map(|(m, _)| m)
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        format!("{a}'s memberlist: {v:?}")
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let flaps = self.arp_flaps.get(&svc.ip).copied().unwrap_or(0);
-            match &expect {
-                None if !actual.is_empty() => {
-                    return Some(Failure {
-                        invariant,
-                        kind: Kind::Safety,
-                        node: None,
-                        explanation: format!(
-                            "{} has no candidate (no live eligible speaker with a serving endpoint) but {:?} announce it; {}",
-                            svc.ip, actual, since()
-                        ),
-                    })
-                }
-                None => {}
-                Some(e) => {
-                    if actual.len() != 1 || actual[0] != e {
-                        return Some(Failure {
-                            invariant,
-                            kind: Kind::Safety,
-                            node: None,
-                            explanation: format!(
-                                "{} is announced by {:?}, expected exactly {e} (first of {:?} by sha256(node#ip)){}; {}; the router's entry changed {flaps} times; {}",
-                                svc.ip, actual, announce_order(&cands, &svc.ip), dup(), views(), since()
-                            ),
-                        });
-                    }
-                    if self.arp.get(&svc.ip) != Some(e) {
-                        return Some(Failure {
-                            invariant,
-                            kind: Kind::Safety,
-                            node: None,
-                            explanation: format!(
-                                "the router sends {}'s traffic to {:?} although {e} alone announces it; {}",
-                                svc.ip,
-                                self.arp.get(&svc.ip),
-                                since()
-                            ),
-                        });
-                    }
-                }
+            if let Some(f) = self.check_announcer(svc, now) {
+                return Some(f);
             }
         }
         // Membership (checked while the API server is down too: the cache must suffice).
+        self.check_membership()
+    }
+
+    /// The convergence invariant in force: the settle bound last set by a crash or a leave is
+    /// the takeover bound.
+    fn settled_invariant(&self) -> &'static str {
+        let crash = self.settle_reason.contains("crash") || self.settle_reason.contains("left");
+        if crash {
+            "takeover-after-crash"
+        } else {
+            "single-announcer"
+        }
+    }
+
+    /// Since when, and after what, the segment must have converged (built only when a check
+    /// fails).
+    fn since(&self) -> String {
+        format!(
+            "settled since {} ({} after {} at {})",
+            secs(self.settle_at),
+            secs(self.settle_at.saturating_sub(self.settle_from)),
+            self.settle_reason,
+            secs(self.settle_from)
+        )
+    }
+
+    /// The members `speaker`'s memberlist counts (alive or suspect).
+    fn members<'a>(&'a self, speaker: &str) -> impl Iterator<Item = &'a String> {
+        self.views.get(speaker).into_iter().flat_map(|v| {
+            v.iter()
+                .filter(|(_, s)| *s == "alive" || *s == "suspect")
+                .map(|(m, _)| m)
+        })
+    }
+
+    /// One service's announcers: exactly the first of its true candidates, and the router's entry
+    /// pointing at it; none without candidates.
+    fn check_announcer(&self, svc: &ServiceOpt, now: u64) -> Option<Failure> {
+        let invariant = self.settled_invariant();
+        let cands = self.true_candidates(svc);
+        let expect = announce_order(&cands, &svc.ip).first().cloned();
+        let actual: Vec<&String> = self
+            .announcing
+            .get(&svc.ip)
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        let flaps = self.arp_flaps.get(&svc.ip).copied().unwrap_or(0);
+        match &expect {
+            None if !actual.is_empty() => Some(Failure {
+                invariant,
+                kind: Kind::Safety,
+                node: None,
+                explanation: format!(
+                    "{} has no candidate (no live eligible speaker with a serving endpoint) but {:?} announce it; {}",
+                    svc.ip, actual, self.since()
+                ),
+            }),
+            None => None,
+            Some(e) if actual.len() != 1 || actual[0] != e => Some(Failure {
+                invariant,
+                kind: Kind::Safety,
+                node: None,
+                explanation: format!(
+                    "{} is announced by {:?}, expected exactly {e} (first of {:?} by sha256(node#ip)){}; {}; the router's entry changed {flaps} times; {}",
+                    svc.ip,
+                    actual,
+                    announce_order(&cands, &svc.ip),
+                    self.duplicate_note(&svc.ip, now),
+                    self.memberlists_note(&actual),
+                    self.since()
+                ),
+            }),
+            Some(e) if self.arp.get(&svc.ip) != Some(e) => Some(Failure {
+                invariant,
+                kind: Kind::Safety,
+                node: None,
+                explanation: format!(
+                    "the router sends {}'s traffic to {:?} although {e} alone announces it; {}",
+                    svc.ip,
+                    self.arp.get(&svc.ip),
+                    self.since()
+                ),
+            }),
+            Some(_) => None,
+        }
+    }
+
+    /// How long more than one speaker has answered for `ip`, against when the network healed.
+    fn duplicate_note(&self, ip: &str, now: u64) -> String {
+        match self.dup_since.get(ip) {
+            Some(t) => match self.healed_at {
+                Some(h) if h <= *t => format!(
+                    "; more than one has answered since {} ({} after the network healed at {})",
+                    secs(*t),
+                    secs(t - h),
+                    secs(h)
+                ),
+                Some(h) => format!(
+                    "; more than one has answered since {}, before the network healed at {}, {} ago",
+                    secs(*t),
+                    secs(h),
+                    secs(now - h)
+                ),
+                None => format!("; more than one has answered since {}", secs(*t)),
+            },
+            None => String::new(),
+        }
+    }
+
+    /// The memberlists of the speakers announcing an IP.
+    fn memberlists_note(&self, announcers: &[&String]) -> String {
+        announcers
+            .iter()
+            .map(|a| {
+                let v: Vec<&String> = self.members(a).collect();
+                format!("{a}'s memberlist: {v:?}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `membership-merges`: every live speaker's memberlist lists exactly the live speakers.
+    fn check_membership(&self) -> Option<Failure> {
         for sp in &self.live {
-            let view: BTreeSet<&String> = self
-                .views
-                .get(sp)
-                .map(|v| {
-                    v.iter()
-                        .filter(|(_, s)| *s == "alive" || *s == "suspect")
-                        .map(|(m, _)| m)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let view: BTreeSet<&String> = self.members(sp).collect();
             let want: BTreeSet<&String> = self.live.iter().collect();
             if view != want {
                 let api = match self.api_down_since {
@@ -333,7 +350,7 @@ impl MetallbMonitor {
                     node: self.names.iter().position(|n| n == sp).map(|i| i as NodeIx),
                     explanation: format!(
                         "{sp}'s memberlist lists {:?} but the live speakers are {:?}; the segment has been whole and {}{api}",
-                        view, want, since()
+                        view, want, self.since()
                     ),
                 });
             }
@@ -421,7 +438,6 @@ impl MetallbMonitor {
                 }
                 self.duplicates(t, ip);
             }
-            // Nothing this monitor tracks changed: the last check still holds until the next tick.
             // Nothing this monitor tracks changed: the last check still holds until the next tick.
             _ => return None,
         }
