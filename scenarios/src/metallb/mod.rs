@@ -208,9 +208,9 @@ fn halves(names: &[String], rng: &mut ChaCha8Rng) -> (Vec<String>, Vec<String>) 
     (v, b)
 }
 
+/// Draws `o.fault_count` faults of the kinds `o` allows, in time order.
 fn schedule(o: &MetallbOptions, rng: &mut ChaCha8Rng) -> Schedule {
     let names = o.speaker_names();
-    let s = |x: &str| x.to_string();
     let mut out = Vec::new();
     // Silent deaths of the join loop hit at most speakers - 1 nodes: one live loop re-merges.
     let mut join_deaths: BTreeSet<String> = BTreeSet::new();
@@ -218,151 +218,174 @@ fn schedule(o: &MetallbOptions, rng: &mut ChaCha8Rng) -> Schedule {
         let kind = o.fault_kinds.choose(rng).unwrap().as_str();
         let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
         let n = names.choose(rng).unwrap().clone();
-        let long = |rng: &mut ChaCha8Rng| {
-            if rng.random_bool(0.6) {
-                rng.random_range(70_000..=300_000)
-            } else {
-                rng.random_range(5_000..=70_000)
-            }
-        };
-        let mut push = |at_ms: u64, dur_ms: u64, kind: FaultKind| {
-            out.push(Fault {
-                at_ms,
-                dur_ms,
-                kind,
-            })
-        };
         match kind {
             "death-join-loop" => {
                 if join_deaths.len() + 1 < names.len() || join_deaths.contains(&n) {
                     join_deaths.insert(n.clone());
-                    push(
+                    out.push(Fault {
                         at_ms,
-                        0,
-                        FaultKind::TaskDeath {
+                        dur_ms: 0,
+                        kind: FaultKind::TaskDeath {
                             node: n,
-                            task: s("join-loop"),
+                            task: "join-loop".into(),
                         },
-                    );
+                    });
                 }
             }
-            "death-ip-refresh" => push(
-                at_ms,
-                0,
-                FaultKind::TaskDeath {
-                    node: n,
-                    task: s("ip-refresh"),
-                },
-            ),
-            "stall-join-loop" | "stall-ip-refresh" => push(
-                at_ms,
-                rng.random_range(5_000..=120_000),
-                FaultKind::TaskStall {
-                    node: n,
-                    task: s(kind.trim_start_matches("stall-")),
-                },
-            ),
-            "speaker-crash" => push(
-                at_ms,
-                0,
-                FaultKind::ProcessCrash {
-                    node: n,
-                    process: s("speaker"),
-                },
-            ),
-            "node-step" => push(
-                at_ms,
-                0,
-                FaultKind::ClockStep {
-                    node: n,
-                    delta_ms: rng.random_range(-300_000..=300_000),
-                },
-            ),
-            "drift" => push(
-                at_ms,
-                rng.random_range(30_000..=300_000),
-                FaultKind::Drift {
-                    node: n,
-                    ppm: rng.random_range(-500..=500),
-                },
-            ),
-            "pause" => push(
-                at_ms,
-                rng.random_range(1_000..=60_000),
-                FaultKind::Pause { node: n },
-            ),
-            "latency" => push(
-                at_ms,
-                rng.random_range(5_000..=60_000),
-                FaultKind::Latency {
-                    node: n,
-                    extra_ms: rng.random_range(50..=1_500),
-                },
-            ),
-            "split" | "split-api-down" => {
-                // A complete partition: the router and the API server each land on a side.
-                let (mut a, mut b) = halves(&names, rng);
-                for extra in ["router", "apiserver"] {
-                    if rng.random_bool(0.5) {
-                        a.push(s(extra));
-                    } else {
-                        b.push(s(extra));
-                    }
-                }
-                let dur = long(rng);
-                push(at_ms, dur, FaultKind::Partition { a, b });
-                if kind == "split-api-down" {
-                    // The API server goes down during the partition and stays down well after it heals.
-                    let from = at_ms + rng.random_range(0..=dur);
-                    let until = at_ms + dur + rng.random_range(60_000..=400_000);
-                    push(
-                        from,
-                        until - from,
-                        FaultKind::ServiceUnavailable {
-                            node: s("apiserver"),
-                        },
-                    );
-                }
+            "split" | "split-api-down" | "partial" | "simplex" => {
+                out.extend(split_faults(kind, at_ms, &names, rng));
             }
-            "partial" => {
-                // The speakers split; the router, the API server and maybe a bridge speaker reach both.
-                let (a, mut b) = halves(&names, rng);
-                if b.len() > 1 && rng.random_bool(0.3) {
-                    b.pop();
-                }
-                push(at_ms, long(rng), FaultKind::Partition { a, b });
+            _ => {
+                let (dur_ms, kind) = targeted_fault(kind, n, rng);
+                out.push(Fault {
+                    at_ms,
+                    dur_ms,
+                    kind,
+                });
             }
-            "simplex" => {
-                let (a, b) = halves(&names, rng);
-                push(at_ms, long(rng), FaultKind::Simplex { from: a, to: b });
-            }
-            "isolate" => push(at_ms, long(rng), FaultKind::Isolate { node: n }),
-            "api-down" => push(
-                at_ms,
-                rng.random_range(10_000..=400_000),
-                FaultKind::ServiceUnavailable {
-                    node: s("apiserver"),
-                },
-            ),
-            "api-slow" => push(
-                at_ms,
-                rng.random_range(10_000..=120_000),
-                FaultKind::ServiceSlow {
-                    node: s("apiserver"),
-                    extra_ms: rng.random_range(500..=12_000),
-                },
-            ),
-            "node-crash" => push(at_ms, long(rng), FaultKind::Crash { node: n }),
-            "speaker-restart" => push(
-                at_ms,
-                rng.random_range(1_000..=60_000),
-                FaultKind::ServiceRestart { node: n },
-            ),
-            other => unreachable!("unknown metallb fault kind {other}"),
         }
     }
     out.sort_by_key(|f| f.at_ms);
     out
+}
+
+/// How long a cut or a crash lasts: 60 % of them 70-300 s (longer than suspicion plus
+/// dead-member retention), the others 5-70 s.
+fn long_ms(rng: &mut ChaCha8Rng) -> u64 {
+    if rng.random_bool(0.6) {
+        rng.random_range(70_000..=300_000)
+    } else {
+        rng.random_range(5_000..=70_000)
+    }
+}
+
+/// A fault that splits the speakers into two groups (and, for `split-api-down`, the API server
+/// outage that goes with it).
+fn split_faults(kind: &str, at_ms: u64, names: &[String], rng: &mut ChaCha8Rng) -> Vec<Fault> {
+    let s = |x: &str| x.to_string();
+    let mut out = Vec::new();
+    let mut push = |at_ms: u64, dur_ms: u64, kind: FaultKind| {
+        out.push(Fault {
+            at_ms,
+            dur_ms,
+            kind,
+        })
+    };
+    match kind {
+        "split" | "split-api-down" => {
+            // A complete partition: the router and the API server each land on a side.
+            let (mut a, mut b) = halves(names, rng);
+            for extra in ["router", "apiserver"] {
+                if rng.random_bool(0.5) {
+                    a.push(s(extra));
+                } else {
+                    b.push(s(extra));
+                }
+            }
+            let dur = long_ms(rng);
+            push(at_ms, dur, FaultKind::Partition { a, b });
+            if kind == "split-api-down" {
+                // The API server goes down during the partition and stays down well after it heals.
+                let from = at_ms + rng.random_range(0..=dur);
+                let until = at_ms + dur + rng.random_range(60_000..=400_000);
+                push(
+                    from,
+                    until - from,
+                    FaultKind::ServiceUnavailable {
+                        node: s("apiserver"),
+                    },
+                );
+            }
+        }
+        "partial" => {
+            // The speakers split; the router, the API server and maybe a bridge speaker reach both.
+            let (a, mut b) = halves(names, rng);
+            if b.len() > 1 && rng.random_bool(0.3) {
+                b.pop();
+            }
+            push(at_ms, long_ms(rng), FaultKind::Partition { a, b });
+        }
+        "simplex" => {
+            let (a, b) = halves(names, rng);
+            push(at_ms, long_ms(rng), FaultKind::Simplex { from: a, to: b });
+        }
+        other => unreachable!("not a metallb split {other}"),
+    }
+    out
+}
+
+/// A fault aimed at speaker `n` (its tasks, process, node or clock) or at the API server: its
+/// length and kind.
+fn targeted_fault(kind: &str, n: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
+    let s = |x: &str| x.to_string();
+    match kind {
+        "death-ip-refresh" => (
+            0,
+            FaultKind::TaskDeath {
+                node: n,
+                task: s("ip-refresh"),
+            },
+        ),
+        "stall-join-loop" | "stall-ip-refresh" => (
+            rng.random_range(5_000..=120_000),
+            FaultKind::TaskStall {
+                node: n,
+                task: s(kind.trim_start_matches("stall-")),
+            },
+        ),
+        "speaker-crash" => (
+            0,
+            FaultKind::ProcessCrash {
+                node: n,
+                process: s("speaker"),
+            },
+        ),
+        "node-step" => (
+            0,
+            FaultKind::ClockStep {
+                node: n,
+                delta_ms: rng.random_range(-300_000..=300_000),
+            },
+        ),
+        "drift" => (
+            rng.random_range(30_000..=300_000),
+            FaultKind::Drift {
+                node: n,
+                ppm: rng.random_range(-500..=500),
+            },
+        ),
+        "pause" => (
+            rng.random_range(1_000..=60_000),
+            FaultKind::Pause { node: n },
+        ),
+        "latency" => (
+            rng.random_range(5_000..=60_000),
+            FaultKind::Latency {
+                node: n,
+                extra_ms: rng.random_range(50..=1_500),
+            },
+        ),
+        "isolate" => (long_ms(rng), FaultKind::Isolate { node: n }),
+        "api-down" => (
+            rng.random_range(10_000..=400_000),
+            FaultKind::ServiceUnavailable {
+                node: s("apiserver"),
+            },
+        ),
+        "api-slow" => (
+            rng.random_range(10_000..=120_000),
+            FaultKind::ServiceSlow {
+                node: s("apiserver"),
+                extra_ms: rng.random_range(500..=12_000),
+            },
+        ),
+        "node-crash" => (long_ms(rng), FaultKind::Crash { node: n }),
+        "speaker-restart" => (
+            rng.random_range(1_000..=60_000),
+            FaultKind::ServiceRestart { node: n },
+        ),
+        other => unreachable!("unknown metallb fault kind {other}"),
+    }
 }
 
 /// Runs one MetalLB scenario.
