@@ -3,8 +3,8 @@
 //!
 //! Each deploys N neutron-server hosts (`h1`..`hN`, 3 to 5) and one etcd node (`etcd`), draws its
 //! options from the seed (swarm testing: which fault kinds are on, how many, how long, clock offsets
-//! and drifts, latencies), generates a fault schedule over a 10-minute fault window, and then runs a
-//! 150 s liveness phase. The invariants are in [`monitor`].
+//! and drifts, latencies), generates a fault schedule (`schedule.rs`) over a 10-minute fault window,
+//! and then runs a 150 s liveness phase. The invariants are in [`monitor`].
 
 pub mod findings;
 pub mod invariants;
@@ -14,6 +14,8 @@ pub mod switches;
 mod system;
 pub use system::Calico;
 mod ports;
+mod schedule;
+use schedule::schedule;
 
 use crate::scenario::RunSpec;
 use model::calico::felix::FelixConfig;
@@ -25,7 +27,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use sim::etcd::{Etcd, EtcdConfig};
 use sim::runtime::simulate;
-use sim::{Fault, FaultKind, NodeIx, NodeSpec, Outcome, Schedule};
+use sim::{NodeIx, NodeSpec, Outcome, Schedule};
 
 /// Length of the fault window (ms).
 pub const FAULT_WINDOW_MS: u64 = 600_000;
@@ -106,32 +108,6 @@ pub enum Family {
     Swarm,
 }
 
-/// Tasks a silent death or a stall can hit.
-const TASKS: &[&str] = &[
-    "elector",
-    "compaction",
-    "agent-status",
-    "endpoint-status",
-    "agent-status-watcher",
-    "endpoint-status-watcher",
-];
-/// Every long-running worker task (for the watchdog scenarios).
-const ALL_TASKS: &[&str] = &[
-    "elector",
-    "compaction",
-    "agent-status",
-    "endpoint-status",
-    "agent-status-watcher",
-    "endpoint-status-watcher",
-    "port-writer-1",
-    "port-writer-2",
-    "port-writer-3",
-    "port-writer-4",
-    "resync",
-    "status-loop",
-    "resync-monitor",
-];
-
 fn pick_subset(
     rng: &mut ChaCha8Rng,
     all: &[&'static str],
@@ -169,7 +145,68 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
     let drift_ppm = (0..n)
         .map(|_| rng.random_range(-drift_max..=drift_max))
         .collect();
-    let kinds: &[&'static str] = match family {
+    let fault_kinds = pick_subset(&mut rng, fault_kinds(family), subject_kinds(family));
+    let fault_count = match family {
+        Family::Swarm => rng.random_range(1..=16u32),
+        _ => rng.random_range(1..=8u32),
+    };
+    // Compute hosts and their Felix: few in the election scenarios (they only need master-only work
+    // to happen), many where the status path is the subject.
+    let computes = match family {
+        Family::StatusBacklog => rng.random_range(10..=40usize),
+        Family::Swarm => rng.random_range(3..=30usize),
+        Family::Watchdog => rng.random_range(3..=6usize),
+        _ => rng.random_range(2..=4usize),
+    };
+    let status_focus = matches!(family, Family::StatusBacklog | Family::Swarm);
+    let felix = draw_felix(&mut rng, computes, status_focus);
+    // Compute hosts' clocks: in the status scenarios some run minutes behind or ahead, so skew shows
+    // up as lag (or hides it).
+    let compute_offset_ms = (0..computes)
+        .map(|_| {
+            if status_focus && rng.random_bool(0.3) {
+                rng.random_range(-900_000..=900_000i64)
+            } else {
+                rng.random_range(-2_000..=2_000i64)
+            }
+        })
+        .collect();
+    let watchdog = match family {
+        Family::Watchdog => true,
+        Family::Swarm => rng.random_bool(0.5),
+        _ => false,
+    };
+    let resync_interval_s = if rng.random_bool(0.5) {
+        0
+    } else {
+        rng.random_range(30..=300u64)
+    };
+    let compaction_period_min = if status_focus {
+        rng.random_range(1..=10u64)
+    } else {
+        60
+    };
+    let opts = CalicoOptions {
+        hosts,
+        latency_min_us,
+        latency_max_us,
+        clock_offset_ms,
+        drift_ppm,
+        fault_kinds,
+        fault_count,
+        felix,
+        compute_offset_ms,
+        watchdog,
+        resync_interval_s,
+        compaction_period_min,
+    };
+    let schedule = schedule(&opts, &mut rng);
+    (opts, schedule)
+}
+
+/// The fault kinds `family` draws from (swarm testing: each seed enables a subset).
+fn fault_kinds(family: Family) -> &'static [&'static str] {
+    match family {
         Family::SilentTaskDeath => &[
             "death-elector",
             "death-compaction",
@@ -245,8 +282,12 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
             "compute-pause",
             "compute-step",
         ],
-    };
-    let must: &[&'static str] = match family {
+    }
+}
+
+/// The kinds of which a seed of `family` enables at least one (the scenario's subject).
+fn subject_kinds(family: Family) -> &'static [&'static str] {
+    match family {
         Family::SilentTaskDeath => &[
             "death-elector",
             "death-compaction",
@@ -264,27 +305,18 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
         Family::StatusBacklog => &["db-slow"],
         Family::Watchdog => &["death-any"],
         Family::Swarm => &["death-any", "partition", "pause", "host-step", "db-slow"],
-    };
-    let fault_kinds = pick_subset(&mut rng, kinds, must);
-    let fault_count = match family {
-        Family::Swarm => rng.random_range(1..=16u32),
-        _ => rng.random_range(1..=8u32),
-    };
-    // Compute hosts and their Felix: few in the election scenarios (they only need master-only work
-    // to happen), many where the status path is the subject.
-    let computes = match family {
-        Family::StatusBacklog => rng.random_range(10..=40usize),
-        Family::Swarm => rng.random_range(3..=30usize),
-        Family::Watchdog => rng.random_range(3..=6usize),
-        _ => rng.random_range(2..=4usize),
-    };
-    let status_focus = matches!(family, Family::StatusBacklog | Family::Swarm);
-    let felix = (0..computes)
+    }
+}
+
+/// Felix on each of `computes` compute hosts: its timestamp format, how often its reports are
+/// garbled (only where the status path is the subject) and its ports.
+fn draw_felix(rng: &mut ChaCha8Rng, computes: usize, status_focus: bool) -> Vec<FelixConfig> {
+    (0..computes)
         .map(|_| {
             let format = match rng.random_range(0..10) {
                 0..=4 => TimeFormat::Zulu,
                 5..=7 => TimeFormat::Offset {
-                    minutes: *[0, 60, -300, 330, 540].choose(&mut rng).unwrap(),
+                    minutes: *[0, 60, -300, 330, 540].choose(rng).unwrap(),
                 },
                 _ => TimeFormat::Naive,
             };
@@ -299,300 +331,7 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
                 ports: rng.random_range(1..=3),
             }
         })
-        .collect();
-    // Compute hosts' clocks: in the status scenarios some run minutes behind or ahead, so skew shows
-    // up as lag (or hides it).
-    let compute_offset_ms = (0..computes)
-        .map(|_| {
-            if status_focus && rng.random_bool(0.3) {
-                rng.random_range(-900_000..=900_000i64)
-            } else {
-                rng.random_range(-2_000..=2_000i64)
-            }
-        })
-        .collect();
-    let watchdog = match family {
-        Family::Watchdog => true,
-        Family::Swarm => rng.random_bool(0.5),
-        _ => false,
-    };
-    let resync_interval_s = if rng.random_bool(0.5) {
-        0
-    } else {
-        rng.random_range(30..=300u64)
-    };
-    let compaction_period_min = if status_focus {
-        rng.random_range(1..=10u64)
-    } else {
-        60
-    };
-    let opts = CalicoOptions {
-        hosts,
-        latency_min_us,
-        latency_max_us,
-        clock_offset_ms,
-        drift_ppm,
-        fault_kinds,
-        fault_count,
-        felix,
-        compute_offset_ms,
-        watchdog,
-        resync_interval_s,
-        compaction_period_min,
-    };
-    let schedule = schedule(family, &opts, &mut rng);
-    (opts, schedule)
-}
-
-fn schedule(family: Family, o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule {
-    let hosts = o.host_names();
-    let computes = o.compute_names();
-    let etcd = "etcd".to_string();
-    let db = "neutron-db".to_string();
-    let mut out = Vec::new();
-    // Silent deaths are capped at hosts - 1 electors: with every elector dead no master can ever
-    // exist again, which is true by construction and says nothing about the protocol.
-    let mut elector_deaths = 0u32;
-    let mut drawn = 0;
-    while drawn < o.fault_count {
-        drawn += 1;
-        let kind = o.fault_kinds.choose(rng).unwrap().as_str();
-        let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
-        let host = hosts.choose(rng).unwrap().clone();
-        let compute = computes
-            .choose(rng)
-            .cloned()
-            .unwrap_or_else(|| host.clone());
-        let (dur_ms, fk) = match (family, kind) {
-            (_, "db-slow") => (
-                rng.random_range(60_000..=400_000),
-                FaultKind::ServiceSlow {
-                    node: db.clone(),
-                    extra_ms: rng.random_range(500..=8_000),
-                },
-            ),
-            (_, "db-unavailable") => (
-                rng.random_range(2_000..=60_000),
-                FaultKind::ServiceUnavailable { node: db.clone() },
-            ),
-            (_, "watch-cut") => (
-                rng.random_range(11_000..=40_000),
-                FaultKind::Simplex {
-                    from: vec![etcd.clone()],
-                    to: vec![host],
-                },
-            ),
-            (_, "compute-crash") => (
-                rng.random_range(5_000..=120_000),
-                FaultKind::Crash { node: compute },
-            ),
-            (_, "compute-isolate") => (
-                rng.random_range(5_000..=200_000),
-                FaultKind::Isolate { node: compute },
-            ),
-            (_, "compute-pause") => (
-                rng.random_range(5_000..=200_000),
-                FaultKind::Pause { node: compute },
-            ),
-            (_, "compute-step") => {
-                let delta = rng.random_range(1_000..=900_000i64)
-                    * if rng.random_bool(0.5) { -1 } else { 1 };
-                (
-                    0,
-                    FaultKind::ClockStep {
-                        node: compute,
-                        delta_ms: delta,
-                    },
-                )
-            }
-            (_, k) if k.starts_with("death-") => {
-                let task = match &k["death-".len()..] {
-                    "any" => ALL_TASKS.choose(rng).unwrap().to_string(),
-                    t => t.to_string(),
-                };
-                if task == "elector" {
-                    if elector_deaths + 1 >= o.hosts {
-                        continue;
-                    }
-                    elector_deaths += 1;
-                }
-                (0, FaultKind::TaskDeath { node: host, task })
-            }
-            (_, "stall") => (
-                rng.random_range(1_000..=30_000),
-                FaultKind::TaskStall {
-                    node: host,
-                    task: TASKS.choose(rng).unwrap().to_string(),
-                },
-            ),
-            (_, "stall-elector") => (
-                rng.random_range(5_000..=90_000),
-                FaultKind::TaskStall {
-                    node: host,
-                    task: "elector".into(),
-                },
-            ),
-            (_, "latency") => {
-                let node = if rng.random_bool(0.3) {
-                    etcd.clone()
-                } else {
-                    host
-                };
-                (
-                    rng.random_range(10_000..=60_000),
-                    FaultKind::Latency {
-                        node,
-                        extra_ms: rng.random_range(50..=3_000),
-                    },
-                )
-            }
-            (_, "host-step") => {
-                let delta = rng.random_range(1_000..=300_000i64)
-                    * if rng.random_bool(0.6) { -1 } else { 1 };
-                (
-                    0,
-                    FaultKind::ClockStep {
-                        node: host,
-                        delta_ms: delta,
-                    },
-                )
-            }
-            (_, "etcd-step") => (
-                0,
-                FaultKind::ClockStep {
-                    node: etcd.clone(),
-                    delta_ms: rng.random_range(-5_000..=5_000),
-                },
-            ),
-            (_, "drift-change") => {
-                let node = if rng.random_bool(0.2) {
-                    etcd.clone()
-                } else {
-                    host
-                };
-                (
-                    rng.random_range(0..=300_000),
-                    FaultKind::Drift {
-                        node,
-                        ppm: rng.random_range(-500..=500),
-                    },
-                )
-            }
-            (_, "partition") => {
-                // A complete partition: a non-empty proper subset of hosts on one side, etcd with the rest.
-                let mut side: Vec<String> = hosts
-                    .iter()
-                    .filter(|_| rng.random_bool(0.5))
-                    .cloned()
-                    .collect();
-                if side.is_empty() || side.len() == hosts.len() {
-                    side = vec![host];
-                }
-                let mut other: Vec<String> = hosts
-                    .iter()
-                    .filter(|h| !side.contains(h))
-                    .cloned()
-                    .collect();
-                other.push(etcd.clone());
-                (
-                    rng.random_range(5_000..=120_000),
-                    FaultKind::Partition { a: side, b: other },
-                )
-            }
-            (_, "isolate") => (
-                rng.random_range(5_000..=120_000),
-                FaultKind::Isolate { node: host },
-            ),
-            (_, "simplex") => {
-                let (from, to) = if rng.random_bool(0.5) {
-                    (vec![etcd.clone()], vec![host])
-                } else {
-                    (vec![host], vec![etcd.clone()])
-                };
-                (
-                    rng.random_range(5_000..=120_000),
-                    FaultKind::Simplex { from, to },
-                )
-            }
-            (_, "flapping") => {
-                // A link that goes up and down: several short cuts between one host and etcd.
-                let flaps = rng.random_range(3..=8);
-                let mut t = at_ms;
-                for _ in 0..flaps {
-                    let d = rng.random_range(500..=8_000);
-                    if t + d >= FAULT_WINDOW_MS {
-                        break;
-                    }
-                    out.push(Fault {
-                        at_ms: t,
-                        dur_ms: d,
-                        kind: FaultKind::Partition {
-                            a: vec![host.clone()],
-                            b: vec![etcd.clone()],
-                        },
-                    });
-                    t += d + rng.random_range(500..=8_000);
-                }
-                continue;
-            }
-            (_, "pause") => (
-                rng.random_range(5_000..=120_000),
-                FaultKind::Pause { node: host },
-            ),
-            (_, "etcd-unavailable") => (
-                rng.random_range(2_000..=30_000),
-                FaultKind::ServiceUnavailable { node: etcd.clone() },
-            ),
-            (_, "etcd-ambiguous") => (
-                rng.random_range(10_000..=60_000),
-                FaultKind::ServiceAmbiguous {
-                    node: etcd.clone(),
-                    percent: rng.random_range(10..=60),
-                },
-            ),
-            (_, "etcd-slow") => (
-                rng.random_range(10_000..=60_000),
-                FaultKind::ServiceSlow {
-                    node: etcd.clone(),
-                    extra_ms: rng.random_range(100..=3_000),
-                },
-            ),
-            (_, "etcd-garbled") => (
-                rng.random_range(5_000..=30_000),
-                FaultKind::ServiceGarbled {
-                    node: etcd.clone(),
-                    percent: rng.random_range(20..=100),
-                },
-            ),
-            (_, "graceful-restart") => (
-                rng.random_range(2_000..=60_000),
-                FaultKind::ServiceRestart { node: host },
-            ),
-            (_, "manager-crash") => (
-                0,
-                FaultKind::ProcessCrash {
-                    node: host,
-                    process: "neutron-server/manager".into(),
-                },
-            ),
-            (_, "host-crash") => (
-                rng.random_range(5_000..=120_000),
-                FaultKind::Crash { node: host },
-            ),
-            (_, "etcd-restart") => (
-                rng.random_range(1_000..=20_000),
-                FaultKind::Crash { node: etcd.clone() },
-            ),
-            (_, other) => unreachable!("unknown calico fault kind {other}"),
-        };
-        out.push(Fault {
-            at_ms,
-            dur_ms,
-            kind: fk,
-        });
-    }
-    out.sort_by_key(|f| f.at_ms);
-    out
+        .collect()
 }
 
 /// Smaller options for shrinking: one host fewer, or one Felix fewer, if the schedule names

@@ -221,10 +221,10 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
     (o, schedule)
 }
 
+/// Draws `o.fault_count` faults of the kinds `o` allows, in time order.
 fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
     let nodes: Vec<String> = (1..=o.nodes).map(|i| format!("n{i}")).collect();
     let operators = o.operator_names();
-    let s = |x: &str| x.to_string();
     let mut out = Vec::new();
     for _ in 0..o.fault_count {
         let kind = o.fault_kinds.choose(rng).unwrap().as_str();
@@ -232,152 +232,29 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
         let n = nodes.choose(rng).unwrap().clone();
         let op = operators.choose(rng).unwrap().clone();
         let (dur_ms, k) = match kind {
-            "death-status-writer" => (
-                0,
-                FaultKind::TaskDeath {
-                    node: n,
-                    task: s("status-writer"),
-                },
-            ),
-            "death-maintenance" => (
-                0,
-                FaultKind::TaskDeath {
-                    node: op,
-                    task: s("maintenance"),
-                },
-            ),
-            "stall-status-writer" => (
-                rng.random_range(5_000..=120_000),
-                FaultKind::TaskStall {
-                    node: n,
-                    task: s("status-writer"),
-                },
-            ),
-            "stall-maintenance" => (
-                rng.random_range(5_000..=240_000),
-                FaultKind::TaskStall {
-                    node: op,
-                    task: s("maintenance"),
-                },
-            ),
-            "agent-crash" => (
-                0,
-                FaultKind::ProcessCrash {
-                    node: n,
-                    process: s("cilium-agent"),
-                },
-            ),
-            "operator-crash" => (
-                0,
-                FaultKind::ProcessCrash {
-                    node: op,
-                    process: s("cilium-operator"),
-                },
-            ),
-            "operator-restart" => (
-                rng.random_range(1_000..=30_000),
-                FaultKind::ServiceRestart { node: op },
-            ),
-            "operator-pause" => (
-                rng.random_range(2_000..=40_000),
-                FaultKind::Pause { node: op },
-            ),
-            "operator-api-slow" => (
-                rng.random_range(10_000..=120_000),
-                FaultKind::Latency {
-                    node: op,
-                    extra_ms: rng.random_range(500..=6_000),
-                },
-            ),
-            "operator-clock-rate" => (
-                rng.random_range(30_000..=300_000),
-                FaultKind::ClockRate {
-                    node: op,
-                    ppm: rng.random_range(-400_000..=600_000),
-                },
-            ),
-            "operator-step" => (
-                0,
-                FaultKind::ClockStep {
-                    node: op.clone(),
-                    delta_ms: rng.random_range(-300_000..=300_000),
-                },
-            ),
-            "node-step" => (
-                0,
-                FaultKind::ClockStep {
-                    node: n,
-                    delta_ms: rng.random_range(-300_000..=300_000),
-                },
-            ),
+            "death-status-writer"
+            | "stall-status-writer"
+            | "agent-crash"
+            | "node-step"
+            | "node-api-cut"
+            | "node-isolate" => node_fault(kind, n, rng),
+            "death-maintenance"
+            | "stall-maintenance"
+            | "operator-crash"
+            | "operator-restart"
+            | "operator-pause"
+            | "operator-api-slow"
+            | "operator-clock-rate"
+            | "operator-step"
+            | "operator-api-cut"
+            | "operator-cloud-cut" => operator_fault(kind, op, rng),
+            "api-latency" | "api-down" | "api-slow" | "cloud-down" | "cloud-ambiguous"
+            | "cloud-slow" => service_fault(kind, rng),
             "drift" => (
                 rng.random_range(30_000..=300_000),
                 FaultKind::Drift {
                     node: if rng.random_bool(0.5) { op.clone() } else { n },
                     ppm: rng.random_range(-500..=500),
-                },
-            ),
-            "node-api-cut" => (
-                rng.random_range(5_000..=120_000),
-                FaultKind::Partition {
-                    a: vec![n],
-                    b: vec![s("apiserver")],
-                },
-            ),
-            "operator-api-cut" => (
-                rng.random_range(5_000..=180_000),
-                FaultKind::Partition {
-                    a: vec![op],
-                    b: vec![s("apiserver")],
-                },
-            ),
-            "operator-cloud-cut" => (
-                rng.random_range(5_000..=120_000),
-                FaultKind::Partition {
-                    a: vec![op],
-                    b: vec![s("cloud")],
-                },
-            ),
-            "api-latency" => (
-                rng.random_range(10_000..=120_000),
-                FaultKind::Latency {
-                    node: s("apiserver"),
-                    extra_ms: rng.random_range(100..=5_000),
-                },
-            ),
-            "node-isolate" => (
-                rng.random_range(5_000..=120_000),
-                FaultKind::Isolate { node: n },
-            ),
-            "cloud-down" => (
-                rng.random_range(5_000..=60_000),
-                FaultKind::ServiceUnavailable { node: s("cloud") },
-            ),
-            "cloud-ambiguous" => (
-                rng.random_range(60_000..=400_000),
-                FaultKind::ServiceAmbiguous {
-                    node: s("cloud"),
-                    percent: rng.random_range(20..=100),
-                },
-            ),
-            "cloud-slow" => (
-                rng.random_range(10_000..=120_000),
-                FaultKind::ServiceSlow {
-                    node: s("cloud"),
-                    extra_ms: rng.random_range(500..=8_000),
-                },
-            ),
-            "api-down" => (
-                rng.random_range(2_000..=30_000),
-                FaultKind::ServiceUnavailable {
-                    node: s("apiserver"),
-                },
-            ),
-            "api-slow" => (
-                rng.random_range(10_000..=60_000),
-                FaultKind::ServiceSlow {
-                    node: s("apiserver"),
-                    extra_ms: rng.random_range(100..=3_000),
                 },
             ),
             other => unreachable!("unknown cilium fault kind {other}"),
@@ -390,6 +267,171 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
     }
     out.sort_by_key(|f| f.at_ms);
     out
+}
+
+/// A fault of node `n` (its agent, its clock, its links): its length and kind.
+fn node_fault(kind: &str, n: String, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, FaultKind) {
+    let s = |x: &str| x.to_string();
+    match kind {
+        "death-status-writer" => (
+            0,
+            FaultKind::TaskDeath {
+                node: n,
+                task: s("status-writer"),
+            },
+        ),
+        "stall-status-writer" => (
+            rng.random_range(5_000..=120_000),
+            FaultKind::TaskStall {
+                node: n,
+                task: s("status-writer"),
+            },
+        ),
+        "agent-crash" => (
+            0,
+            FaultKind::ProcessCrash {
+                node: n,
+                process: s("cilium-agent"),
+            },
+        ),
+        "node-step" => (
+            0,
+            FaultKind::ClockStep {
+                node: n,
+                delta_ms: rng.random_range(-300_000..=300_000),
+            },
+        ),
+        "node-api-cut" => (
+            rng.random_range(5_000..=120_000),
+            FaultKind::Partition {
+                a: vec![n],
+                b: vec![s("apiserver")],
+            },
+        ),
+        "node-isolate" => (
+            rng.random_range(5_000..=120_000),
+            FaultKind::Isolate { node: n },
+        ),
+        other => unreachable!("not a cilium node fault {other}"),
+    }
+}
+
+/// A fault of operator process `op` (it may or may not lead): its length and kind.
+fn operator_fault(kind: &str, op: String, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, FaultKind) {
+    let s = |x: &str| x.to_string();
+    match kind {
+        "death-maintenance" => (
+            0,
+            FaultKind::TaskDeath {
+                node: op,
+                task: s("maintenance"),
+            },
+        ),
+        "stall-maintenance" => (
+            rng.random_range(5_000..=240_000),
+            FaultKind::TaskStall {
+                node: op,
+                task: s("maintenance"),
+            },
+        ),
+        "operator-crash" => (
+            0,
+            FaultKind::ProcessCrash {
+                node: op,
+                process: s("cilium-operator"),
+            },
+        ),
+        "operator-restart" => (
+            rng.random_range(1_000..=30_000),
+            FaultKind::ServiceRestart { node: op },
+        ),
+        "operator-pause" => (
+            rng.random_range(2_000..=40_000),
+            FaultKind::Pause { node: op },
+        ),
+        "operator-api-slow" => (
+            rng.random_range(10_000..=120_000),
+            FaultKind::Latency {
+                node: op,
+                extra_ms: rng.random_range(500..=6_000),
+            },
+        ),
+        "operator-clock-rate" => (
+            rng.random_range(30_000..=300_000),
+            FaultKind::ClockRate {
+                node: op,
+                ppm: rng.random_range(-400_000..=600_000),
+            },
+        ),
+        "operator-step" => (
+            0,
+            FaultKind::ClockStep {
+                node: op,
+                delta_ms: rng.random_range(-300_000..=300_000),
+            },
+        ),
+        "operator-api-cut" => (
+            rng.random_range(5_000..=180_000),
+            FaultKind::Partition {
+                a: vec![op],
+                b: vec![s("apiserver")],
+            },
+        ),
+        "operator-cloud-cut" => (
+            rng.random_range(5_000..=120_000),
+            FaultKind::Partition {
+                a: vec![op],
+                b: vec![s("cloud")],
+            },
+        ),
+        other => unreachable!("not a cilium operator fault {other}"),
+    }
+}
+
+/// A fault of the API server or the cloud IP API: its length and kind.
+fn service_fault(kind: &str, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, FaultKind) {
+    let s = |x: &str| x.to_string();
+    match kind {
+        "api-latency" => (
+            rng.random_range(10_000..=120_000),
+            FaultKind::Latency {
+                node: s("apiserver"),
+                extra_ms: rng.random_range(100..=5_000),
+            },
+        ),
+        "api-down" => (
+            rng.random_range(2_000..=30_000),
+            FaultKind::ServiceUnavailable {
+                node: s("apiserver"),
+            },
+        ),
+        "api-slow" => (
+            rng.random_range(10_000..=60_000),
+            FaultKind::ServiceSlow {
+                node: s("apiserver"),
+                extra_ms: rng.random_range(100..=3_000),
+            },
+        ),
+        "cloud-down" => (
+            rng.random_range(5_000..=60_000),
+            FaultKind::ServiceUnavailable { node: s("cloud") },
+        ),
+        "cloud-ambiguous" => (
+            rng.random_range(60_000..=400_000),
+            FaultKind::ServiceAmbiguous {
+                node: s("cloud"),
+                percent: rng.random_range(20..=100),
+            },
+        ),
+        "cloud-slow" => (
+            rng.random_range(10_000..=120_000),
+            FaultKind::ServiceSlow {
+                node: s("cloud"),
+                extra_ms: rng.random_range(500..=8_000),
+            },
+        ),
+        other => unreachable!("not a cilium service fault {other}"),
+    }
 }
 
 /// Runs one Cilium scenario.

@@ -210,52 +210,7 @@ impl CiliumMonitor {
                 self.pending.insert(*pod, (node, t));
                 None
             }
-            CiliumEvent::CiliumPodIp { pod, ip } => {
-                self.pending.remove(pod);
-                let key = (node, *ip);
-                let view = &mut self.nodes[rec.node as usize];
-                view.pod_ips.insert(*ip, (*pod, t));
-                let state = view.agent_state.get(ip).copied();
-                if !view.assigned.contains(ip) {
-                    let gone = match self.unassigned.get(&key) {
-                        Some((tu, by, deposed)) => {
-                            format!(", {by} having unassigned it at {}{deposed}", secs(*tu))
-                        }
-                        None => String::new(),
-                    };
-                    let erased = match self.entry_removed.get(&key) {
-                        Some((te, prev)) => {
-                            // The last status write of the node at or before the removal.
-                            let by = self
-                                .writes
-                                .iter()
-                                .filter(|(n, _, tw, _)| *n == node && tw <= te)
-                                .max_by_key(|(_, _, tw, _)| *tw)
-                                .map(|(_, _, tw, c)| {
-                                    format!(" by {c}'s status write at {}", secs(*tw))
-                                })
-                                .unwrap_or_default();
-                            format!("; the agent's '{prev}' entry for it had been removed from release-ips{by} (seen at {}), so the agent took it for an aborted release", secs(*te))
-                        }
-                        None => String::new(),
-                    };
-                    return Some(Failure {
-                        invariant: "agent-allocates-from-pool",
-                        kind: Kind::Safety,
-                        node: Some(rec.node),
-                        explanation: format!("the agent on {node} gave pod {pod} the IP {ip}, which is no longer assigned to {node} in the cloud{gone}{erased}"),
-                    });
-                }
-                if matches!(state.as_deref(), Some(MARKED | READY | RELEASED)) {
-                    return Some(Failure {
-                        invariant: "agent-allocates-from-pool",
-                        kind: Kind::Safety,
-                        node: Some(rec.node),
-                        explanation: format!("the agent on {node} gave pod {pod} the IP {ip} while its own release state for it was {}", state.unwrap()),
-                    });
-                }
-                None
-            }
+            CiliumEvent::CiliumPodIp { pod, ip } => self.on_pod_ip(rec, *pod, *ip),
             CiliumEvent::CiliumPodDeleted { pod, ip } => {
                 self.pending.remove(pod);
                 if let Some(ip) = ip {
@@ -267,32 +222,7 @@ impl CiliumMonitor {
                 ip,
                 state,
                 allocated,
-            } => {
-                let key = (node, *ip);
-                let agent_state = &mut self.nodes[rec.node as usize].agent_state;
-                match state {
-                    Some(s) => {
-                        if s == DO_NOT_RELEASE && *allocated {
-                            self.reached.insert("ack-raced-with-allocation");
-                        }
-                        agent_state.insert(key.1, *s);
-                        if s == READY && *allocated {
-                            return Some(Failure {
-                                invariant: "agent-answers-truthfully",
-                                kind: Kind::Safety,
-                                node: Some(rec.node),
-                                explanation: format!("the agent on {node} answered ready-for-release for {ip}, which it has allocated"),
-                            });
-                        }
-                    }
-                    None => {
-                        if let Some(prev) = agent_state.remove(&key.1) {
-                            self.entry_removed.insert(key, (t, prev));
-                        }
-                    }
-                }
-                None
-            }
+            } => self.on_agent_state(rec, *ip, *state, *allocated),
             CiliumEvent::CiliumMark {
                 node: n,
                 ip,
@@ -347,6 +277,92 @@ impl CiliumMonitor {
             }
             _ => None,
         }
+    }
+
+    /// The agent gave `pod` the IP `ip` (`agent-allocates-from-pool`): the cloud still assigns it
+    /// to the node, and the agent's own release state for it is not a handshake state.
+    fn on_pod_ip(&mut self, rec: &Record, pod: Short, ip: Short) -> Option<Failure> {
+        let t = rec.t_us;
+        let node = self.names[rec.node as usize];
+        self.pending.remove(&pod);
+        let key = (node, ip);
+        let view = &mut self.nodes[rec.node as usize];
+        view.pod_ips.insert(ip, (pod, t));
+        let state = view.agent_state.get(&ip).copied();
+        if !view.assigned.contains(&ip) {
+            let gone = match self.unassigned.get(&key) {
+                Some((tu, by, deposed)) => {
+                    format!(", {by} having unassigned it at {}{deposed}", secs(*tu))
+                }
+                None => String::new(),
+            };
+            let erased = match self.entry_removed.get(&key) {
+                Some((te, prev)) => {
+                    // The last status write of the node at or before the removal.
+                    let by = self
+                        .writes
+                        .iter()
+                        .filter(|(n, _, tw, _)| *n == node && tw <= te)
+                        .max_by_key(|(_, _, tw, _)| *tw)
+                        .map(|(_, _, tw, c)| format!(" by {c}'s status write at {}", secs(*tw)))
+                        .unwrap_or_default();
+                    format!("; the agent's '{prev}' entry for it had been removed from release-ips{by} (seen at {}), so the agent took it for an aborted release", secs(*te))
+                }
+                None => String::new(),
+            };
+            return Some(Failure {
+                invariant: "agent-allocates-from-pool",
+                kind: Kind::Safety,
+                node: Some(rec.node),
+                explanation: format!("the agent on {node} gave pod {pod} the IP {ip}, which is no longer assigned to {node} in the cloud{gone}{erased}"),
+            });
+        }
+        if matches!(state.as_deref(), Some(MARKED | READY | RELEASED)) {
+            return Some(Failure {
+                invariant: "agent-allocates-from-pool",
+                kind: Kind::Safety,
+                node: Some(rec.node),
+                explanation: format!("the agent on {node} gave pod {pod} the IP {ip} while its own release state for it was {}", state.unwrap()),
+            });
+        }
+        None
+    }
+
+    /// An entry of the agent's `release-ips` view changed (`agent-answers-truthfully`: no
+    /// ready-for-release for an IP it has allocated).
+    fn on_agent_state(
+        &mut self,
+        rec: &Record,
+        ip: Short,
+        state: Option<Short>,
+        allocated: bool,
+    ) -> Option<Failure> {
+        let t = rec.t_us;
+        let node = self.names[rec.node as usize];
+        let key = (node, ip);
+        let agent_state = &mut self.nodes[rec.node as usize].agent_state;
+        match state {
+            Some(s) => {
+                if s == DO_NOT_RELEASE && allocated {
+                    self.reached.insert("ack-raced-with-allocation");
+                }
+                agent_state.insert(key.1, s);
+                if s == READY && allocated {
+                    return Some(Failure {
+                        invariant: "agent-answers-truthfully",
+                        kind: Kind::Safety,
+                        node: Some(rec.node),
+                        explanation: format!("the agent on {node} answered ready-for-release for {ip}, which it has allocated"),
+                    });
+                }
+            }
+            None => {
+                if let Some(prev) = agent_state.remove(&key.1) {
+                    self.entry_removed.insert(key, (t, prev));
+                }
+            }
+        }
+        None
     }
 }
 

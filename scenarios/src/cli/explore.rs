@@ -5,7 +5,9 @@ use super::count;
 use super::run::{check_writable, print_options, print_schedule, print_spec, print_violation};
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
-use crate::explore::{explore, parse_seed, run_spec, ExploreConfig, ReplayFile};
+use crate::explore::{
+    explore, parse_seed, run_spec, ExploreConfig, ExploreSummary, Found, ReplayFile,
+};
 use crate::system::Registry;
 use crate::RunSpec;
 use serde_json::json;
@@ -44,16 +46,7 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
         out_dir: Some(out.clone()),
         shard: shard.as_deref().map(parse_shard).transpose()?,
     };
-    let bar = (!json && std::io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(seeds);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} seeds [{elapsed_precise}] {wide_bar} {per_sec} eta {eta}",
-            )
-            .unwrap(),
-        );
-        b
-    });
+    let bar = progress_bar(seeds, json);
     let b2 = bar.clone();
     let t0 = Instant::now();
     let summary = explore(&cfg, move |done| {
@@ -71,60 +64,11 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
     let wall_s = (wall_ms.max(1)) as f64 / 1000.0;
     let first = summary.failures.first();
     if !json {
-        println!(
-            "{}: {} seeds from {} in {:.2} s ({:.0} seeds/s, {:.0}x real time), {} failure(s)",
-            sc.name,
-            summary.seeds_run,
-            from,
-            wall_s,
-            summary.seeds_run as f64 / wall_s,
-            summary.sim_time_ms as f64 / 1000.0 / wall_s,
-            summary.failures.len()
-        );
-        println!("coverage:");
-        for (p, n) in &summary.coverage {
-            println!("  {:<34} {} seeds", p, n);
-        }
-        for f in &summary.failures {
-            let cmd = match &f.file {
-                Some(p) => format!("{} replay {}", reg.command(), p.display()),
-                None => f.spec.command(),
-            };
-            println!();
-            print_options(&f.spec);
-            print_violation(
-                reg,
-                f.spec.scenario.name,
-                f.outcome.violation.as_ref().unwrap(),
-                f.spec.seed,
-                &cmd,
-            );
-        }
+        print_summary(reg, sc.name, from, &summary, wall_s);
     }
     // Shrink the first failure (deterministically) so the user gets the smallest story.
     let shrunk = match (first, no_shrink) {
-        (Some(f), false) => {
-            let path = out.join(format!(
-                "{}-{}-shrunk.json",
-                f.spec.scenario.name, f.spec.seed
-            ));
-            let s = shrink_to_file(&f.spec, &f.outcome, jobs, &path)?;
-            if !json {
-                println!();
-                println!(
-                    "shrunk seed {}: {} -> {} faults ({} runs):",
-                    f.spec.seed, s.before_faults, s.after_faults, s.runs
-                );
-                print_schedule(&s.spec);
-                let v = s.outcome.violation.as_ref().unwrap();
-                println!("  {}", v.explanation);
-                if let Some(f) = reg.finding_for(f.spec.scenario.name, v) {
-                    println!("  known finding: {}", f.id);
-                }
-                println!("  replay: {} replay {}", reg.command(), path.display());
-            }
-            Some((path, s.after_faults))
-        }
+        (Some(f), false) => Some(shrink_failure(reg, f, jobs, &out, json)?),
         _ => None,
     };
     println!(
@@ -144,6 +88,85 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
         })
     );
     Ok(if summary.failures.is_empty() { 0 } else { 1 })
+}
+
+/// The progress bar, on a terminal and without `--json`.
+fn progress_bar(seeds: u64, json: bool) -> Option<indicatif::ProgressBar> {
+    (!json && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(seeds);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {pos}/{len} seeds [{elapsed_precise}] {wide_bar} {per_sec} eta {eta}",
+            )
+            .unwrap(),
+        );
+        b
+    })
+}
+
+/// What an exploration saw, for people: speed, coverage, and each failure with the command that
+/// replays it.
+fn print_summary(reg: &Registry, scenario: &str, from: u64, summary: &ExploreSummary, wall_s: f64) {
+    println!(
+        "{}: {} seeds from {} in {:.2} s ({:.0} seeds/s, {:.0}x real time), {} failure(s)",
+        scenario,
+        summary.seeds_run,
+        from,
+        wall_s,
+        summary.seeds_run as f64 / wall_s,
+        summary.sim_time_ms as f64 / 1000.0 / wall_s,
+        summary.failures.len()
+    );
+    println!("coverage:");
+    for (p, n) in &summary.coverage {
+        println!("  {:<34} {} seeds", p, n);
+    }
+    for f in &summary.failures {
+        let cmd = match &f.file {
+            Some(p) => format!("{} replay {}", reg.command(), p.display()),
+            None => f.spec.command(),
+        };
+        println!();
+        print_options(&f.spec);
+        print_violation(
+            reg,
+            f.spec.scenario.name,
+            f.outcome.violation.as_ref().unwrap(),
+            f.spec.seed,
+            &cmd,
+        );
+    }
+}
+
+/// Shrinks failure `f` into `<out>/<scenario>-<seed>-shrunk.json` and, without `--json`, tells
+/// its smaller story: the file written and how many faults it keeps.
+fn shrink_failure(
+    reg: &Registry,
+    f: &Found,
+    jobs: usize,
+    out: &std::path::Path,
+    json: bool,
+) -> Result<(PathBuf, usize), BadInput> {
+    let path = out.join(format!(
+        "{}-{}-shrunk.json",
+        f.spec.scenario.name, f.spec.seed
+    ));
+    let s = shrink_to_file(&f.spec, &f.outcome, jobs, &path)?;
+    if !json {
+        println!();
+        println!(
+            "shrunk seed {}: {} -> {} faults ({} runs):",
+            f.spec.seed, s.before_faults, s.after_faults, s.runs
+        );
+        print_schedule(&s.spec);
+        let v = s.outcome.violation.as_ref().unwrap();
+        println!("  {}", v.explanation);
+        if let Some(f) = reg.finding_for(f.spec.scenario.name, v) {
+            println!("  known finding: {}", f.id);
+        }
+        println!("  replay: {} replay {}", reg.command(), path.display());
+    }
+    Ok((path, s.after_faults))
 }
 
 /// `faultline shrink`.

@@ -4,7 +4,7 @@ use super::args::*;
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
 use crate::explore::{parse_seed, run_spec, write_atomic, ReplayFile};
-use crate::system::Registry;
+use crate::system::{Registry, Scenario};
 use crate::RunSpec;
 use serde_json::json;
 use std::path::PathBuf;
@@ -47,6 +47,81 @@ pub(super) fn write_files(
     Ok(written)
 }
 
+/// The files of a one-seed report: the HTML page, the Markdown summary and the JSON.
+fn report_files(rep: &reports::Report) -> Vec<(&'static str, String)> {
+    vec![
+        ("index.html", reports::html(rep)),
+        ("summary.md", reports::markdown(rep)),
+        ("report.json", serde_json::to_string_pretty(rep).unwrap()),
+    ]
+}
+
+/// Runs seeds `from..from + n` of `sc` on every core and returns the files of their
+/// distribution report (its page details the first failing seed, else the first seed).
+fn seeds_report(
+    sc: &'static Scenario,
+    from: u64,
+    n: u64,
+    bugs: &[String],
+    fixes: &[String],
+) -> Vec<(&'static str, String)> {
+    let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (r2, b2, f2) = (rows.clone(), bugs.to_vec(), fixes.to_vec());
+    sim::runtime::pool(
+        n as usize,
+        cores(),
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        move |i| {
+            let spec = RunSpec::from_seed(sc, from + i as u64, &b2, &f2);
+            let mut spec2 = spec.clone();
+            spec2.keep_trace = true;
+            let outcome = spec2.run();
+            let info = reports::RunInfo {
+                scenario: sc.name.into(),
+                seed: spec.seed,
+                bugs: spec.bugs.clone(),
+                fixes: spec.fixes.clone(),
+                options: serde_json::to_value(&spec.options).unwrap_or_default(),
+                schedule: spec.schedule.clone(),
+                replay: spec.command(),
+                fault_window_s: sc.fault_window_ms as f64 / 1000.0,
+            };
+            reports::build(&info, &outcome, &mut *sc.lens())
+        },
+        move |_, r| {
+            if let Ok(rep) = r {
+                r2.lock().unwrap().push(rep);
+            }
+        },
+    );
+    let mut reps = std::sync::Arc::try_unwrap(rows)
+        .unwrap()
+        .into_inner()
+        .unwrap();
+    reps.sort_by_key(|r| r.seed);
+    let headline = reps
+        .first()
+        .map(|r| r.headline.name.clone())
+        .unwrap_or_default();
+    let seed_rows = reps
+        .iter()
+        .map(|r| reports::SeedRow {
+            seed: r.seed,
+            headline_s: r.headline.value_s,
+            longest_pause_s: r.headline.longest_pause_s,
+            largest_skew_s: r.headline.largest_skew_s,
+            violation: r.violation.as_ref().map(|v| v.invariant.clone()),
+        })
+        .collect();
+    let d = reports::distribution(sc.name, bugs, fixes, &headline, seed_rows);
+    let detail = reps.iter().find(|r| r.violation.is_some()).or(reps.first());
+    vec![
+        ("index.html", reports::distribution_html(&d, detail)),
+        ("summary.md", reports::distribution_markdown(&d)),
+        ("report.json", serde_json::to_string_pretty(&d).unwrap()),
+    ]
+}
+
 /// `faultline report`.
 pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<u8, BadInput> {
     let ReportArgs {
@@ -68,15 +143,7 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<u8, BadInp
             format!("{} replay {}", reg.command(), file.display()),
         );
         let dir = out.unwrap_or_else(|| default_dir(spec.scenario.name));
-        (
-            dir,
-            vec![
-                ("index.html", reports::html(&rep)),
-                ("summary.md", reports::markdown(&rep)),
-                ("report.json", serde_json::to_string_pretty(&rep).unwrap()),
-            ],
-            format!("seed {}", spec.seed),
-        )
+        (dir, report_files(&rep), format!("seed {}", spec.seed))
     } else {
         let name = scenario.ok_or_else(|| BadInput("give a scenario, or --replay FILE".into()))?;
         let sc = reg.scenario(&name)?;
@@ -86,15 +153,7 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<u8, BadInp
             (Some(seed), None) => {
                 let spec = RunSpec::from_seed(sc, parse_seed(&seed)?, &bugs, &fixes);
                 let rep = report_of(&spec, spec.command());
-                (
-                    dir,
-                    vec![
-                        ("index.html", reports::html(&rep)),
-                        ("summary.md", reports::markdown(&rep)),
-                        ("report.json", serde_json::to_string_pretty(&rep).unwrap()),
-                    ],
-                    format!("seed {}", spec.seed),
-                )
+                (dir, report_files(&rep), format!("seed {}", spec.seed))
             }
             (None, Some(n)) => {
                 let n = super::count(&n, "seed count")?;
@@ -104,61 +163,7 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<u8, BadInp
                         "seed range {from}..+{n} overflows 64 bits"
                     )));
                 }
-                let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-                let (r2, b2, f2) = (rows.clone(), bugs.clone(), fixes.clone());
-                sim::runtime::pool(
-                    n as usize,
-                    cores(),
-                    std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-                    move |i| {
-                        let spec = RunSpec::from_seed(sc, from + i as u64, &b2, &f2);
-                        let mut spec2 = spec.clone();
-                        spec2.keep_trace = true;
-                        let outcome = spec2.run();
-                        let info = reports::RunInfo {
-                            scenario: sc.name.into(),
-                            seed: spec.seed,
-                            bugs: spec.bugs.clone(),
-                            fixes: spec.fixes.clone(),
-                            options: serde_json::to_value(&spec.options).unwrap_or_default(),
-                            schedule: spec.schedule.clone(),
-                            replay: spec.command(),
-                            fault_window_s: sc.fault_window_ms as f64 / 1000.0,
-                        };
-                        reports::build(&info, &outcome, &mut *sc.lens())
-                    },
-                    move |_, r| {
-                        if let Ok(rep) = r {
-                            r2.lock().unwrap().push(rep);
-                        }
-                    },
-                );
-                let mut reps = std::sync::Arc::try_unwrap(rows)
-                    .unwrap()
-                    .into_inner()
-                    .unwrap();
-                reps.sort_by_key(|r| r.seed);
-                let headline = reps
-                    .first()
-                    .map(|r| r.headline.name.clone())
-                    .unwrap_or_default();
-                let seed_rows = reps
-                    .iter()
-                    .map(|r| reports::SeedRow {
-                        seed: r.seed,
-                        headline_s: r.headline.value_s,
-                        longest_pause_s: r.headline.longest_pause_s,
-                        largest_skew_s: r.headline.largest_skew_s,
-                        violation: r.violation.as_ref().map(|v| v.invariant.clone()),
-                    })
-                    .collect();
-                let d = reports::distribution(sc.name, &bugs, &fixes, &headline, seed_rows);
-                let detail = reps.iter().find(|r| r.violation.is_some()).or(reps.first());
-                let files = vec![
-                    ("index.html", reports::distribution_html(&d, detail)),
-                    ("summary.md", reports::distribution_markdown(&d)),
-                    ("report.json", serde_json::to_string_pretty(&d).unwrap()),
-                ];
+                let files = seeds_report(sc, from, n, &bugs, &fixes);
                 (dir, files, format!("{n} seeds"))
             }
             _ => return Err(BadInput("give exactly one of --seed N or --seeds N".into())),

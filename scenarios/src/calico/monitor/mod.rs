@@ -1,0 +1,390 @@
+//! Invariants of the Calico election and master-only work (spec/calico.md, "Invariants"), checked on
+//! every event, and the coverage points of the Calico scenarios.
+//!
+//! | invariant | kind | what it checks |
+//! |---|---|---|
+//! | `election-key-single-holder` | safety | the election key never changes value while it exists (a campaign put succeeds only if the key was absent) |
+//! | `master-only-work-legitimate` | safety | a host doing master-only work at true time t held the election key (with a live lease) at some time in `[t - bound, t]`. The bound is what upstream's code allows, from the model's constants (`etcd_timeout` T = 60 s): the stamp is taken when the refresh's put answers, at most T after the put was applied; `is_master()` trusts it for `MASTER_TIMEOUT` (60 s); a watcher acts on an answer up to one poll (5 s) old: 125 s for work dispatched from a watch. A stopped watcher still finishes a snapshot whose status and range reads (2 T) were in flight: 245 s. Compaction is recorded when it decides, right after its `is_master()`: 120 s |
+//! | `election-deletes-owned` | safety | a client deletes the election key only when it holds the value, or when the value names a dead process on its own host (dead-pid cleanup) |
+//! | `master-elected` | liveness | once faults stop, a master exists (the key names a live process whose host's stamp is set) within TTL 60 s + watch timeout 20 s + retry jitter 2 s + 3 s of round trips = 85 s |
+//! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services (when the master's elector process still runs: a dead one cannot step down), or of the master's manager being respawned on the same host (dead-pid cleanup) |
+//! | `stale-warning-not-in-snapshot` | safety | no stale-update warning while a watcher replays a snapshot |
+//! | `stale-warning-rate-limited` | safety | at most one stale-update warning per 300 s per watcher instance (each `StatusWatcher` the master-only loop makes has a fresh limiter, status.py line 101 at 87c15906) |
+//! | `watcher-survives-timestamps` | safety | no watcher task dies on a malformed, naive or missing timestamp |
+//! | `stale-report-warned` | safety | a watcher that forwards (outside a snapshot) a report whose `time` is more than 300 s behind its own wall clock has logged a stale warning within the last 300 s |
+//! | `compaction-once-per-period` | safety | compaction never runs twice within one compaction period (etcd itself refuses to go backwards) |
+//! | `watchdog-restart-justified` | safety | the watchdog exits a process only if the dead registered task died unexpectedly (not by finishing) |
+//! | `port-status-converges` (status scenarios) | liveness | 140 s after faults stop, every port whose Felix status has not changed for 30 s shows in Neutron as the spec maps it (up: ACTIVE, down: DOWN, anything else: ERROR) |
+//! | `agent-view-converges` | liveness | 140 s after faults stop (a master within 85 s, then one report interval and slack), Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs |
+//!
+//! The headline number of a split brain, the overlap of two hosts' master-only work, is computed
+//! from "acting" intervals (a host's consecutive master-only actions less than 8.3 s apart) and
+//! quoted in the causal sentence.
+//!
+//! The checks live by concern, each file's header saying what it reads: `election` (the election
+//! key in etcd, the electors' stamps, master-only work and compaction), `status` (the status path:
+//! Felix's reports through the agent-status watcher to Neutron, stale-update warnings, port
+//! statuses) and `faults` (faults in force, nodes, processes and tasks, and the liveness
+//! obligations they open). This file holds the bounds, the monitor's state and the dispatch of each
+//! event to its concern.
+
+use model::calico::felix::REPORT_INTERVAL;
+use model::calico::watchers::ROUND_TRIP_INTERVAL;
+use model::calico::CalicoEvent;
+use model::calico::{
+    ETCD_TIMEOUT, MASTER_CHECK_INTERVAL, MASTER_TIMEOUT, REFRESH_INTERVAL, RETRY_MAX,
+};
+use sim::event::{Event, Record};
+use sim::{Failure, FaultKind, Monitor, NodeIx};
+use std::collections::{BTreeMap, BTreeSet};
+
+mod election;
+mod faults;
+mod status;
+
+const S: u64 = 1_000_000;
+const fn us(d: std::time::Duration) -> u64 {
+    d.as_micros() as u64
+}
+/// Work dispatched from a watch (see the table above): stamp lag T + `MASTER_TIMEOUT` + one poll.
+pub const WATCH_WORK_BOUND_US: u64 =
+    us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT) + us(MASTER_CHECK_INTERVAL);
+/// Work dispatched from a snapshot: the watch bound + the status and range reads in flight.
+pub const SNAPSHOT_WORK_BOUND_US: u64 = WATCH_WORK_BOUND_US + 2 * us(ETCD_TIMEOUT);
+/// Compaction decides right after its `is_master()`: stamp lag T + `MASTER_TIMEOUT`.
+pub const COMPACTION_WORK_BOUND_US: u64 = us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT);
+
+/// The legitimacy bound of one kind of master-only work.
+pub fn work_bound_us(worker: &str, in_snapshot: bool) -> u64 {
+    match (worker, in_snapshot) {
+        ("manager", _) => COMPACTION_WORK_BOUND_US,
+        (_, true) => SNAPSHOT_WORK_BOUND_US,
+        (_, false) => WATCH_WORK_BOUND_US,
+    }
+}
+/// See the table above: a dead master's lease runs out (TTL), a candidate's watch times out
+/// (2 x the refresh interval), it retries after the jitter, plus 3 s of round trips.
+pub const ELECTION_BOUND_US: u64 =
+    us(MASTER_TIMEOUT) + 2 * us(REFRESH_INTERVAL) + us(RETRY_MAX) + 3 * S;
+/// See the table above.
+pub const HANDOVER_BOUND_US: u64 = 10 * S;
+/// Two actions of one host less than this apart belong to one acting interval.
+pub(crate) const ACTING_GAP_US: u64 = us(MASTER_CHECK_INTERVAL) + us(ROUND_TRIP_INTERVAL);
+
+/// When the agent view must have converged after faults stop.
+/// A master, then its watcher at the next poll, one Felix report interval, and 20 s of slack.
+pub const AGENT_VIEW_BOUND_US: u64 =
+    ELECTION_BOUND_US + us(MASTER_CHECK_INTERVAL) + us(REPORT_INTERVAL) + 20 * S;
+/// Invariant names of the status path.
+pub const AGENT_VIEW_CONVERGES: &str = "agent-view-converges";
+/// See the table above.
+pub const PORT_STATUS_CONVERGES: &str = "port-status-converges";
+/// Neutron's `agent_down_time`.
+const AGENT_DOWN_US: u64 = 75 * S;
+
+/// Every coverage point the Calico monitor can report.
+pub const ALL_POINTS: &[&str] = &[
+    "backlog-over-300s",
+    "warning-on-young-host",
+    "naive-timestamp-processed",
+    "snapshot-replayed",
+    "compaction-under-mastership-change",
+    "unparsable-time-skipped",
+    "watchdog-restart",
+    "oneshot-resync-finished",
+    "periodic-resync",
+    "port-write-failed",
+    "handover",
+    "elector-died-while-master",
+    "stale-stamp-observed",
+    "election-lease-expired",
+    "dead-pid-cleanup",
+    "graceful-step-down",
+    "two-hosts-acting-as-master",
+    "backward-step-on-master",
+    "etcd-ambiguous-applied",
+    "etcd-ambiguous-lost",
+    "elector-exit-on-unexpected-error",
+    "master-paused",
+    "master-cut-from-etcd",
+];
+
+#[derive(Clone, Debug)]
+struct Holder {
+    value: String,
+    node: Option<NodeIx>,
+    pid: u32,
+    since_us: u64,
+    lease: i64,
+}
+
+struct Obligation {
+    deadline_us: u64,
+    invariant: &'static str,
+    what: String,
+    /// The fault that created it (other faults starting void it).
+    cause: Option<u32>,
+}
+
+/// The monitor. See the module documentation.
+pub struct CalicoMonitor {
+    names: Vec<String>,
+    key: String,
+    holder: Option<Holder>,
+    last_held_us: BTreeMap<NodeIx, u64>,
+    winners: BTreeSet<String>,
+    alive: BTreeSet<(NodeIx, u32)>,
+    stamps: Vec<i64>,
+    faults: BTreeMap<u32, FaultKind>,
+    last_faults: Vec<Vec<(u64, String)>>,
+    acting: Vec<Option<(u64, u64)>>,
+    /// Per node: when the current pause began, and the last completed pause.
+    paused_since: Vec<Option<u64>>,
+    last_pause: Vec<Option<(u64, u64)>>,
+    max_overlap_us: u64,
+    obligations: Vec<Obligation>,
+    liveness_deadline: Option<u64>,
+    reached: BTreeSet<&'static str>,
+    catalog: &'static [&'static str],
+    now_us: u64,
+    // Status path.
+    felix_prefix: String,
+    computes: std::ops::Range<usize>,
+    boot_us: Vec<u64>,
+    status_put_us: BTreeMap<i64, u64>,
+    last_warning: BTreeMap<(NodeIx, u32), u64>,
+    snapshots: BTreeSet<(NodeIx, u32)>,
+    ended: BTreeSet<(NodeIx, u32, String)>,
+    crashed: BTreeSet<(NodeIx, u32, String)>,
+    resyncs: BTreeSet<(NodeIx, u32)>,
+    compaction_period_us: u64,
+    last_compaction_us: Option<u64>,
+    heard_us: Vec<Option<u64>>,
+    felix_alive: Vec<bool>,
+    agent_view_deadline: Option<u64>,
+    ports: crate::calico::ports::PortView,
+    agent_watchers: BTreeMap<NodeIx, u32>,
+    /// Per node: silently dead tasks (true time, task) of processes still alive.
+    dead_tasks: Vec<Vec<(u64, u32, String)>>,
+    /// Per node: greenlets of live processes that ended on an exception (true time, pid, task,
+    /// error).
+    raised: Vec<Vec<(u64, u32, String, String)>>,
+}
+
+fn secs(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+impl CalicoMonitor {
+    /// A monitor for nodes `names` (hosts then etcd) and the election key `key`; `catalog` lists
+    /// the coverage points the scenario declares.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        names: Vec<String>,
+        key: String,
+        felix_prefix: String,
+        hosts: usize,
+        computes: usize,
+        compaction_period: std::time::Duration,
+        check_agent_view: bool,
+        catalog: &'static [&'static str],
+    ) -> Self {
+        let n = names.len();
+        CalicoMonitor {
+            felix_prefix,
+            computes: if check_agent_view {
+                hosts..hosts + computes
+            } else {
+                hosts..hosts
+            },
+            boot_us: vec![0; n],
+            status_put_us: BTreeMap::new(),
+            last_warning: BTreeMap::new(),
+            snapshots: BTreeSet::new(),
+            ended: BTreeSet::new(),
+            crashed: BTreeSet::new(),
+            resyncs: BTreeSet::new(),
+            compaction_period_us: compaction_period.as_micros() as u64,
+            last_compaction_us: None,
+            heard_us: vec![None; n],
+            felix_alive: vec![false; n],
+            agent_view_deadline: None,
+            ports: Default::default(),
+            agent_watchers: BTreeMap::new(),
+            dead_tasks: vec![Vec::new(); n],
+            raised: vec![Vec::new(); n],
+            names,
+            key,
+            holder: None,
+            last_held_us: BTreeMap::new(),
+            winners: BTreeSet::new(),
+            alive: BTreeSet::new(),
+            stamps: vec![0; n],
+            faults: BTreeMap::new(),
+            last_faults: vec![Vec::new(); n],
+            acting: vec![None; n],
+            paused_since: vec![None; n],
+            last_pause: vec![None; n],
+            max_overlap_us: 0,
+            obligations: Vec::new(),
+            liveness_deadline: None,
+            reached: BTreeSet::new(),
+            catalog,
+            now_us: 0,
+        }
+    }
+
+    pub(super) fn node_of(&self, name: &str) -> Option<NodeIx> {
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| i as NodeIx)
+    }
+
+    pub(super) fn parse_id(&self, id: &str) -> (Option<NodeIx>, u32) {
+        match id.split_once(':') {
+            Some((h, p)) => (self.node_of(h), p.parse().unwrap_or(0)),
+            None => (None, 0),
+        }
+    }
+
+    pub(super) fn reach(&mut self, point: &'static str) {
+        self.reached.insert(point);
+    }
+}
+
+impl CalicoMonitor {
+    /// The Calico model's own events, each to its concern.
+    fn on_calico(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
+        match e {
+            CalicoEvent::CalicoStamp { .. }
+            | CalicoEvent::CalicoStaleStamp { .. }
+            | CalicoEvent::CalicoDeadPidCleanup { .. }
+            | CalicoEvent::CalicoStepDown { .. }
+            | CalicoEvent::CalicoMasterOnly { .. } => self.on_election_event(rec, e),
+            CalicoEvent::CalicoWatcherRaised { .. } | CalicoEvent::CalicoWatchdogExit { .. } => {
+                self.on_task_event(rec, e)
+            }
+            _ => self.on_status_event(rec, e),
+        }
+    }
+}
+
+impl Monitor for CalicoMonitor {
+    fn on_event(&mut self, rec: &Record) -> Option<Failure> {
+        let t = rec.t_us;
+        self.now_us = t;
+        let node = rec.node;
+        if !self.computes.is_empty() {
+            self.ports.observe(&self.felix_prefix, t, &rec.event);
+        }
+        let out = match &rec.event {
+            // Faults, nodes, processes and tasks (faults.rs).
+            Event::FaultStart { id, fault, dur_ms } => self.on_fault_start(*id, *dur_ms, fault, t),
+            Event::FaultEnd { id } => {
+                self.faults.remove(id);
+                None
+            }
+            Event::LivenessPhase => {
+                self.on_liveness_phase(t);
+                None
+            }
+            Event::NodePause => {
+                self.paused_since[node as usize] = Some(t);
+                None
+            }
+            Event::NodeResume => {
+                if let Some(a) = self.paused_since[node as usize].take() {
+                    self.last_pause[node as usize] = Some((a, t));
+                }
+                None
+            }
+            Event::NodeCrash | Event::NodeBoot { .. } => {
+                self.on_node_reset(node, t);
+                None
+            }
+            Event::ProcessStart { pid, name } => {
+                self.on_process_start(node, *pid, name, t);
+                None
+            }
+            Event::ProcessExit { pid, status, name } => {
+                self.on_process_exit(node, *pid, status, name);
+                None
+            }
+            Event::TaskDeath { pid, task } => {
+                self.dead_tasks[node as usize].push((t, *pid, task.clone()));
+                None
+            }
+            Event::TaskEnd { pid, task } => {
+                if task == "resync" {
+                    self.reach("oneshot-resync-finished");
+                }
+                self.ended.insert((node, *pid, task.clone()));
+                None
+            }
+            // etcd and the election key (election.rs).
+            Event::EtcdAmbiguous { applied, .. } => {
+                self.reach(if *applied {
+                    "etcd-ambiguous-applied"
+                } else {
+                    "etcd-ambiguous-lost"
+                });
+                None
+            }
+            Event::EtcdLeaseExpire { lease } => {
+                if self.holder.as_ref().is_some_and(|h| h.lease == *lease) {
+                    self.reach("election-lease-expired");
+                }
+                None
+            }
+            Event::EtcdPut {
+                key, value, lease, ..
+            } if **key == *self.key => self.on_key_put(value, *lease, t),
+            Event::EtcdDelete {
+                key,
+                prev_value,
+                cause,
+                ..
+            } if **key == *self.key => self.on_key_delete(prev_value, cause, t),
+            // A Felix status report lands in etcd (status.rs: how old it is when forwarded).
+            Event::EtcdPut { key, rev, .. }
+                if key.starts_with(&self.felix_prefix) && key.ends_with("/status") =>
+            {
+                self.status_put_us.insert(*rev, t);
+                None
+            }
+            Event::EtcdCompact { client, .. } => self.on_compact(client, t),
+            Event::System(_) => rec
+                .event
+                .system::<CalicoEvent>()
+                .and_then(|e| self.on_calico(rec, e)),
+            _ => None,
+        };
+        if out.is_none() {
+            self.check_obligations_met();
+        }
+        out
+    }
+
+    fn on_tick(&mut self, now_us: u64) -> Option<Failure> {
+        self.now_us = now_us;
+        self.check_obligations_met();
+        if let Some(f) = self.master_elected_overdue(now_us) {
+            return Some(f);
+        }
+        if self.agent_view_deadline.is_some_and(|d| now_us >= d) {
+            self.agent_view_deadline = None;
+            if let Some(f) = self.status_converged(now_us) {
+                return Some(f);
+            }
+        }
+        self.handover_overdue(now_us)
+    }
+
+    fn coverage(&self) -> Vec<(&'static str, bool)> {
+        self.catalog
+            .iter()
+            .map(|p| (*p, self.reached.contains(p)))
+            .collect()
+    }
+}

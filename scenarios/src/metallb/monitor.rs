@@ -1,0 +1,554 @@
+//! The MetalLB monitor: ground truth from the world's events (faults starting and ending, node
+//! crashes, speaker processes starting and exiting, Node readiness in the API server, the router's
+//! ARP entries) and the speakers' own (memberlist member states, the peer IP cache, joins, layer-2
+//! announcements and withdrawals), checked against the invariants of the table in the module
+//! documentation of `scenarios::metallb`, with the bounds they are checked at.
+
+use super::{MetallbOptions, ServiceOpt, S};
+use model::metallb::MetallbEvent;
+use model::metallb::{self, announce_order};
+use sim::event::{Event, Record};
+use sim::{Failure, FaultKind, Kind, Monitor, NodeIx};
+use std::collections::{BTreeMap, BTreeSet};
+
+fn secs(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+/// Convergence bound after the network heals or a speaker (re)starts: the join period, a join
+/// timeout per speaker, the maximum suspicion, a probe round, the router's ARP refresh, 10 s slack.
+pub fn merge_bound_us(speakers: u32) -> u64 {
+    let suspicion = metallb::suspicion_timeout(
+        metallb::SUSPICION_MULT,
+        speakers as usize,
+        metallb::PROBE_INTERVAL,
+    ) * metallb::SUSPICION_MAX_TIMEOUT_MULT;
+    (metallb::JOIN_PERIOD
+        + metallb::TCP_TIMEOUT * speakers
+        + suspicion
+        + metallb::PROBE_INTERVAL * speakers
+        + sim::l2::ARP_REFRESH)
+        .as_micros() as u64
+        + 10 * S
+}
+
+/// Takeover bound after a crash: a probe round and interval, maximum suspicion, 2 s of gossip, the
+/// 5 s ARP burst.
+pub fn takeover_bound_us(speakers: u32) -> u64 {
+    let suspicion = metallb::suspicion_timeout(
+        metallb::SUSPICION_MULT,
+        speakers as usize,
+        metallb::PROBE_INTERVAL,
+    ) * metallb::SUSPICION_MAX_TIMEOUT_MULT;
+    (metallb::PROBE_INTERVAL * (speakers + 1) + suspicion + metallb::GARP_FOR).as_micros() as u64
+        + 2 * S
+}
+
+/// After a readiness change: the longest an informer takes to notice a dead watch and watch again
+/// (the transport's 30 s read-idle timeout, then a 15 s ping without an ack), the router's ARP
+/// refresh, 10 s slack.
+const VIEW_BOUND_US: u64 = (metallb::INFORMER_IDLE.as_micros() as u64)
+    + (sim::kube::PING_TIMEOUT.as_micros() as u64)
+    + (sim::l2::ARP_REFRESH.as_micros() as u64)
+    + 10 * S;
+
+/// The MetalLB monitor (see the module documentation's table).
+pub struct MetallbMonitor {
+    names: Vec<String>,
+    speakers: u32,
+    services: Vec<ServiceOpt>,
+    excluded: BTreeSet<String>,
+    unavailable: BTreeSet<String>,
+    /// Ground truth of Node readiness.
+    ready: BTreeMap<String, bool>,
+    /// Speakers whose process runs.
+    live: BTreeSet<String>,
+    /// Speakers that have cached the peer IPs since they started.
+    cached: BTreeSet<String>,
+    /// Speakers whose join loop died silently since they started.
+    loop_dead: BTreeSet<String>,
+    /// IP -> speakers announcing it (since when).
+    announcing: BTreeMap<String, BTreeMap<String, u64>>,
+    /// IP -> the router's entry.
+    arp: BTreeMap<String, String>,
+    /// IP -> changes of the router's entry.
+    arp_flaps: BTreeMap<String, u32>,
+    /// Speaker -> its memberlist view (member -> state).
+    views: BTreeMap<String, BTreeMap<String, String>>,
+    /// Active faults that cut or slow the network or stop nodes: id -> description.
+    unsettled: BTreeMap<u32, String>,
+    api_down: BTreeSet<u32>,
+    api_down_since: Option<u64>,
+    /// Informer views must agree with the API server from this time on (it was down until then).
+    views_at: u64,
+    /// The segment must have converged from this time on, and why.
+    settle_at: u64,
+    settle_reason: String,
+    settle_from: u64,
+    /// When the network last became whole again.
+    healed_at: Option<u64>,
+    /// IP -> the speaker that announced it when it crashed or left (until another one takes over).
+    lost_announcer: BTreeMap<String, String>,
+    /// IP -> start of its current duplicate-announcer period.
+    dup_since: BTreeMap<String, u64>,
+    reached: BTreeSet<&'static str>,
+    catalog: &'static [&'static str],
+    /// The last convergence check passed with its time gates open (`settle_at`, `views_at`): what
+    /// it reads changes only with events, so ticks skip it until the next tracked event.
+    quiet: bool,
+}
+
+impl MetallbMonitor {
+    pub(super) fn new(o: &MetallbOptions, catalog: &'static [&'static str]) -> Self {
+        let names = o.node_names();
+        MetallbMonitor {
+            speakers: o.speakers,
+            services: o.services.clone(),
+            excluded: o.excluded.iter().cloned().collect(),
+            unavailable: o.network_unavailable.iter().cloned().collect(),
+            ready: o.speaker_names().into_iter().map(|n| (n, true)).collect(),
+            live: BTreeSet::new(),
+            cached: BTreeSet::new(),
+            loop_dead: BTreeSet::new(),
+            announcing: BTreeMap::new(),
+            arp: BTreeMap::new(),
+            arp_flaps: BTreeMap::new(),
+            views: BTreeMap::new(),
+            unsettled: BTreeMap::new(),
+            api_down: BTreeSet::new(),
+            api_down_since: None,
+            views_at: 0,
+            settle_at: merge_bound_us(o.speakers),
+            settle_reason: "the speakers started".into(),
+            settle_from: 0,
+            healed_at: None,
+            dup_since: BTreeMap::new(),
+            lost_announcer: BTreeMap::new(),
+            reached: BTreeSet::new(),
+            catalog,
+            names,
+            quiet: false,
+        }
+    }
+
+    fn unsettle(&mut self, t: u64, bound: u64, reason: String) {
+        if t + bound >= self.settle_at {
+            self.settle_at = t + bound;
+            self.settle_reason = reason;
+            self.settle_from = t;
+        }
+    }
+
+    /// The speakers that should be candidates for a service (ground truth).
+    fn true_candidates(&self, svc: &ServiceOpt) -> Vec<String> {
+        let serving: Vec<&String> = svc
+            .endpoints
+            .iter()
+            .filter(|n| self.ready.get(*n).copied().unwrap_or(false))
+            .collect();
+        if serving.is_empty() {
+            return Vec::new();
+        }
+        self.live
+            .iter()
+            .filter(|n| !self.excluded.contains(*n) && !self.unavailable.contains(*n))
+            .filter(|n| !svc.local || serving.contains(n))
+            .cloned()
+            .collect()
+    }
+
+    /// `node` stops announcing everything (its speaker or node went away).
+    fn drop_announcer(&mut self, t: u64, node: &str) {
+        let ips: Vec<String> = self.announcing.keys().cloned().collect();
+        for ip in ips {
+            if self.announcing.get_mut(&ip).unwrap().remove(node).is_some() {
+                self.lost_announcer.insert(ip.clone(), node.to_string());
+            }
+            self.duplicates(t, &ip);
+        }
+    }
+
+    fn duplicates(&mut self, t: u64, ip: &str) {
+        let count = self.announcing.get(ip).map_or(0, |m| m.len());
+        if count >= 2 {
+            self.dup_since.entry(ip.to_string()).or_insert(t);
+        } else if self.dup_since.remove(ip).is_some() {
+            self.reached.insert("duplicate-announcer-resolved");
+        }
+    }
+
+    fn converged(&mut self, now: u64) -> Option<Failure> {
+        let r = self.check(now);
+        self.quiet = r.is_none()
+            && now >= self.settle_at
+            && (now >= self.views_at || !self.api_down.is_empty());
+        r
+    }
+
+    /// The convergence checks, once the segment has been whole and quiet for the bound
+    /// (`settle_at`): the announcers (`single-announcer`, or `takeover-after-crash` after a crash),
+    /// once the informers' views have settled too, then `membership-merges`.
+    fn check(&self, now: u64) -> Option<Failure> {
+        if now < self.settle_at || !self.unsettled.is_empty() {
+            return None;
+        }
+        // Re-merging needs one live speaker that can still join: its peer IPs cached and its join
+        // loop running (one join merges whole groups). Without one, nothing in MetalLB repairs a
+        // split (the spec's "as long as the peer IPs were cached").
+        if !self
+            .live
+            .iter()
+            .any(|n| self.cached.contains(n) && !self.loop_dead.contains(n))
+        {
+            return None;
+        }
+        let views_settled = now >= self.views_at && self.api_down.is_empty();
+        for svc in self.services.iter().filter(|_| views_settled) {
+            if let Some(f) = self.check_announcer(svc, now) {
+                return Some(f);
+            }
+        }
+        // Membership (checked while the API server is down too: the cache must suffice).
+        self.check_membership()
+    }
+
+    /// The convergence invariant in force: the settle bound last set by a crash or a leave is
+    /// the takeover bound.
+    fn settled_invariant(&self) -> &'static str {
+        let crash = self.settle_reason.contains("crash") || self.settle_reason.contains("left");
+        if crash {
+            "takeover-after-crash"
+        } else {
+            "single-announcer"
+        }
+    }
+
+    /// Since when, and after what, the segment must have converged (built only when a check
+    /// fails).
+    fn since(&self) -> String {
+        format!(
+            "settled since {} ({} after {} at {})",
+            secs(self.settle_at),
+            secs(self.settle_at.saturating_sub(self.settle_from)),
+            self.settle_reason,
+            secs(self.settle_from)
+        )
+    }
+
+    /// The members `speaker`'s memberlist counts (alive or suspect).
+    fn members<'a>(&'a self, speaker: &str) -> impl Iterator<Item = &'a String> {
+        self.views.get(speaker).into_iter().flat_map(|v| {
+            v.iter()
+                .filter(|(_, s)| *s == "alive" || *s == "suspect")
+                .map(|(m, _)| m)
+        })
+    }
+
+    /// One service's announcers: exactly the first of its true candidates, and the router's entry
+    /// pointing at it; none without candidates.
+    fn check_announcer(&self, svc: &ServiceOpt, now: u64) -> Option<Failure> {
+        let invariant = self.settled_invariant();
+        let cands = self.true_candidates(svc);
+        let expect = announce_order(&cands, &svc.ip).first().cloned();
+        let actual: Vec<&String> = self
+            .announcing
+            .get(&svc.ip)
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        let flaps = self.arp_flaps.get(&svc.ip).copied().unwrap_or(0);
+        match &expect {
+            None if !actual.is_empty() => Some(Failure {
+                invariant,
+                kind: Kind::Safety,
+                node: None,
+                explanation: format!(
+                    "{} has no candidate (no live eligible speaker with a serving endpoint) but {:?} announce it; {}",
+                    svc.ip, actual, self.since()
+                ),
+            }),
+            None => None,
+            Some(e) if actual.len() != 1 || actual[0] != e => Some(Failure {
+                invariant,
+                kind: Kind::Safety,
+                node: None,
+                explanation: format!(
+                    "{} is announced by {:?}, expected exactly {e} (first of {:?} by sha256(node#ip)){}; {}; the router's entry changed {flaps} times; {}",
+                    svc.ip,
+                    actual,
+                    announce_order(&cands, &svc.ip),
+                    self.duplicate_note(&svc.ip, now),
+                    self.memberlists_note(&actual),
+                    self.since()
+                ),
+            }),
+            Some(e) if self.arp.get(&svc.ip) != Some(e) => Some(Failure {
+                invariant,
+                kind: Kind::Safety,
+                node: None,
+                explanation: format!(
+                    "the router sends {}'s traffic to {:?} although {e} alone announces it; {}",
+                    svc.ip,
+                    self.arp.get(&svc.ip),
+                    self.since()
+                ),
+            }),
+            Some(_) => None,
+        }
+    }
+
+    /// How long more than one speaker has answered for `ip`, against when the network healed.
+    fn duplicate_note(&self, ip: &str, now: u64) -> String {
+        match self.dup_since.get(ip) {
+            Some(t) => match self.healed_at {
+                Some(h) if h <= *t => format!(
+                    "; more than one has answered since {} ({} after the network healed at {})",
+                    secs(*t),
+                    secs(t - h),
+                    secs(h)
+                ),
+                Some(h) => format!(
+                    "; more than one has answered since {}, before the network healed at {}, {} ago",
+                    secs(*t),
+                    secs(h),
+                    secs(now - h)
+                ),
+                None => format!("; more than one has answered since {}", secs(*t)),
+            },
+            None => String::new(),
+        }
+    }
+
+    /// The memberlists of the speakers announcing an IP.
+    fn memberlists_note(&self, announcers: &[&String]) -> String {
+        announcers
+            .iter()
+            .map(|a| {
+                let v: Vec<&String> = self.members(a).collect();
+                format!("{a}'s memberlist: {v:?}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `membership-merges`: every live speaker's memberlist lists exactly the live speakers.
+    fn check_membership(&self) -> Option<Failure> {
+        for sp in &self.live {
+            let view: BTreeSet<&String> = self.members(sp).collect();
+            let want: BTreeSet<&String> = self.live.iter().collect();
+            if view != want {
+                let api = match self.api_down_since {
+                    Some(d) => format!(
+                        "; the API server has been down since {} and {:?} hold the peer IPs in their cache",
+                        secs(d),
+                        self.cached.intersection(&self.live).collect::<Vec<_>>()
+                    ),
+                    None => String::new(),
+                };
+                return Some(Failure {
+                    invariant: "membership-merges",
+                    kind: Kind::Liveness,
+                    node: self.names.iter().position(|n| n == sp).map(|i| i as NodeIx),
+                    explanation: format!(
+                        "{sp}'s memberlist lists {:?} but the live speakers are {:?}; the segment has been whole and {}{api}",
+                        view, want, self.since()
+                    ),
+                });
+            }
+        }
+        None
+    }
+}
+
+impl MetallbMonitor {
+    /// The MetalLB model's own events.
+    fn on_metallb(&mut self, rec: &Record, e: &MetallbEvent) -> Option<Failure> {
+        let t = rec.t_us;
+        let node = self.names[rec.node as usize].clone();
+        let merge = merge_bound_us(self.speakers);
+        let takeover = takeover_bound_us(self.speakers);
+        match e {
+            MetallbEvent::MlMember { member, state, .. } => {
+                if member == &node && state == "left" {
+                    // A speaker leaving the cluster (graceful shutdown) is no longer live.
+                    self.live.remove(&node);
+                    self.unsettle(t, takeover, format!("{node}'s speaker leaving (it left)"));
+                }
+                let v = self.views.entry(node.clone()).or_default();
+                if state == "forgotten" {
+                    v.remove(member);
+                    if !self.unsettled.is_empty() {
+                        self.reached.insert("partition-outlived-retention");
+                    }
+                } else {
+                    v.insert(member.clone(), state.clone());
+                }
+            }
+            // A speaker that can join from now on gets the join period to do so.
+            MetallbEvent::SpeakerIps { .. } if self.cached.insert(node.clone()) => {
+                self.unsettle(t, merge, format!("{node} caching the peer IPs"));
+            }
+            MetallbEvent::MlJoin { joined, .. } if *joined > 0 && !self.api_down.is_empty() => {
+                self.reached.insert("rejoin-while-apiserver-down");
+            }
+            MetallbEvent::L2Announce {
+                ip,
+                candidates,
+                service,
+            } => {
+                self.announcing
+                    .entry(ip.clone())
+                    .or_default()
+                    .insert(node.clone(), t);
+                self.duplicates(t, ip);
+                let order = announce_order(candidates, ip);
+                if order.first() != Some(&node) {
+                    return Some(Failure {
+                        invariant: "announcer-first-in-own-order",
+                        kind: Kind::Safety,
+                        node: Some(rec.node),
+                        explanation: format!(
+                            "{node} announces {ip} but its candidates {candidates:?} order as {order:?}"
+                        ),
+                    });
+                }
+                let svc = self.services.iter().find(|s| &s.ip == ip);
+                let why = if self.excluded.contains(&node) {
+                    Some("its node is excluded from external load balancers".to_string())
+                } else if self.unavailable.contains(&node) {
+                    Some("its node's network is unavailable".to_string())
+                } else if svc.is_some_and(|s| s.endpoints.is_empty()) {
+                    Some(format!("{service} has no endpoints"))
+                } else if svc.is_some_and(|s| s.local && !s.endpoints.contains(&node)) {
+                    Some(format!("{service} is Local and has no endpoint on {node}"))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Some(Failure {
+                        invariant: "announcer-eligible",
+                        kind: Kind::Safety,
+                        node: Some(rec.node),
+                        explanation: format!("{node} announces {ip} although {why}"),
+                    });
+                }
+            }
+            MetallbEvent::L2Withdraw { ip, .. } => {
+                if let Some(m) = self.announcing.get_mut(ip) {
+                    m.remove(&node);
+                }
+                self.duplicates(t, ip);
+            }
+            // Nothing this monitor tracks changed: the last check still holds until the next tick.
+            _ => return None,
+        }
+        self.converged(t)
+    }
+}
+
+impl Monitor for MetallbMonitor {
+    fn on_event(&mut self, rec: &Record) -> Option<Failure> {
+        let t = rec.t_us;
+        let node = self.names[rec.node as usize].clone();
+        let merge = merge_bound_us(self.speakers);
+        let takeover = takeover_bound_us(self.speakers);
+        if let Some(e) = rec.event.system::<MetallbEvent>() {
+            return self.on_metallb(rec, e);
+        }
+        match &rec.event {
+            Event::FaultStart { id, fault, .. } => match fault {
+                FaultKind::Partition { .. }
+                | FaultKind::Simplex { .. }
+                | FaultKind::Isolate { .. }
+                | FaultKind::Latency { .. }
+                | FaultKind::Pause { .. } => {
+                    self.unsettled.insert(*id, fault.describe());
+                }
+                // Informers cannot keep up while the API server is down or slower than its clients'
+                // timeouts: views converge only after it recovers.
+                FaultKind::ServiceUnavailable { node } | FaultKind::ServiceSlow { node, .. }
+                    if node == "apiserver" =>
+                {
+                    if self.api_down.is_empty() {
+                        self.api_down_since = Some(t);
+                    }
+                    self.api_down.insert(*id);
+                }
+                FaultKind::TaskDeath { task, node } if task == "join-loop" => {
+                    self.reached.insert("join-loop-died");
+                    self.loop_dead.insert(node.clone());
+                }
+                _ => {}
+            },
+            Event::FaultEnd { id } => {
+                if self.api_down.remove(id) && self.api_down.is_empty() {
+                    self.api_down_since = None;
+                    self.views_at = self.views_at.max(t + VIEW_BOUND_US);
+                }
+                if let Some(d) = self.unsettled.remove(id) {
+                    self.unsettle(t, merge, format!("the end of '{d}'"));
+                    if self.unsettled.is_empty() {
+                        self.healed_at = Some(t);
+                    }
+                }
+            }
+            Event::NodeCrash => {
+                self.live.remove(&node);
+                self.views.remove(&node);
+                self.drop_announcer(t, &node);
+                self.unsettle(t, takeover, format!("{node}'s crash"));
+            }
+            Event::ProcessStart { name, .. } if name == "speaker" => {
+                self.live.insert(node.clone());
+                self.cached.remove(&node);
+                self.loop_dead.remove(&node);
+                self.unsettle(t, merge, format!("{node}'s speaker start"));
+            }
+            Event::ProcessExit { name, status, .. } if name == "speaker" => {
+                self.live.remove(&node);
+                self.views.remove(&node);
+                self.drop_announcer(t, &node);
+                let how = if matches!(status, sim::event::ExitStatus::Killed) {
+                    "crash"
+                } else {
+                    "exit (it left the cluster)"
+                };
+                self.unsettle(t, takeover, format!("{node}'s speaker {how}"));
+            }
+            Event::KubeNodeReady { node: n, ready } => {
+                self.ready.insert(n.clone(), *ready);
+                if !ready {
+                    self.reached.insert("node-not-ready");
+                }
+                self.unsettle(
+                    t,
+                    VIEW_BOUND_US,
+                    format!("{n} turning {}", if *ready { "Ready" } else { "NotReady" }),
+                );
+            }
+            Event::ArpEntry { ip, node: to, via } => {
+                if via == "garp" && self.lost_announcer.get(ip).is_some_and(|l| l != to) {
+                    self.lost_announcer.remove(ip);
+                    self.reached.insert("announcer-taken-over");
+                }
+                self.arp.insert(ip.clone(), to.clone());
+                *self.arp_flaps.entry(ip.clone()).or_default() += 1;
+            }
+            _ => return None,
+        }
+        self.converged(t)
+    }
+
+    fn on_tick(&mut self, now_us: u64) -> Option<Failure> {
+        if self.quiet {
+            return None;
+        }
+        self.converged(now_us)
+    }
+
+    fn coverage(&self) -> Vec<(&'static str, bool)> {
+        self.catalog
+            .iter()
+            .map(|p| (*p, self.reached.contains(p)))
+            .collect()
+    }
+}
