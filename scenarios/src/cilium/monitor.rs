@@ -125,7 +125,7 @@ impl CiliumMonitor {
             }
         }
         (!stuck.is_empty()).then(|| Failure {
-            invariant: "released-entries-clear",
+            invariant: crate::cilium::invariants::RELEASED_ENTRIES_CLEAR.name,
             kind: Kind::Liveness,
             node: None,
             explanation: format!(
@@ -186,7 +186,7 @@ impl CiliumMonitor {
             None => "the operator never recorded a decision for it".to_string(),
         };
         Some(Failure {
-            invariant: "no-release-in-use",
+            invariant: crate::cilium::invariants::NO_RELEASE_IN_USE.name,
             kind: Kind::Safety,
             node,
             explanation: format!(
@@ -231,7 +231,7 @@ impl CiliumMonitor {
             } => {
                 self.marked.insert((short(n), short(ip)));
                 observed_used.then(|| Failure {
-                    invariant: "operator-marks-unused",
+                    invariant: crate::cilium::invariants::OPERATOR_MARKS_UNUSED.name,
                     kind: Kind::Safety,
                     node: Some(rec.node),
                     explanation: format!("the operator marked {ip} of {n} for release although its own view listed it as used"),
@@ -255,7 +255,7 @@ impl CiliumMonitor {
                     .insert(key, (t, *observed_rv, state_seen.clone()));
                 let too_early = *excess_for_ms < RELEASE_DELAY.as_millis() as u64;
                 (*handshake && (state_seen != READY || too_early)).then(|| Failure {
-                    invariant: "release-acknowledged",
+                    invariant: crate::cilium::invariants::RELEASE_ACKNOWLEDGED.name,
                     kind: Kind::Safety,
                     node: Some(rec.node),
                     explanation: format!(
@@ -311,7 +311,7 @@ impl CiliumMonitor {
                 None => String::new(),
             };
             return Some(Failure {
-                invariant: "agent-allocates-from-pool",
+                invariant: crate::cilium::invariants::AGENT_ALLOCATES_FROM_POOL.name,
                 kind: Kind::Safety,
                 node: Some(rec.node),
                 explanation: format!("the agent on {node} gave pod {pod} the IP {ip}, which is no longer assigned to {node} in the cloud{gone}{erased}"),
@@ -319,7 +319,7 @@ impl CiliumMonitor {
         }
         if matches!(state.as_deref(), Some(MARKED | READY | RELEASED)) {
             return Some(Failure {
-                invariant: "agent-allocates-from-pool",
+                invariant: crate::cilium::invariants::AGENT_ALLOCATES_FROM_POOL.name,
                 kind: Kind::Safety,
                 node: Some(rec.node),
                 explanation: format!("the agent on {node} gave pod {pod} the IP {ip} while its own release state for it was {}", state.unwrap()),
@@ -349,7 +349,7 @@ impl CiliumMonitor {
                 agent_state.insert(key.1, s);
                 if s == READY && allocated {
                     return Some(Failure {
-                        invariant: "agent-answers-truthfully",
+                        invariant: crate::cilium::invariants::AGENT_ANSWERS_TRUTHFULLY.name,
                         kind: Kind::Safety,
                         node: Some(rec.node),
                         explanation: format!("the agent on {node} answered ready-for-release for {ip}, which it has allocated"),
@@ -485,7 +485,7 @@ impl Monitor for CiliumMonitor {
             }
         }
         (!waiting.is_empty()).then(|| Failure {
-            invariant: "pods-get-ips",
+            invariant: crate::cilium::invariants::PODS_GET_IPS.name,
             kind: Kind::Liveness,
             node: None,
             explanation: format!(

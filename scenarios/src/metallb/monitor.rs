@@ -52,6 +52,15 @@ const VIEW_BOUND_US: u64 = (metallb::INFORMER_IDLE.as_micros() as u64)
     + (sim::l2::ARP_REFRESH.as_micros() as u64)
     + 10 * S;
 
+/// Why the segment must converge again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unsettled {
+    /// A speaker is gone (crash, exit, leave): `takeover-after-crash`, sooner.
+    Departure,
+    /// Anything else: `single-announcer`.
+    Change,
+}
+
 /// The MetalLB monitor (see the module documentation's table).
 pub struct MetallbMonitor {
     names: Vec<String>,
@@ -84,6 +93,8 @@ pub struct MetallbMonitor {
     /// The segment must have converged from this time on, and why.
     settle_at: u64,
     settle_reason: String,
+    /// What the last unsettling was: it chooses the convergence invariant in force.
+    settle_why: Unsettled,
     settle_from: u64,
     /// When the network last became whole again.
     healed_at: Option<u64>,
@@ -120,6 +131,7 @@ impl MetallbMonitor {
             views_at: 0,
             settle_at: merge_bound_us(o.speakers),
             settle_reason: "the speakers started".into(),
+            settle_why: Unsettled::Change,
             settle_from: 0,
             healed_at: None,
             dup_since: BTreeMap::new(),
@@ -131,10 +143,13 @@ impl MetallbMonitor {
         }
     }
 
-    fn unsettle(&mut self, t: u64, bound: u64, reason: String) {
+    /// The segment must converge again by `t + bound`: a speaker's departure (crash, exit,
+    /// leave: the takeover bound and invariant) or another change (the full convergence bound).
+    fn unsettle(&mut self, t: u64, bound: u64, why: Unsettled, reason: String) {
         if t + bound >= self.settle_at {
             self.settle_at = t + bound;
             self.settle_reason = reason;
+            self.settle_why = why;
             self.settle_from = t;
         }
     }
@@ -215,11 +230,10 @@ impl MetallbMonitor {
     /// The convergence invariant in force: the settle bound last set by a crash or a leave is
     /// the takeover bound.
     fn settled_invariant(&self) -> &'static str {
-        let crash = self.settle_reason.contains("crash") || self.settle_reason.contains("left");
-        if crash {
-            "takeover-after-crash"
+        if self.settle_why == Unsettled::Departure {
+            crate::metallb::invariants::TAKEOVER_AFTER_CRASH.name
         } else {
-            "single-announcer"
+            crate::metallb::invariants::SINGLE_ANNOUNCER.name
         }
     }
 
@@ -345,7 +359,7 @@ impl MetallbMonitor {
                     None => String::new(),
                 };
                 return Some(Failure {
-                    invariant: "membership-merges",
+                    invariant: crate::metallb::invariants::MEMBERSHIP_MERGES.name,
                     kind: Kind::Liveness,
                     node: self.names.iter().position(|n| n == sp).map(|i| i as NodeIx),
                     explanation: format!(
@@ -371,7 +385,12 @@ impl MetallbMonitor {
                 if member == &node && state == "left" {
                     // A speaker leaving the cluster (graceful shutdown) is no longer live.
                     self.live.remove(&node);
-                    self.unsettle(t, takeover, format!("{node}'s speaker leaving (it left)"));
+                    self.unsettle(
+                        t,
+                        takeover,
+                        Unsettled::Departure,
+                        format!("{node}'s speaker leaving (it left)"),
+                    );
                 }
                 let v = self.views.entry(node.clone()).or_default();
                 if state == "forgotten" {
@@ -385,7 +404,12 @@ impl MetallbMonitor {
             }
             // A speaker that can join from now on gets the join period to do so.
             MetallbEvent::SpeakerIps { .. } if self.cached.insert(node.clone()) => {
-                self.unsettle(t, merge, format!("{node} caching the peer IPs"));
+                self.unsettle(
+                    t,
+                    merge,
+                    Unsettled::Change,
+                    format!("{node} caching the peer IPs"),
+                );
             }
             MetallbEvent::MlJoin { joined, .. } if *joined > 0 && !self.api_down.is_empty() => {
                 self.reached.insert("rejoin-while-apiserver-down");
@@ -403,7 +427,7 @@ impl MetallbMonitor {
                 let order = announce_order(candidates, ip);
                 if order.first() != Some(&node) {
                     return Some(Failure {
-                        invariant: "announcer-first-in-own-order",
+                        invariant: crate::metallb::invariants::ANNOUNCER_FIRST_IN_OWN_ORDER.name,
                         kind: Kind::Safety,
                         node: Some(rec.node),
                         explanation: format!(
@@ -425,7 +449,7 @@ impl MetallbMonitor {
                 };
                 if let Some(why) = why {
                     return Some(Failure {
-                        invariant: "announcer-eligible",
+                        invariant: crate::metallb::invariants::ANNOUNCER_ELIGIBLE.name,
                         kind: Kind::Safety,
                         node: Some(rec.node),
                         explanation: format!("{node} announces {ip} although {why}"),
@@ -485,7 +509,7 @@ impl Monitor for MetallbMonitor {
                     self.views_at = self.views_at.max(t + VIEW_BOUND_US);
                 }
                 if let Some(d) = self.unsettled.remove(id) {
-                    self.unsettle(t, merge, format!("the end of '{d}'"));
+                    self.unsettle(t, merge, Unsettled::Change, format!("the end of '{d}'"));
                     if self.unsettled.is_empty() {
                         self.healed_at = Some(t);
                     }
@@ -495,13 +519,18 @@ impl Monitor for MetallbMonitor {
                 self.live.remove(&node);
                 self.views.remove(&node);
                 self.drop_announcer(t, &node);
-                self.unsettle(t, takeover, format!("{node}'s crash"));
+                self.unsettle(t, takeover, Unsettled::Departure, format!("{node}'s crash"));
             }
             Event::ProcessStart { name, .. } if name == "speaker" => {
                 self.live.insert(node.clone());
                 self.cached.remove(&node);
                 self.loop_dead.remove(&node);
-                self.unsettle(t, merge, format!("{node}'s speaker start"));
+                self.unsettle(
+                    t,
+                    merge,
+                    Unsettled::Change,
+                    format!("{node}'s speaker start"),
+                );
             }
             Event::ProcessExit { name, status, .. } if name == "speaker" => {
                 self.live.remove(&node);
@@ -512,7 +541,12 @@ impl Monitor for MetallbMonitor {
                 } else {
                     "exit (it left the cluster)"
                 };
-                self.unsettle(t, takeover, format!("{node}'s speaker {how}"));
+                self.unsettle(
+                    t,
+                    takeover,
+                    Unsettled::Departure,
+                    format!("{node}'s speaker {how}"),
+                );
             }
             Event::KubeNodeReady { node: n, ready } => {
                 self.ready.insert(n.clone(), *ready);
@@ -522,6 +556,7 @@ impl Monitor for MetallbMonitor {
                 self.unsettle(
                     t,
                     VIEW_BOUND_US,
+                    Unsettled::Change,
                     format!("{n} turning {}", if *ready { "Ready" } else { "NotReady" }),
                 );
             }

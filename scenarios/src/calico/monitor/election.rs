@@ -84,7 +84,7 @@ impl CalicoMonitor {
     pub(super) fn on_key_put(&mut self, value: &str, lease: i64, t: u64) -> Option<Failure> {
         match &self.holder {
             Some(h) if *h.value != *value => Some(Failure {
-                invariant: "election-key-single-holder",
+                invariant: crate::calico::invariants::ELECTION_KEY_SINGLE_HOLDER.name,
                 kind: Kind::Safety,
                 node: self.parse_id(value).0,
                 explanation: format!(
@@ -129,7 +129,7 @@ impl CalicoMonitor {
                 let dead_pid_cleanup =
                     cn.is_some() && cn == vn && !self.alive.contains(&(vn.unwrap(), vpid));
                 (!dead_pid_cleanup).then(|| Failure {
-                    invariant: "election-deletes-owned",
+                    invariant: crate::calico::invariants::ELECTION_DELETES_OWNED.name,
                     kind: Kind::Safety,
                     node: cn,
                     explanation: format!("{client} deleted the election key although it named {prev_value}, which is neither itself nor a dead process on its host"),
@@ -149,7 +149,7 @@ impl CalicoMonitor {
         let prev = self.last_compaction_us.replace(t);
         match prev {
             Some(p) if t - p < self.compaction_period_us => Some(Failure {
-                invariant: "compaction-once-per-period",
+                invariant: crate::calico::invariants::COMPACTION_ONCE_PER_PERIOD.name,
                 kind: Kind::Safety,
                 node: self.parse_id(client).0,
                 explanation: format!("{client} compacted at {}, only {} after the previous compaction at {} (period {})", secs(t), secs(t - p), secs(p), secs(self.compaction_period_us)),
@@ -209,7 +209,7 @@ impl CalicoMonitor {
             String::new()
         };
         Some(Failure {
-            invariant: "master-only-work-legitimate",
+            invariant: crate::calico::invariants::MASTER_ONLY_WORK_LEGITIMATE.name,
             kind: Kind::Safety,
             node: Some(node),
             explanation: format!(

@@ -79,8 +79,9 @@ impl CalicoMonitor {
             }
         }
         // Any other fault voids the prompt-handover obligations (they assume a quiet world).
-        self.obligations
-            .retain(|o| o.invariant != "prompt-handover" || o.cause == Some(id));
+        self.obligations.retain(|o| {
+            o.invariant != crate::calico::invariants::PROMPT_HANDOVER.name || o.cause == Some(id)
+        });
         let master = self.holder.as_ref().and_then(|h| h.node);
         // A graceful stop steps down only an elector that still runs: when the key names a
         // process that already died (a crash not yet respawned), it lingers for its lease.
@@ -94,7 +95,7 @@ impl CalicoMonitor {
             {
                 self.obligations.push(Obligation {
                     deadline_us: t + HANDOVER_BOUND_US,
-                    invariant: "prompt-handover",
+                    invariant: crate::calico::invariants::PROMPT_HANDOVER.name,
                     what: format!(
                         "graceful stop of the services on master host {node} at {}",
                         secs(t)
@@ -135,7 +136,7 @@ impl CalicoMonitor {
     /// status deadline is set, and, without a master, the election deadline.
     pub(super) fn on_liveness_phase(&mut self, t: u64) {
         self.obligations
-            .retain(|o| o.invariant != "prompt-handover");
+            .retain(|o| o.invariant != crate::calico::invariants::PROMPT_HANDOVER.name);
         if !self.computes.is_empty() {
             self.agent_view_deadline = Some(t + AGENT_VIEW_BOUND_US);
         }
@@ -175,7 +176,7 @@ impl CalicoMonitor {
                 let value = self.holder.as_ref().unwrap().value.clone();
                 self.obligations.push(Obligation {
                     deadline_us: t + HANDOVER_BOUND_US,
-                    invariant: "prompt-handover",
+                    invariant: crate::calico::invariants::PROMPT_HANDOVER.name,
                     what: format!("manager respawned on {} at {} while the key still named its dead predecessor {value}", self.names[node as usize], secs(t)),
                     cause: None,
                 });
@@ -216,7 +217,7 @@ impl CalicoMonitor {
                 self.reach("watchdog-restart");
                 let k = (node, *pid, task.clone());
                 (self.ended.contains(&k) && !self.crashed.contains(&k)).then(|| Failure {
-                    invariant: "watchdog-restart-justified",
+                    invariant: crate::calico::invariants::WATCHDOG_RESTART_JUSTIFIED.name,
                     kind: Kind::Safety,
                     node: Some(node),
                     explanation: format!(
@@ -235,7 +236,7 @@ impl CalicoMonitor {
             if now_us >= d {
                 self.liveness_deadline = None;
                 return Some(Failure {
-                    invariant: "master-elected",
+                    invariant: crate::calico::invariants::MASTER_ELECTED.name,
                     kind: Kind::Liveness,
                     node: self.holder.as_ref().and_then(|h| h.node),
                     explanation: format!(

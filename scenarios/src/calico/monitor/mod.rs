@@ -76,9 +76,9 @@ pub(crate) const ACTING_GAP_US: u64 = us(MASTER_CHECK_INTERVAL) + us(ROUND_TRIP_
 pub const AGENT_VIEW_BOUND_US: u64 =
     ELECTION_BOUND_US + us(MASTER_CHECK_INTERVAL) + us(REPORT_INTERVAL) + 20 * S;
 /// Invariant names of the status path.
-pub const AGENT_VIEW_CONVERGES: &str = "agent-view-converges";
+pub const AGENT_VIEW_CONVERGES: &str = crate::calico::invariants::AGENT_VIEW_CONVERGES.name;
 /// See the table above.
-pub const PORT_STATUS_CONVERGES: &str = "port-status-converges";
+pub const PORT_STATUS_CONVERGES: &str = crate::calico::invariants::PORT_STATUS_CONVERGES.name;
 /// Neutron's `agent_down_time`.
 const AGENT_DOWN_US: u64 = 75 * S;
 

@@ -49,7 +49,7 @@ impl CalicoMonitor {
             CalicoEvent::CalicoTaskCrash { pid, task, error } => {
                 self.crashed.insert((node, *pid, task.clone()));
                 Some(Failure {
-                    invariant: "watcher-survives-timestamps",
+                    invariant: crate::calico::invariants::WATCHER_SURVIVES_TIMESTAMPS.name,
                     kind: Kind::Safety,
                     node: Some(node),
                     explanation: format!(
@@ -99,7 +99,7 @@ impl CalicoMonitor {
         let name = &self.names[node as usize];
         if in_snapshot {
             return Some(Failure {
-                invariant: "stale-warning-not-in-snapshot",
+                invariant: crate::calico::invariants::STALE_WARNING_NOT_IN_SNAPSHOT.name,
                 kind: Kind::Safety,
                 node: Some(node),
                 explanation: format!(
@@ -112,7 +112,7 @@ impl CalicoMonitor {
         let prev = self.last_warning.insert((node, pid), t);
         match prev {
             Some(p) if t - p < STALE_WARN_INTERVAL_US => Some(Failure {
-                invariant: "stale-warning-rate-limited",
+                invariant: crate::calico::invariants::STALE_WARNING_RATE_LIMITED.name,
                 kind: Kind::Safety,
                 node: Some(node),
                 explanation: format!(
@@ -171,7 +171,7 @@ impl CalicoMonitor {
         }
         let name = &self.names[node as usize];
         Some(Failure {
-            invariant: "stale-report-warned",
+            invariant: crate::calico::invariants::STALE_REPORT_WARNED.name,
             kind: Kind::Safety,
             node: Some(node),
             explanation: format!(
