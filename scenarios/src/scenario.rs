@@ -6,16 +6,16 @@ use sim::{Outcome, Schedule};
 
 /// Swarm testing: each fault kind is on with probability 1/2, and at least one is (drawn from `rng`
 /// in a fixed order, so the options are a function of the seed).
-pub fn draw_fault_kinds(rng: &mut rand_chacha::ChaCha8Rng, kinds: &[&str]) -> Vec<String> {
+pub fn draw_fault_kinds<T: Copy>(rng: &mut rand_chacha::ChaCha8Rng, kinds: &[T]) -> Vec<T> {
     use rand::seq::IndexedRandom;
     use rand::Rng;
-    let mut on: Vec<String> = kinds
+    let mut on: Vec<T> = kinds
         .iter()
         .filter(|_| rng.random_bool(0.5))
-        .map(|s| s.to_string())
+        .copied()
         .collect();
     if on.is_empty() {
-        on.push(kinds.choose(rng).unwrap().to_string());
+        on.push(*kinds.choose(rng).unwrap());
     }
     on
 }

@@ -6,6 +6,7 @@
 //! and drifts, latencies), generates a fault schedule (`schedule.rs`) over a 10-minute fault window,
 //! and then runs a 150 s liveness phase. The invariants are in [`monitor`].
 
+pub mod fault_choice;
 pub mod findings;
 pub mod invariants;
 pub mod monitor;
@@ -15,6 +16,7 @@ mod system;
 pub use system::Calico;
 mod ports;
 mod schedule;
+use crate::calico::fault_choice::FaultChoice;
 use schedule::schedule;
 
 use crate::scenario::RunSpec;
@@ -47,7 +49,7 @@ pub struct CalicoOptions {
     /// Wall clock drift per node (hosts, then etcd), ppm.
     pub drift_ppm: Vec<i64>,
     /// Fault kinds this seed enables (swarm testing).
-    pub fault_kinds: Vec<String>,
+    pub fault_kinds: Vec<FaultChoice>,
     /// How many faults were drawn.
     pub fault_count: u32,
     /// Felix on each compute host (`c1`..).
@@ -110,16 +112,16 @@ pub enum Family {
 
 fn pick_subset(
     rng: &mut ChaCha8Rng,
-    all: &[&'static str],
-    at_least_one_of: &[&'static str],
-) -> Vec<String> {
-    let mut on: Vec<String> = all
+    all: &[FaultChoice],
+    at_least_one_of: &[FaultChoice],
+) -> Vec<FaultChoice> {
+    let mut on: Vec<FaultChoice> = all
         .iter()
         .filter(|_| rng.random_bool(0.5))
-        .map(|s| s.to_string())
+        .copied()
         .collect();
-    if !on.iter().any(|k| at_least_one_of.contains(&k.as_str())) {
-        on.push(at_least_one_of.choose(rng).unwrap().to_string());
+    if !on.iter().any(|k| at_least_one_of.contains(k)) {
+        on.push(*at_least_one_of.choose(rng).unwrap());
     }
     on.sort();
     on
@@ -205,106 +207,123 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
 }
 
 /// The fault kinds `family` draws from (swarm testing: each seed enables a subset).
-fn fault_kinds(family: Family) -> &'static [&'static str] {
+fn fault_kinds(family: Family) -> &'static [FaultChoice] {
     match family {
         Family::SilentTaskDeath => &[
-            "death-elector",
-            "death-compaction",
-            "death-agent-status",
-            "death-endpoint-status",
-            "death-agent-status-watcher",
-            "death-endpoint-status-watcher",
-            "stall",
-            "latency",
+            FaultChoice::DeathElector,
+            FaultChoice::DeathCompaction,
+            FaultChoice::DeathAgentStatus,
+            FaultChoice::DeathEndpointStatus,
+            FaultChoice::DeathAgentStatusWatcher,
+            FaultChoice::DeathEndpointStatusWatcher,
+            FaultChoice::Stall,
+            FaultChoice::Latency,
         ],
         Family::ClockSkew => &[
-            "host-step",
-            "etcd-step",
-            "drift-change",
-            "stall-elector",
-            "death-elector",
+            FaultChoice::HostStep,
+            FaultChoice::EtcdStep,
+            FaultChoice::DriftChange,
+            FaultChoice::StallElector,
+            FaultChoice::DeathElector,
         ],
         Family::SplitBrain => &[
-            "partition",
-            "isolate",
-            "simplex",
-            "flapping",
-            "pause",
-            "latency",
-            "etcd-unavailable",
-            "etcd-ambiguous",
-            "etcd-slow",
+            FaultChoice::Partition,
+            FaultChoice::Isolate,
+            FaultChoice::Simplex,
+            FaultChoice::Flapping,
+            FaultChoice::Pause,
+            FaultChoice::Latency,
+            FaultChoice::EtcdUnavailable,
+            FaultChoice::EtcdAmbiguous,
+            FaultChoice::EtcdSlow,
         ],
         Family::Restart => &[
-            "graceful-restart",
-            "manager-crash",
-            "host-crash",
-            "etcd-restart",
-            "etcd-garbled",
+            FaultChoice::GracefulRestart,
+            FaultChoice::ManagerCrash,
+            FaultChoice::HostCrash,
+            FaultChoice::EtcdRestart,
+            FaultChoice::EtcdGarbled,
         ],
         Family::StatusBacklog => &[
-            "db-slow",
-            "db-unavailable",
-            "host-crash",
-            "watch-cut",
-            "etcd-restart",
-            "compute-crash",
-            "compute-isolate",
-            "compute-pause",
-            "compute-step",
+            FaultChoice::DbSlow,
+            FaultChoice::DbUnavailable,
+            FaultChoice::HostCrash,
+            FaultChoice::WatchCut,
+            FaultChoice::EtcdRestart,
+            FaultChoice::ComputeCrash,
+            FaultChoice::ComputeIsolate,
+            FaultChoice::ComputePause,
+            FaultChoice::ComputeStep,
         ],
-        Family::Watchdog => &["death-any", "stall", "manager-crash", "graceful-restart"],
+        Family::Watchdog => &[
+            FaultChoice::DeathAny,
+            FaultChoice::Stall,
+            FaultChoice::ManagerCrash,
+            FaultChoice::GracefulRestart,
+        ],
         Family::Swarm => &[
-            "death-any",
-            "stall",
-            "latency",
-            "host-step",
-            "etcd-step",
-            "drift-change",
-            "partition",
-            "isolate",
-            "simplex",
-            "flapping",
-            "pause",
-            "etcd-unavailable",
-            "etcd-ambiguous",
-            "etcd-slow",
-            "graceful-restart",
-            "manager-crash",
-            "host-crash",
-            "etcd-restart",
-            "etcd-garbled",
-            "db-slow",
-            "db-unavailable",
-            "watch-cut",
-            "compute-crash",
-            "compute-isolate",
-            "compute-pause",
-            "compute-step",
+            FaultChoice::DeathAny,
+            FaultChoice::Stall,
+            FaultChoice::Latency,
+            FaultChoice::HostStep,
+            FaultChoice::EtcdStep,
+            FaultChoice::DriftChange,
+            FaultChoice::Partition,
+            FaultChoice::Isolate,
+            FaultChoice::Simplex,
+            FaultChoice::Flapping,
+            FaultChoice::Pause,
+            FaultChoice::EtcdUnavailable,
+            FaultChoice::EtcdAmbiguous,
+            FaultChoice::EtcdSlow,
+            FaultChoice::GracefulRestart,
+            FaultChoice::ManagerCrash,
+            FaultChoice::HostCrash,
+            FaultChoice::EtcdRestart,
+            FaultChoice::EtcdGarbled,
+            FaultChoice::DbSlow,
+            FaultChoice::DbUnavailable,
+            FaultChoice::WatchCut,
+            FaultChoice::ComputeCrash,
+            FaultChoice::ComputeIsolate,
+            FaultChoice::ComputePause,
+            FaultChoice::ComputeStep,
         ],
     }
 }
 
 /// The kinds of which a seed of `family` enables at least one (the scenario's subject).
-fn subject_kinds(family: Family) -> &'static [&'static str] {
+fn subject_kinds(family: Family) -> &'static [FaultChoice] {
     match family {
         Family::SilentTaskDeath => &[
-            "death-elector",
-            "death-compaction",
-            "death-agent-status",
-            "death-endpoint-status",
+            FaultChoice::DeathElector,
+            FaultChoice::DeathCompaction,
+            FaultChoice::DeathAgentStatus,
+            FaultChoice::DeathEndpointStatus,
         ],
-        Family::ClockSkew => &["host-step"],
-        Family::SplitBrain => &["partition", "isolate", "simplex", "flapping", "pause"],
+        Family::ClockSkew => &[FaultChoice::HostStep],
+        Family::SplitBrain => &[
+            FaultChoice::Partition,
+            FaultChoice::Isolate,
+            FaultChoice::Simplex,
+            FaultChoice::Flapping,
+            FaultChoice::Pause,
+        ],
         Family::Restart => &[
-            "graceful-restart",
-            "manager-crash",
-            "host-crash",
-            "etcd-restart",
+            FaultChoice::GracefulRestart,
+            FaultChoice::ManagerCrash,
+            FaultChoice::HostCrash,
+            FaultChoice::EtcdRestart,
         ],
-        Family::StatusBacklog => &["db-slow"],
-        Family::Watchdog => &["death-any"],
-        Family::Swarm => &["death-any", "partition", "pause", "host-step", "db-slow"],
+        Family::StatusBacklog => &[FaultChoice::DbSlow],
+        Family::Watchdog => &[FaultChoice::DeathAny],
+        Family::Swarm => &[
+            FaultChoice::DeathAny,
+            FaultChoice::Partition,
+            FaultChoice::Pause,
+            FaultChoice::HostStep,
+            FaultChoice::DbSlow,
+        ],
     }
 }
 

@@ -4,6 +4,7 @@
 //! (the findings' pinned seeds and the golden trace hashes rely on it): keep it.
 
 use super::{CalicoOptions, FAULT_WINDOW_MS};
+use crate::calico::fault_choice::FaultChoice;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -46,7 +47,7 @@ pub(super) fn schedule(o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule {
     let mut drawn = 0;
     while drawn < o.fault_count {
         drawn += 1;
-        let kind = o.fault_kinds.choose(rng).unwrap().as_str();
+        let kind = *o.fault_kinds.choose(rng).unwrap();
         let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
         let host = hosts.choose(rng).unwrap().clone();
         let compute = computes
@@ -54,15 +55,22 @@ pub(super) fn schedule(o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule {
             .cloned()
             .unwrap_or_else(|| host.clone());
         let (dur_ms, fk) = match kind {
-            "db-slow" | "db-unavailable" | "watch-cut" | "etcd-unavailable" | "etcd-ambiguous"
-            | "etcd-slow" | "etcd-garbled" | "etcd-restart" => store_fault(kind, host, rng),
-            "compute-crash" | "compute-isolate" | "compute-pause" | "compute-step" => {
-                compute_fault(kind, compute, rng)
-            }
-            k if k.starts_with("death-") => {
-                let task = match &k["death-".len()..] {
-                    "any" => ALL_TASKS.choose(rng).unwrap().to_string(),
-                    t => t.to_string(),
+            FaultChoice::DbSlow
+            | FaultChoice::DbUnavailable
+            | FaultChoice::WatchCut
+            | FaultChoice::EtcdUnavailable
+            | FaultChoice::EtcdAmbiguous
+            | FaultChoice::EtcdSlow
+            | FaultChoice::EtcdGarbled
+            | FaultChoice::EtcdRestart => store_fault(kind, host, rng),
+            FaultChoice::ComputeCrash
+            | FaultChoice::ComputeIsolate
+            | FaultChoice::ComputePause
+            | FaultChoice::ComputeStep => compute_fault(kind, compute, rng),
+            k if k.death_of().is_some() => {
+                let task = match k.death_of() {
+                    Some("any") => ALL_TASKS.choose(rng).unwrap().to_string(),
+                    t => t.unwrap_or_default().to_string(),
                 };
                 if task == "elector" {
                     if elector_deaths + 1 >= o.hosts {
@@ -72,11 +80,14 @@ pub(super) fn schedule(o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule {
                 }
                 (0, FaultKind::TaskDeath { node: host, task })
             }
-            "host-step" | "etcd-step" | "drift-change" => clock_fault(kind, host, rng),
-            "latency" | "partition" | "isolate" | "simplex" => {
-                network_fault(kind, host, &hosts, rng)
+            FaultChoice::HostStep | FaultChoice::EtcdStep | FaultChoice::DriftChange => {
+                clock_fault(kind, host, rng)
             }
-            "flapping" => {
+            FaultChoice::Latency
+            | FaultChoice::Partition
+            | FaultChoice::Isolate
+            | FaultChoice::Simplex => network_fault(kind, host, &hosts, rng),
+            FaultChoice::Flapping => {
                 out.extend(flapping(at_ms, &host, rng));
                 continue;
             }
@@ -94,77 +105,77 @@ pub(super) fn schedule(o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule {
 
 /// A fault of the stores, etcd and the Neutron database, or of `host`'s watch on etcd: its length
 /// and kind.
-fn store_fault(kind: &str, host: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
+fn store_fault(kind: FaultChoice, host: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
     let etcd = "etcd".to_string();
     let db = "neutron-db".to_string();
     match kind {
-        "db-slow" => (
+        FaultChoice::DbSlow => (
             rng.random_range(60_000..=400_000),
             FaultKind::ServiceSlow {
                 node: db.clone(),
                 extra_ms: rng.random_range(500..=8_000),
             },
         ),
-        "db-unavailable" => (
+        FaultChoice::DbUnavailable => (
             rng.random_range(2_000..=60_000),
             FaultKind::ServiceUnavailable { node: db.clone() },
         ),
-        "watch-cut" => (
+        FaultChoice::WatchCut => (
             rng.random_range(11_000..=40_000),
             FaultKind::Simplex {
                 from: vec![etcd.clone()],
                 to: vec![host],
             },
         ),
-        "etcd-unavailable" => (
+        FaultChoice::EtcdUnavailable => (
             rng.random_range(2_000..=30_000),
             FaultKind::ServiceUnavailable { node: etcd.clone() },
         ),
-        "etcd-ambiguous" => (
+        FaultChoice::EtcdAmbiguous => (
             rng.random_range(10_000..=60_000),
             FaultKind::ServiceAmbiguous {
                 node: etcd.clone(),
                 percent: rng.random_range(10..=60),
             },
         ),
-        "etcd-slow" => (
+        FaultChoice::EtcdSlow => (
             rng.random_range(10_000..=60_000),
             FaultKind::ServiceSlow {
                 node: etcd.clone(),
                 extra_ms: rng.random_range(100..=3_000),
             },
         ),
-        "etcd-garbled" => (
+        FaultChoice::EtcdGarbled => (
             rng.random_range(5_000..=30_000),
             FaultKind::ServiceGarbled {
                 node: etcd.clone(),
                 percent: rng.random_range(20..=100),
             },
         ),
-        "etcd-restart" => (
+        FaultChoice::EtcdRestart => (
             rng.random_range(1_000..=20_000),
             FaultKind::Crash { node: etcd.clone() },
         ),
-        other => unreachable!("not a calico store fault {other}"),
+        other => unreachable!("not a calico store fault {other:?}"),
     }
 }
 
 /// A fault of a compute host (its Felix reports status): its length and kind.
-fn compute_fault(kind: &str, compute: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
+fn compute_fault(kind: FaultChoice, compute: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
     match kind {
-        "compute-crash" => (
+        FaultChoice::ComputeCrash => (
             rng.random_range(5_000..=120_000),
             FaultKind::Crash { node: compute },
         ),
-        "compute-isolate" => (
+        FaultChoice::ComputeIsolate => (
             rng.random_range(5_000..=200_000),
             FaultKind::Isolate { node: compute },
         ),
-        "compute-pause" => (
+        FaultChoice::ComputePause => (
             rng.random_range(5_000..=200_000),
             FaultKind::Pause { node: compute },
         ),
-        "compute-step" => {
+        FaultChoice::ComputeStep => {
             let delta =
                 rng.random_range(1_000..=900_000i64) * if rng.random_bool(0.5) { -1 } else { 1 };
             (
@@ -175,15 +186,15 @@ fn compute_fault(kind: &str, compute: String, rng: &mut ChaCha8Rng) -> (u64, Fau
                 },
             )
         }
-        other => unreachable!("not a calico compute fault {other}"),
+        other => unreachable!("not a calico compute fault {other:?}"),
     }
 }
 
 /// A clock fault of `host` or etcd: its length and kind.
-fn clock_fault(kind: &str, host: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
+fn clock_fault(kind: FaultChoice, host: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
     let etcd = "etcd".to_string();
     match kind {
-        "host-step" => {
+        FaultChoice::HostStep => {
             let delta =
                 rng.random_range(1_000..=300_000i64) * if rng.random_bool(0.6) { -1 } else { 1 };
             (
@@ -194,14 +205,14 @@ fn clock_fault(kind: &str, host: String, rng: &mut ChaCha8Rng) -> (u64, FaultKin
                 },
             )
         }
-        "etcd-step" => (
+        FaultChoice::EtcdStep => (
             0,
             FaultKind::ClockStep {
                 node: etcd.clone(),
                 delta_ms: rng.random_range(-5_000..=5_000),
             },
         ),
-        "drift-change" => {
+        FaultChoice::DriftChange => {
             let node = if rng.random_bool(0.2) {
                 etcd.clone()
             } else {
@@ -215,21 +226,21 @@ fn clock_fault(kind: &str, host: String, rng: &mut ChaCha8Rng) -> (u64, FaultKin
                 },
             )
         }
-        other => unreachable!("not a calico clock fault {other}"),
+        other => unreachable!("not a calico clock fault {other:?}"),
     }
 }
 
 /// A network fault between the hosts and etcd (one host's, or a split of the hosts): its length
 /// and kind.
 fn network_fault(
-    kind: &str,
+    kind: FaultChoice,
     host: String,
     hosts: &[String],
     rng: &mut ChaCha8Rng,
 ) -> (u64, FaultKind) {
     let etcd = "etcd".to_string();
     match kind {
-        "latency" => {
+        FaultChoice::Latency => {
             let node = if rng.random_bool(0.3) {
                 etcd.clone()
             } else {
@@ -243,7 +254,7 @@ fn network_fault(
                 },
             )
         }
-        "partition" => {
+        FaultChoice::Partition => {
             // A complete partition: a non-empty proper subset of hosts on one side, etcd with the rest.
             let mut side: Vec<String> = hosts
                 .iter()
@@ -264,11 +275,11 @@ fn network_fault(
                 FaultKind::Partition { a: side, b: other },
             )
         }
-        "isolate" => (
+        FaultChoice::Isolate => (
             rng.random_range(5_000..=120_000),
             FaultKind::Isolate { node: host },
         ),
-        "simplex" => {
+        FaultChoice::Simplex => {
             let (from, to) = if rng.random_bool(0.5) {
                 (vec![etcd.clone()], vec![host])
             } else {
@@ -279,7 +290,7 @@ fn network_fault(
                 FaultKind::Simplex { from, to },
             )
         }
-        other => unreachable!("not a calico network fault {other}"),
+        other => unreachable!("not a calico network fault {other:?}"),
     }
 }
 
@@ -309,41 +320,41 @@ fn flapping(at_ms: u64, host: &str, rng: &mut ChaCha8Rng) -> Vec<Fault> {
 
 /// A fault of `host` itself: a stalled task, a pause, a graceful restart or a crash of its
 /// services, process or node: its length and kind.
-fn host_fault(kind: &str, host: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
+fn host_fault(kind: FaultChoice, host: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
     match kind {
-        "stall" => (
+        FaultChoice::Stall => (
             rng.random_range(1_000..=30_000),
             FaultKind::TaskStall {
                 node: host,
                 task: TASKS.choose(rng).unwrap().to_string(),
             },
         ),
-        "stall-elector" => (
+        FaultChoice::StallElector => (
             rng.random_range(5_000..=90_000),
             FaultKind::TaskStall {
                 node: host,
                 task: "elector".into(),
             },
         ),
-        "pause" => (
+        FaultChoice::Pause => (
             rng.random_range(5_000..=120_000),
             FaultKind::Pause { node: host },
         ),
-        "graceful-restart" => (
+        FaultChoice::GracefulRestart => (
             rng.random_range(2_000..=60_000),
             FaultKind::ServiceRestart { node: host },
         ),
-        "manager-crash" => (
+        FaultChoice::ManagerCrash => (
             0,
             FaultKind::ProcessCrash {
                 node: host,
                 process: "neutron-server/manager".into(),
             },
         ),
-        "host-crash" => (
+        FaultChoice::HostCrash => (
             rng.random_range(5_000..=120_000),
             FaultKind::Crash { node: host },
         ),
-        other => unreachable!("unknown calico fault kind {other}"),
+        other => unreachable!("unknown calico fault kind {other:?}"),
     }
 }

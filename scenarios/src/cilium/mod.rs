@@ -28,6 +28,7 @@
 //! faults and restarts crashed processes, not dead tasks in live ones), so nodes it starves are
 //! reported by the scenario's coverage, not by `pods-get-ips`.
 
+use crate::cilium::fault_choice::FaultChoice;
 use crate::scenario::RunSpec;
 use model::cilium::agent::Workload;
 use model::cilium::decide::Limits;
@@ -88,7 +89,7 @@ pub struct CiliumOptions {
     /// Wall clock offset (ms) and drift (ppm) of the operator and each node.
     pub clock_offset_ms: Vec<i64>,
     pub drift_ppm: Vec<i64>,
-    pub fault_kinds: Vec<String>,
+    pub fault_kinds: Vec<FaultChoice>,
     pub fault_count: u32,
 }
 
@@ -146,57 +147,57 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
     let skew = matches!(family, Family::ClockSkew | Family::Swarm);
     let (clock_offset_ms, drift_ppm) =
         crate::scenario::draw_clocks(&mut rng, nodes as usize + 1, skew, 60_000);
-    let kinds: &[&str] = match family {
+    let kinds: &[FaultChoice] = match family {
         Family::SilentTaskDeath => &[
-            "death-status-writer",
-            "death-maintenance",
-            "stall-status-writer",
-            "stall-maintenance",
-            "agent-crash",
-            "operator-crash",
-            "operator-restart",
+            FaultChoice::DeathStatusWriter,
+            FaultChoice::DeathMaintenance,
+            FaultChoice::StallStatusWriter,
+            FaultChoice::StallMaintenance,
+            FaultChoice::AgentCrash,
+            FaultChoice::OperatorCrash,
+            FaultChoice::OperatorRestart,
         ],
         Family::ClockSkew => &[
-            "operator-step",
-            "node-step",
-            "drift",
-            "operator-crash",
-            "operator-clock-rate",
+            FaultChoice::OperatorStep,
+            FaultChoice::NodeStep,
+            FaultChoice::Drift,
+            FaultChoice::OperatorCrash,
+            FaultChoice::OperatorClockRate,
         ],
         Family::SplitBrain => &[
-            "node-api-cut",
-            "operator-api-cut",
-            "operator-cloud-cut",
-            "operator-pause",
-            "operator-api-slow",
-            "operator-clock-rate",
-            "api-latency",
-            "node-isolate",
+            FaultChoice::NodeApiCut,
+            FaultChoice::OperatorApiCut,
+            FaultChoice::OperatorCloudCut,
+            FaultChoice::OperatorPause,
+            FaultChoice::OperatorApiSlow,
+            FaultChoice::OperatorClockRate,
+            FaultChoice::ApiLatency,
+            FaultChoice::NodeIsolate,
         ],
         Family::Swarm => &[
-            "death-status-writer",
-            "death-maintenance",
-            "stall-status-writer",
-            "stall-maintenance",
-            "agent-crash",
-            "operator-crash",
-            "operator-step",
-            "node-step",
-            "drift",
-            "node-api-cut",
-            "operator-api-cut",
-            "operator-cloud-cut",
-            "operator-pause",
-            "operator-api-slow",
-            "operator-clock-rate",
-            "operator-restart",
-            "api-latency",
-            "node-isolate",
-            "cloud-down",
-            "cloud-ambiguous",
-            "cloud-slow",
-            "api-down",
-            "api-slow",
+            FaultChoice::DeathStatusWriter,
+            FaultChoice::DeathMaintenance,
+            FaultChoice::StallStatusWriter,
+            FaultChoice::StallMaintenance,
+            FaultChoice::AgentCrash,
+            FaultChoice::OperatorCrash,
+            FaultChoice::OperatorStep,
+            FaultChoice::NodeStep,
+            FaultChoice::Drift,
+            FaultChoice::NodeApiCut,
+            FaultChoice::OperatorApiCut,
+            FaultChoice::OperatorCloudCut,
+            FaultChoice::OperatorPause,
+            FaultChoice::OperatorApiSlow,
+            FaultChoice::OperatorClockRate,
+            FaultChoice::OperatorRestart,
+            FaultChoice::ApiLatency,
+            FaultChoice::NodeIsolate,
+            FaultChoice::CloudDown,
+            FaultChoice::CloudAmbiguous,
+            FaultChoice::CloudSlow,
+            FaultChoice::ApiDown,
+            FaultChoice::ApiSlow,
         ],
     };
     let fault_kinds = crate::scenario::draw_fault_kinds(&mut rng, kinds);
@@ -227,37 +228,41 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
     let operators = o.operator_names();
     let mut out = Vec::new();
     for _ in 0..o.fault_count {
-        let kind = o.fault_kinds.choose(rng).unwrap().as_str();
+        let kind = *o.fault_kinds.choose(rng).unwrap();
         let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
         let n = nodes.choose(rng).unwrap().clone();
         let op = operators.choose(rng).unwrap().clone();
         let (dur_ms, k) = match kind {
-            "death-status-writer"
-            | "stall-status-writer"
-            | "agent-crash"
-            | "node-step"
-            | "node-api-cut"
-            | "node-isolate" => node_fault(kind, n, rng),
-            "death-maintenance"
-            | "stall-maintenance"
-            | "operator-crash"
-            | "operator-restart"
-            | "operator-pause"
-            | "operator-api-slow"
-            | "operator-clock-rate"
-            | "operator-step"
-            | "operator-api-cut"
-            | "operator-cloud-cut" => operator_fault(kind, op, rng),
-            "api-latency" | "api-down" | "api-slow" | "cloud-down" | "cloud-ambiguous"
-            | "cloud-slow" => service_fault(kind, rng),
-            "drift" => (
+            FaultChoice::DeathStatusWriter
+            | FaultChoice::StallStatusWriter
+            | FaultChoice::AgentCrash
+            | FaultChoice::NodeStep
+            | FaultChoice::NodeApiCut
+            | FaultChoice::NodeIsolate => node_fault(kind, n, rng),
+            FaultChoice::DeathMaintenance
+            | FaultChoice::StallMaintenance
+            | FaultChoice::OperatorCrash
+            | FaultChoice::OperatorRestart
+            | FaultChoice::OperatorPause
+            | FaultChoice::OperatorApiSlow
+            | FaultChoice::OperatorClockRate
+            | FaultChoice::OperatorStep
+            | FaultChoice::OperatorApiCut
+            | FaultChoice::OperatorCloudCut => operator_fault(kind, op, rng),
+            FaultChoice::ApiLatency
+            | FaultChoice::ApiDown
+            | FaultChoice::ApiSlow
+            | FaultChoice::CloudDown
+            | FaultChoice::CloudAmbiguous
+            | FaultChoice::CloudSlow => service_fault(kind, rng),
+            FaultChoice::Drift => (
                 rng.random_range(30_000..=300_000),
                 FaultKind::Drift {
                     node: if rng.random_bool(0.5) { op.clone() } else { n },
                     ppm: rng.random_range(-500..=500),
                 },
             ),
-            other => unreachable!("unknown cilium fault kind {other}"),
+            other => unreachable!("unknown cilium fault kind {other:?}"),
         };
         out.push(Fault {
             at_ms,
@@ -270,167 +275,171 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
 }
 
 /// A fault of node `n` (its agent, its clock, its links): its length and kind.
-fn node_fault(kind: &str, n: String, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, FaultKind) {
+fn node_fault(kind: FaultChoice, n: String, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, FaultKind) {
     let s = |x: &str| x.to_string();
     match kind {
-        "death-status-writer" => (
+        FaultChoice::DeathStatusWriter => (
             0,
             FaultKind::TaskDeath {
                 node: n,
                 task: s("status-writer"),
             },
         ),
-        "stall-status-writer" => (
+        FaultChoice::StallStatusWriter => (
             rng.random_range(5_000..=120_000),
             FaultKind::TaskStall {
                 node: n,
                 task: s("status-writer"),
             },
         ),
-        "agent-crash" => (
+        FaultChoice::AgentCrash => (
             0,
             FaultKind::ProcessCrash {
                 node: n,
                 process: s("cilium-agent"),
             },
         ),
-        "node-step" => (
+        FaultChoice::NodeStep => (
             0,
             FaultKind::ClockStep {
                 node: n,
                 delta_ms: rng.random_range(-300_000..=300_000),
             },
         ),
-        "node-api-cut" => (
+        FaultChoice::NodeApiCut => (
             rng.random_range(5_000..=120_000),
             FaultKind::Partition {
                 a: vec![n],
                 b: vec![s("apiserver")],
             },
         ),
-        "node-isolate" => (
+        FaultChoice::NodeIsolate => (
             rng.random_range(5_000..=120_000),
             FaultKind::Isolate { node: n },
         ),
-        other => unreachable!("not a cilium node fault {other}"),
+        other => unreachable!("not a cilium node fault {other:?}"),
     }
 }
 
 /// A fault of operator process `op` (it may or may not lead): its length and kind.
-fn operator_fault(kind: &str, op: String, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, FaultKind) {
+fn operator_fault(
+    kind: FaultChoice,
+    op: String,
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> (u64, FaultKind) {
     let s = |x: &str| x.to_string();
     match kind {
-        "death-maintenance" => (
+        FaultChoice::DeathMaintenance => (
             0,
             FaultKind::TaskDeath {
                 node: op,
                 task: s("maintenance"),
             },
         ),
-        "stall-maintenance" => (
+        FaultChoice::StallMaintenance => (
             rng.random_range(5_000..=240_000),
             FaultKind::TaskStall {
                 node: op,
                 task: s("maintenance"),
             },
         ),
-        "operator-crash" => (
+        FaultChoice::OperatorCrash => (
             0,
             FaultKind::ProcessCrash {
                 node: op,
                 process: s("cilium-operator"),
             },
         ),
-        "operator-restart" => (
+        FaultChoice::OperatorRestart => (
             rng.random_range(1_000..=30_000),
             FaultKind::ServiceRestart { node: op },
         ),
-        "operator-pause" => (
+        FaultChoice::OperatorPause => (
             rng.random_range(2_000..=40_000),
             FaultKind::Pause { node: op },
         ),
-        "operator-api-slow" => (
+        FaultChoice::OperatorApiSlow => (
             rng.random_range(10_000..=120_000),
             FaultKind::Latency {
                 node: op,
                 extra_ms: rng.random_range(500..=6_000),
             },
         ),
-        "operator-clock-rate" => (
+        FaultChoice::OperatorClockRate => (
             rng.random_range(30_000..=300_000),
             FaultKind::ClockRate {
                 node: op,
                 ppm: rng.random_range(-400_000..=600_000),
             },
         ),
-        "operator-step" => (
+        FaultChoice::OperatorStep => (
             0,
             FaultKind::ClockStep {
                 node: op,
                 delta_ms: rng.random_range(-300_000..=300_000),
             },
         ),
-        "operator-api-cut" => (
+        FaultChoice::OperatorApiCut => (
             rng.random_range(5_000..=180_000),
             FaultKind::Partition {
                 a: vec![op],
                 b: vec![s("apiserver")],
             },
         ),
-        "operator-cloud-cut" => (
+        FaultChoice::OperatorCloudCut => (
             rng.random_range(5_000..=120_000),
             FaultKind::Partition {
                 a: vec![op],
                 b: vec![s("cloud")],
             },
         ),
-        other => unreachable!("not a cilium operator fault {other}"),
+        other => unreachable!("not a cilium operator fault {other:?}"),
     }
 }
 
 /// A fault of the API server or the cloud IP API: its length and kind.
-fn service_fault(kind: &str, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, FaultKind) {
+fn service_fault(kind: FaultChoice, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, FaultKind) {
     let s = |x: &str| x.to_string();
     match kind {
-        "api-latency" => (
+        FaultChoice::ApiLatency => (
             rng.random_range(10_000..=120_000),
             FaultKind::Latency {
                 node: s("apiserver"),
                 extra_ms: rng.random_range(100..=5_000),
             },
         ),
-        "api-down" => (
+        FaultChoice::ApiDown => (
             rng.random_range(2_000..=30_000),
             FaultKind::ServiceUnavailable {
                 node: s("apiserver"),
             },
         ),
-        "api-slow" => (
+        FaultChoice::ApiSlow => (
             rng.random_range(10_000..=60_000),
             FaultKind::ServiceSlow {
                 node: s("apiserver"),
                 extra_ms: rng.random_range(100..=3_000),
             },
         ),
-        "cloud-down" => (
+        FaultChoice::CloudDown => (
             rng.random_range(5_000..=60_000),
             FaultKind::ServiceUnavailable { node: s("cloud") },
         ),
-        "cloud-ambiguous" => (
+        FaultChoice::CloudAmbiguous => (
             rng.random_range(60_000..=400_000),
             FaultKind::ServiceAmbiguous {
                 node: s("cloud"),
                 percent: rng.random_range(20..=100),
             },
         ),
-        "cloud-slow" => (
+        FaultChoice::CloudSlow => (
             rng.random_range(10_000..=120_000),
             FaultKind::ServiceSlow {
                 node: s("cloud"),
                 extra_ms: rng.random_range(500..=8_000),
             },
         ),
-        other => unreachable!("not a cilium service fault {other}"),
+        other => unreachable!("not a cilium service fault {other:?}"),
     }
 }
 
@@ -544,6 +553,7 @@ pub fn run(
     })
 }
 
+pub mod fault_choice;
 pub mod findings;
 pub mod invariants;
 mod monitor;

@@ -28,6 +28,7 @@
 //! network is split; each one's length is recorded in the trace (`l2-announce`/`l2-withdraw`) and
 //! reported.
 
+use crate::metallb::fault_choice::FaultChoice;
 use crate::scenario::RunSpec;
 use model::metallb::{self, Peers, SpeakerConfig, Switches};
 use rand::seq::{IndexedRandom, SliceRandom};
@@ -38,6 +39,7 @@ use sim::runtime::simulate;
 use sim::{Fault, FaultKind, NodeIx, NodeSpec, Outcome, Schedule};
 use std::collections::BTreeSet;
 
+pub mod fault_choice;
 pub mod invariants;
 mod monitor;
 pub mod report;
@@ -76,7 +78,7 @@ pub struct MetallbOptions {
     /// Wall clock offset (ms) and drift (ppm) of each speaker node.
     pub clock_offset_ms: Vec<i64>,
     pub drift_ppm: Vec<i64>,
-    pub fault_kinds: Vec<String>,
+    pub fault_kinds: Vec<FaultChoice>,
     pub fault_count: u32,
 }
 
@@ -143,43 +145,49 @@ pub fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
     let skew = matches!(family, Family::ClockSkew | Family::Swarm);
     let (clock_offset_ms, drift_ppm) =
         crate::scenario::draw_clocks(&mut rng, speakers as usize, skew, 120_000);
-    let kinds: &[&str] = match family {
+    let kinds: &[FaultChoice] = match family {
         Family::SilentTaskDeath => &[
-            "death-join-loop",
-            "death-ip-refresh",
-            "stall-join-loop",
-            "stall-ip-refresh",
-            "speaker-crash",
-            "split",
-            "isolate",
+            FaultChoice::DeathJoinLoop,
+            FaultChoice::DeathIpRefresh,
+            FaultChoice::StallJoinLoop,
+            FaultChoice::StallIpRefresh,
+            FaultChoice::SpeakerCrash,
+            FaultChoice::Split,
+            FaultChoice::Isolate,
         ],
-        Family::ClockSkew => &["node-step", "drift", "pause", "isolate", "latency"],
+        Family::ClockSkew => &[
+            FaultChoice::NodeStep,
+            FaultChoice::Drift,
+            FaultChoice::Pause,
+            FaultChoice::Isolate,
+            FaultChoice::Latency,
+        ],
         Family::SplitBrain => &[
-            "split",
-            "partial",
-            "simplex",
-            "isolate",
-            "split-api-down",
-            "api-down",
+            FaultChoice::Split,
+            FaultChoice::Partial,
+            FaultChoice::Simplex,
+            FaultChoice::Isolate,
+            FaultChoice::SplitApiDown,
+            FaultChoice::ApiDown,
         ],
         Family::Swarm => &[
-            "death-join-loop",
-            "death-ip-refresh",
-            "stall-join-loop",
-            "speaker-crash",
-            "node-step",
-            "drift",
-            "pause",
-            "latency",
-            "split",
-            "partial",
-            "simplex",
-            "isolate",
-            "split-api-down",
-            "api-down",
-            "api-slow",
-            "node-crash",
-            "speaker-restart",
+            FaultChoice::DeathJoinLoop,
+            FaultChoice::DeathIpRefresh,
+            FaultChoice::StallJoinLoop,
+            FaultChoice::SpeakerCrash,
+            FaultChoice::NodeStep,
+            FaultChoice::Drift,
+            FaultChoice::Pause,
+            FaultChoice::Latency,
+            FaultChoice::Split,
+            FaultChoice::Partial,
+            FaultChoice::Simplex,
+            FaultChoice::Isolate,
+            FaultChoice::SplitApiDown,
+            FaultChoice::ApiDown,
+            FaultChoice::ApiSlow,
+            FaultChoice::NodeCrash,
+            FaultChoice::SpeakerRestart,
         ],
     };
     let fault_kinds = crate::scenario::draw_fault_kinds(&mut rng, kinds);
@@ -216,11 +224,11 @@ fn schedule(o: &MetallbOptions, rng: &mut ChaCha8Rng) -> Schedule {
     // Silent deaths of the join loop hit at most speakers - 1 nodes: one live loop re-merges.
     let mut join_deaths: BTreeSet<String> = BTreeSet::new();
     for _ in 0..o.fault_count {
-        let kind = o.fault_kinds.choose(rng).unwrap().as_str();
+        let kind = *o.fault_kinds.choose(rng).unwrap();
         let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
         let n = names.choose(rng).unwrap().clone();
         match kind {
-            "death-join-loop" => {
+            FaultChoice::DeathJoinLoop => {
                 if join_deaths.len() + 1 < names.len() || join_deaths.contains(&n) {
                     join_deaths.insert(n.clone());
                     out.push(Fault {
@@ -233,7 +241,10 @@ fn schedule(o: &MetallbOptions, rng: &mut ChaCha8Rng) -> Schedule {
                     });
                 }
             }
-            "split" | "split-api-down" | "partial" | "simplex" => {
+            FaultChoice::Split
+            | FaultChoice::SplitApiDown
+            | FaultChoice::Partial
+            | FaultChoice::Simplex => {
                 out.extend(split_faults(kind, at_ms, &names, rng));
             }
             _ => {
@@ -262,7 +273,12 @@ fn long_ms(rng: &mut ChaCha8Rng) -> u64 {
 
 /// A fault that splits the speakers into two groups (and, for `split-api-down`, the API server
 /// outage that goes with it).
-fn split_faults(kind: &str, at_ms: u64, names: &[String], rng: &mut ChaCha8Rng) -> Vec<Fault> {
+fn split_faults(
+    kind: FaultChoice,
+    at_ms: u64,
+    names: &[String],
+    rng: &mut ChaCha8Rng,
+) -> Vec<Fault> {
     let s = |x: &str| x.to_string();
     let mut out = Vec::new();
     let mut push = |at_ms: u64, dur_ms: u64, kind: FaultKind| {
@@ -273,7 +289,7 @@ fn split_faults(kind: &str, at_ms: u64, names: &[String], rng: &mut ChaCha8Rng) 
         })
     };
     match kind {
-        "split" | "split-api-down" => {
+        FaultChoice::Split | FaultChoice::SplitApiDown => {
             // A complete partition: the router and the API server each land on a side.
             let (mut a, mut b) = halves(names, rng);
             for extra in ["router", "apiserver"] {
@@ -285,7 +301,7 @@ fn split_faults(kind: &str, at_ms: u64, names: &[String], rng: &mut ChaCha8Rng) 
             }
             let dur = long_ms(rng);
             push(at_ms, dur, FaultKind::Partition { a, b });
-            if kind == "split-api-down" {
+            if kind == FaultChoice::SplitApiDown {
                 // The API server goes down during the partition and stays down well after it heals.
                 let from = at_ms + rng.random_range(0..=dur);
                 let until = at_ms + dur + rng.random_range(60_000..=400_000);
@@ -298,7 +314,7 @@ fn split_faults(kind: &str, at_ms: u64, names: &[String], rng: &mut ChaCha8Rng) 
                 );
             }
         }
-        "partial" => {
+        FaultChoice::Partial => {
             // The speakers split; the router, the API server and maybe a bridge speaker reach both.
             let (a, mut b) = halves(names, rng);
             if b.len() > 1 && rng.random_bool(0.3) {
@@ -306,86 +322,86 @@ fn split_faults(kind: &str, at_ms: u64, names: &[String], rng: &mut ChaCha8Rng) 
             }
             push(at_ms, long_ms(rng), FaultKind::Partition { a, b });
         }
-        "simplex" => {
+        FaultChoice::Simplex => {
             let (a, b) = halves(names, rng);
             push(at_ms, long_ms(rng), FaultKind::Simplex { from: a, to: b });
         }
-        other => unreachable!("not a metallb split {other}"),
+        other => unreachable!("not a metallb split {other:?}"),
     }
     out
 }
 
 /// A fault aimed at speaker `n` (its tasks, process, node or clock) or at the API server: its
 /// length and kind.
-fn targeted_fault(kind: &str, n: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
+fn targeted_fault(kind: FaultChoice, n: String, rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
     let s = |x: &str| x.to_string();
     match kind {
-        "death-ip-refresh" => (
+        FaultChoice::DeathIpRefresh => (
             0,
             FaultKind::TaskDeath {
                 node: n,
                 task: s("ip-refresh"),
             },
         ),
-        "stall-join-loop" | "stall-ip-refresh" => (
+        FaultChoice::StallJoinLoop | FaultChoice::StallIpRefresh => (
             rng.random_range(5_000..=120_000),
             FaultKind::TaskStall {
                 node: n,
-                task: s(kind.trim_start_matches("stall-")),
+                task: s(kind.stall_of().unwrap_or_default()),
             },
         ),
-        "speaker-crash" => (
+        FaultChoice::SpeakerCrash => (
             0,
             FaultKind::ProcessCrash {
                 node: n,
                 process: s("speaker"),
             },
         ),
-        "node-step" => (
+        FaultChoice::NodeStep => (
             0,
             FaultKind::ClockStep {
                 node: n,
                 delta_ms: rng.random_range(-300_000..=300_000),
             },
         ),
-        "drift" => (
+        FaultChoice::Drift => (
             rng.random_range(30_000..=300_000),
             FaultKind::Drift {
                 node: n,
                 ppm: rng.random_range(-500..=500),
             },
         ),
-        "pause" => (
+        FaultChoice::Pause => (
             rng.random_range(1_000..=60_000),
             FaultKind::Pause { node: n },
         ),
-        "latency" => (
+        FaultChoice::Latency => (
             rng.random_range(5_000..=60_000),
             FaultKind::Latency {
                 node: n,
                 extra_ms: rng.random_range(50..=1_500),
             },
         ),
-        "isolate" => (long_ms(rng), FaultKind::Isolate { node: n }),
-        "api-down" => (
+        FaultChoice::Isolate => (long_ms(rng), FaultKind::Isolate { node: n }),
+        FaultChoice::ApiDown => (
             rng.random_range(10_000..=400_000),
             FaultKind::ServiceUnavailable {
                 node: s("apiserver"),
             },
         ),
-        "api-slow" => (
+        FaultChoice::ApiSlow => (
             rng.random_range(10_000..=120_000),
             FaultKind::ServiceSlow {
                 node: s("apiserver"),
                 extra_ms: rng.random_range(500..=12_000),
             },
         ),
-        "node-crash" => (long_ms(rng), FaultKind::Crash { node: n }),
-        "speaker-restart" => (
+        FaultChoice::NodeCrash => (long_ms(rng), FaultKind::Crash { node: n }),
+        FaultChoice::SpeakerRestart => (
             rng.random_range(1_000..=60_000),
             FaultKind::ServiceRestart { node: n },
         ),
-        other => unreachable!("unknown metallb fault kind {other}"),
+        other => unreachable!("unknown metallb fault kind {other:?}"),
     }
 }
 

@@ -1,0 +1,88 @@
+//! The kinds of fault a Cilium seed may enable (swarm testing: each seed turns a subset on and
+//! draws its faults from it). Declared in the order of their names, so that sorting a set of them
+//! sorts by name, as the draws have always done (the findings' pinned seeds depend on it).
+
+use serde::{Deserialize, Serialize};
+
+/// One kind of fault a Cilium scenario draws (what it hits is chosen when it is drawn).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultChoice {
+    /// `agent-crash`.
+    AgentCrash,
+    /// `api-down`.
+    ApiDown,
+    /// `api-latency`.
+    ApiLatency,
+    /// `api-slow`.
+    ApiSlow,
+    /// `cloud-ambiguous`.
+    CloudAmbiguous,
+    /// `cloud-down`.
+    CloudDown,
+    /// `cloud-slow`.
+    CloudSlow,
+    /// `death-maintenance`.
+    DeathMaintenance,
+    /// `death-status-writer`.
+    DeathStatusWriter,
+    /// `drift`.
+    Drift,
+    /// `node-api-cut`.
+    NodeApiCut,
+    /// `node-isolate`.
+    NodeIsolate,
+    /// `node-step`.
+    NodeStep,
+    /// `operator-api-cut`.
+    OperatorApiCut,
+    /// `operator-api-slow`.
+    OperatorApiSlow,
+    /// `operator-clock-rate`.
+    OperatorClockRate,
+    /// `operator-cloud-cut`.
+    OperatorCloudCut,
+    /// `operator-crash`.
+    OperatorCrash,
+    /// `operator-pause`.
+    OperatorPause,
+    /// `operator-restart`.
+    OperatorRestart,
+    /// `operator-step`.
+    OperatorStep,
+    /// `stall-maintenance`.
+    StallMaintenance,
+    /// `stall-status-writer`.
+    StallStatusWriter,
+}
+
+impl FaultChoice {
+    /// Its name, as options print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultChoice::AgentCrash => "agent-crash",
+            FaultChoice::ApiDown => "api-down",
+            FaultChoice::ApiLatency => "api-latency",
+            FaultChoice::ApiSlow => "api-slow",
+            FaultChoice::CloudAmbiguous => "cloud-ambiguous",
+            FaultChoice::CloudDown => "cloud-down",
+            FaultChoice::CloudSlow => "cloud-slow",
+            FaultChoice::DeathMaintenance => "death-maintenance",
+            FaultChoice::DeathStatusWriter => "death-status-writer",
+            FaultChoice::Drift => "drift",
+            FaultChoice::NodeApiCut => "node-api-cut",
+            FaultChoice::NodeIsolate => "node-isolate",
+            FaultChoice::NodeStep => "node-step",
+            FaultChoice::OperatorApiCut => "operator-api-cut",
+            FaultChoice::OperatorApiSlow => "operator-api-slow",
+            FaultChoice::OperatorClockRate => "operator-clock-rate",
+            FaultChoice::OperatorCloudCut => "operator-cloud-cut",
+            FaultChoice::OperatorCrash => "operator-crash",
+            FaultChoice::OperatorPause => "operator-pause",
+            FaultChoice::OperatorRestart => "operator-restart",
+            FaultChoice::OperatorStep => "operator-step",
+            FaultChoice::StallMaintenance => "stall-maintenance",
+            FaultChoice::StallStatusWriter => "stall-status-writer",
+        }
+    }
+}
