@@ -263,6 +263,11 @@ impl Scenario {
         Ok(())
     }
 
+    /// The names of the nodes a run with options `o` has.
+    pub fn node_names(&self, o: &AnyOptions) -> Vec<String> {
+        self.imp.node_names(o)
+    }
+
     /// Smaller options to try while shrinking.
     pub fn smaller_options(&self, o: &AnyOptions, schedule: &Schedule) -> Vec<AnyOptions> {
         self.imp.smaller_options(o, schedule)

@@ -252,8 +252,8 @@ pub struct BenchArgs {
     /// Take each measurement this many times (interleaved) and keep the fastest.
     #[arg(long, default_value = "1")]
     pub repeat: String,
-    /// Instead: how cost grows with nodes (3, 5, 9 hosts) and time (10, 60 simulated minutes)
-    /// on calico-split-brain.
+    /// Instead: how cost grows with nodes (3, 5, 9) and time (10, 60 simulated minutes) on the
+    /// first scenario of each system that can be resized.
     #[arg(long)]
     pub growth: bool,
     #[arg(long)]

@@ -113,28 +113,47 @@ pub(super) fn measure(
     Ok(0)
 }
 
-/// Cost against nodes and simulated time: calico-split-brain with 3, 5 and 9 hosts, over 10 and 60
-/// simulated minutes of fault window (the seeds' faults fall in the first 10), one core.
+/// Cost against nodes and simulated time: the first scenario of each system that can be resized
+/// (`System::with_nodes`), with 3, 5 and 9 nodes of the kind that scales, over 10 and 60 simulated
+/// minutes of fault window (the seeds' faults fall in the first 10), one core.
 pub(super) fn growth(reg: &'static Registry, seeds: u64, json: bool) -> Result<u8, BadInput> {
-    let sc = reg.scenario("calico-split-brain")?;
     let mut rows = Vec::new();
-    for hosts in [3u32, 5, 9] {
+    for sc in growth_scenarios(reg) {
+        growth_of(sc, seeds, json, &mut rows);
+    }
+    println!("{}", json!({ "growth": rows }));
+    Ok(0)
+}
+
+/// The first resizable scenario of each system.
+fn growth_scenarios(reg: &'static Registry) -> Vec<&'static Scenario> {
+    reg.systems()
+        .iter()
+        .filter_map(|s| {
+            let sc = reg.scenarios().iter().find(|sc| sc.system == s.name)?;
+            sc.with_nodes(&sc.draw(0).0, 3).map(|_| sc)
+        })
+        .collect()
+}
+
+/// Seed `i` of `sc` resized to `nodes` nodes, its faults on nodes that no longer exist dropped,
+/// with a fault window of `minutes`.
+fn resized(sc: &'static Scenario, i: u64, nodes: u32, minutes: u64) -> RunSpec {
+    let mut spec = RunSpec::from_seed(sc, 2_000_000 + i, &[], &[]);
+    spec.options = sc
+        .with_nodes(&spec.options, nodes)
+        .expect("a resizable scenario");
+    let names = sc.node_names(&spec.options);
+    spec.schedule
+        .retain(|f| f.kind.nodes().iter().all(|n| names.iter().any(|m| m == n)));
+    spec.fault_window_ms = Some(minutes * 60_000);
+    spec
+}
+
+fn growth_of(sc: &'static Scenario, seeds: u64, json: bool, rows: &mut Vec<serde_json::Value>) {
+    for nodes in [3u32, 5, 9] {
         for minutes in [10u64, 60] {
-            let specs: Vec<RunSpec> = (0..seeds)
-                .map(|i| {
-                    let mut spec = RunSpec::from_seed(sc, 2_000_000 + i, &[], &[]);
-                    spec.options = sc
-                        .with_nodes(&spec.options, hosts)
-                        .expect("calico options resize");
-                    spec.schedule.retain(|f| {
-                        f.kind.nodes().iter().all(|n| {
-                            !n.starts_with('h') || n[1..].parse::<u32>().is_ok_and(|k| k <= hosts)
-                        })
-                    });
-                    spec.fault_window_ms = Some(minutes * 60_000);
-                    spec
-                })
-                .collect();
+            let specs: Vec<RunSpec> = (0..seeds).map(|i| resized(sc, i, nodes, minutes)).collect();
             let specs = std::sync::Arc::new(specs);
             let totals = std::sync::Arc::new(std::sync::Mutex::new((0u64, 0u64)));
             let (s2, t2) = (specs.clone(), totals.clone());
@@ -158,14 +177,13 @@ pub(super) fn growth(reg: &'static Registry, seeds: u64, json: bool) -> Result<u
             let us_per_event = wall * 1e6 / events.max(1) as f64;
             if !json {
                 println!(
-                    "{hosts} hosts, {minutes:>2} min: {ms_per_seed:>7.2} ms/seed {:>8.0} events/seed {us_per_event:>6.2} us/event {:>8.0}x real time",
+                    "{} {nodes} nodes, {minutes:>2} min: {ms_per_seed:>7.2} ms/seed {:>8.0} events/seed {us_per_event:>6.2} us/event {:>8.0}x real time",
+                    sc.name,
                     events as f64 / seeds as f64,
                     sim_ms as f64 / 1000.0 / wall
                 );
             }
-            rows.push(json!({"hosts": hosts, "minutes": minutes, "ms_per_seed": ms_per_seed, "events_per_seed": events as f64 / seeds as f64, "us_per_event": us_per_event}));
+            rows.push(json!({"scenario": sc.name, "nodes": nodes, "minutes": minutes, "ms_per_seed": ms_per_seed, "events_per_seed": events as f64 / seeds as f64, "us_per_event": us_per_event}));
         }
     }
-    println!("{}", json!({ "growth": rows }));
-    Ok(0)
 }
