@@ -21,6 +21,7 @@ pub use render::{distribution_html, distribution_markdown, html, markdown};
 use rows::sort_key;
 pub use rows::{Row, Rows};
 use serde::Serialize;
+pub use sim::units::{median, secs};
 use sim::{Fault, FaultKind, Outcome, Record, Violation};
 
 /// What a report needs to know about a run besides its trace.
@@ -260,23 +261,6 @@ fn largest_skew_s(schedule: &[Fault], nodes: &[NodeRow]) -> f64 {
         .iter()
         .map(|n| n.max_abs_offset_s)
         .fold(step_max, f64::max)
-}
-
-/// Seconds from microseconds: the one conversion every report number goes through.
-pub fn secs(us: u64) -> f64 {
-    us as f64 / 1e6
-}
-
-/// The median: the middle value, or the mean of the two middle values (none for no values).
-pub fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 /// One seed's line in a `--seeds` report.

@@ -8,6 +8,7 @@
 use crate::explore::{explore, ExploreConfig};
 use crate::Scenario;
 use serde_json::json;
+use sim::units::median;
 use std::time::Instant;
 
 /// One scenario's figures.
@@ -113,24 +114,13 @@ pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u3
         sim_speedup: s1.sim_time_ms as f64 / 1000.0 / w1,
         events_per_sec: s1.events as f64 / w1,
         peak_rss_mb: peak_rss_mb(),
-        baseline_ratio: median(ratios),
-        baseline_net_ratio: median(net_ratios),
+        baseline_ratio: median(&ratios).unwrap_or(f64::NAN),
+        baseline_net_ratio: median(&net_ratios).unwrap_or(f64::NAN),
         ms_per_seed: w1 * 1000.0 / seeds as f64,
         timers_per_seed: timers,
         messages_per_seed: messages,
         jobs,
         jobs_speedup: w1 / wn,
-    }
-}
-
-/// The median (the mean of the middle two of an even count).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
     }
 }
 
@@ -169,17 +159,5 @@ impl BenchRow {
             self.jobs,
             self.jobs_speedup
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn the_median_is_the_middle_value_or_the_mean_of_the_middle_two() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert_eq!(median(vec![1.5]), 1.5);
     }
 }

@@ -28,6 +28,7 @@ pub mod runtime;
 pub mod short;
 pub mod sync;
 pub mod time;
+pub mod units;
 pub mod world;
 
 pub use event::{Event, NodeIx, Record};

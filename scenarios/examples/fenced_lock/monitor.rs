@@ -77,12 +77,12 @@ impl FencedMonitor {
             Some((newest, by)) if *newest > epoch => Some(split_brain(
                 node,
                 format!(
-                "at {:.3} s the storage took a write from {writer} (leader since revision {epoch}, \
+                    "at {} the storage took a write from {writer} (leader since revision {epoch}, \
                  token {}) after one from {by}, leader since revision {newest}: two leaders \
                  wrote, the older last",
-                t as f64 / 1e6,
-                token.map_or("none".into(), |t| t.to_string())
-            ),
+                    sim::units::show_secs(t),
+                    token.map_or("none".into(), |t| t.to_string())
+                ),
             )),
             _ => {
                 self.newest = Some((epoch, writer.to_string()));

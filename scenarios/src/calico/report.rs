@@ -67,7 +67,7 @@ impl CalicoLens {
     }
 
     fn master_only(&mut self, node: &str, t: f64) {
-        let gap = ACTING_GAP_US as f64 / 1e6;
+        let gap = sim::units::secs(ACTING_GAP_US);
         let e = self.acting.entry(node.to_string()).or_insert((t, t));
         if t - e.1 > gap {
             *e = (t, t);

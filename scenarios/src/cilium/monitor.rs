@@ -5,12 +5,9 @@ use super::PODS_BOUND_US;
 use model::cilium::CiliumEvent;
 use model::cilium::{DO_NOT_RELEASE, KIND, MARKED, READY, RELEASED, RELEASE_DELAY};
 use sim::event::{Event, Record};
+use sim::units::show_secs as secs;
 use sim::{Failure, Kind, Monitor, NodeIx, Short};
 use std::collections::{BTreeMap, BTreeSet};
-
-fn secs(us: u64) -> String {
-    format!("{:.3} s", us as f64 / 1e6)
-}
 
 /// A node name, IP address, pod name or handshake state as the monitor keeps it (the model's
 /// names and addresses all fit a `Short`; keys of two `Short`s compare without `memcmp`).

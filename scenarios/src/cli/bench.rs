@@ -43,19 +43,6 @@ pub(super) fn bench(
     Ok(0)
 }
 
-pub(super) fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 pub(super) fn measure(
     reg: &'static Registry,
     starts: u64,
@@ -99,7 +86,8 @@ pub(super) fn measure(
                 sizes.push(crate::shrink::shrink(&f.spec, &f.outcome, cores()).after_faults as f64);
             }
         }
-        let (ms, mw, mz) = (median(&mut n_seeds), median(&mut secs), median(&mut sizes));
+        let m = |v: &[f64]| sim::units::median(v).unwrap_or(f64::NAN);
+        let (ms, mw, mz) = (m(&n_seeds), m(&secs), m(&sizes));
         let small = sizes.iter().filter(|z| **z <= 5.0).count();
         if !json {
             println!(

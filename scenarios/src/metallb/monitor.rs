@@ -8,12 +8,9 @@ use super::{MetallbOptions, ServiceOpt, S};
 use model::metallb::MetallbEvent;
 use model::metallb::{self, announce_order};
 use sim::event::{Event, Record};
+use sim::units::show_secs as secs;
 use sim::{Failure, FaultKind, Kind, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
-
-fn secs(us: u64) -> String {
-    format!("{:.3} s", us as f64 / 1e6)
-}
 
 /// Convergence bound after the network heals or a speaker (re)starts: the join period, a join
 /// timeout per speaker, the maximum suspicion, a probe round, the router's ARP refresh, 10 s slack.

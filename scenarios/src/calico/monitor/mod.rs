@@ -35,6 +35,7 @@ use model::calico::{
     ETCD_TIMEOUT, MASTER_CHECK_INTERVAL, MASTER_TIMEOUT, REFRESH_INTERVAL, RETRY_MAX,
 };
 use sim::event::{Event, Record};
+pub(crate) use sim::units::show_secs as secs;
 use sim::{Failure, FaultKind, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -169,10 +170,6 @@ pub struct CalicoMonitor {
     /// Per node: greenlets of live processes that ended on an exception (true time, pid, task,
     /// error).
     raised: Vec<Vec<(u64, u32, String, String)>>,
-}
-
-fn secs(us: u64) -> String {
-    format!("{:.3} s", us as f64 / 1e6)
 }
 
 impl CalicoMonitor {
