@@ -195,6 +195,31 @@ fn run_json_and_exit_status() {
         String::from_utf8_lossy(&h.stdout).trim(),
         j["trace_hash"].as_str().unwrap()
     );
+    let hj = faultline(&["hash-trace", trace.to_str().unwrap(), "--json"]);
+    assert_eq!(last_json(&hj)["trace_hash"], j["trace_hash"]);
+}
+
+/// Every command accepts `--json` (the one CLI contract), and `--jobs 0` is bad input.
+#[test]
+fn every_command_accepts_json() {
+    let help = String::from_utf8_lossy(&faultline(&["--help"]).stdout).to_string();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 14, "{commands:?}");
+    for c in commands {
+        let h = String::from_utf8_lossy(&faultline(&[c, "--help"]).stdout).to_string();
+        assert!(h.contains("--json"), "{c} does not accept --json:\n{h}");
+    }
+    assert_bad_input(
+        &["explore", "calico-restart", "--jobs", "0"],
+        "not a number of worker threads",
+    );
 }
 
 #[test]

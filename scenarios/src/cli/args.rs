@@ -151,12 +151,18 @@ pub struct ExploreArgs {
 #[derive(Args, Debug)]
 pub struct MergeArgs {
     pub files: Vec<PathBuf>,
+    /// Accepted for the one CLI contract: the output is always one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Print the trace hash of a trace file written by `run --trace` or `replay --trace`.
 #[derive(Args, Debug)]
 pub struct HashTraceArgs {
     pub file: PathBuf,
+    /// Print `{"file", "trace_hash"}` instead of the bare hash.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Shrink a failure file to a smaller schedule that still violates the same invariant.

@@ -75,12 +75,19 @@ pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<u8, BadInp
 
 /// `faultline hash-trace`.
 pub(super) fn hash_trace(reg: &'static Registry, a: HashTraceArgs) -> Result<u8, BadInput> {
-    let HashTraceArgs { file } = a;
+    let HashTraceArgs { file, json } = a;
     let text = std::fs::read_to_string(&file)
         .map_err(|e| BadInput(format!("cannot read {}: {e}", file.display())))?;
     let hash = sim::event::hash_json_trace(&text, &|v| reg.decode_event(v))
         .map_err(|e| BadInput(format!("{} is not a faultline trace ({e})", file.display())))?;
-    println!("{hash}");
+    if json {
+        println!(
+            "{}",
+            json!({"file": file.display().to_string(), "trace_hash": hash})
+        );
+    } else {
+        println!("{hash}");
+    }
     Ok(0)
 }
 
