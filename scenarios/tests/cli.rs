@@ -10,6 +10,23 @@ fn faultline(args: &[&str]) -> Output {
         .expect("faultline runs")
 }
 
+/// `faultline` with these environment variables set (and the CI engines' own cleared).
+fn faultline_env(args: &[&str], vars: &[(&str, String)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_faultline"));
+    for v in [
+        "JOB_COMPLETION_INDEX",
+        "FAULTLINE_SHARDS",
+        "CI_NODE_INDEX",
+        "CI_NODE_TOTAL",
+    ] {
+        c.env_remove(v);
+    }
+    c.args(args)
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("faultline runs")
+}
+
 fn last_json(o: &Output) -> serde_json::Value {
     let out = String::from_utf8_lossy(&o.stdout);
     serde_json::from_str(out.lines().last().expect("some output")).expect("last line is JSON")
@@ -476,6 +493,102 @@ fn shards_cover_the_range_disjointly_and_merge() {
         "malformed shard",
     );
     assert_bad_input(&["merge", "/nonexistent"], "cannot read");
+}
+
+/// `--shard auto` under a Kubernetes Indexed Job (JOB_COMPLETION_INDEX from 0, the count from
+/// --shards or FAULTLINE_SHARDS) and under GitLab's parallel (CI_NODE_INDEX from 1,
+/// CI_NODE_TOTAL): the merged shards count the same seeds and find the same failures as one
+/// unsharded exploration.
+#[test]
+fn shard_auto_under_kubernetes_and_gitlab_equals_unsharded() {
+    let dir = tmp("auto-shards");
+    let args = |out: &std::path::Path| {
+        [
+            "explore",
+            "calico-restart",
+            "--seeds",
+            "40",
+            "--bug",
+            "calico-no-dead-pid-cleanup",
+            "--keep-going",
+            "--no-shrink",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let whole = last_json(&faultline(
+        &args(&dir).iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    assert!(whole["failures"].as_u64().unwrap() > 1, "{whole}");
+    let engines: [(&str, fn(u64) -> Vec<(&'static str, String)>); 2] = [
+        ("k8s", |k| {
+            vec![
+                ("JOB_COMPLETION_INDEX", (k - 1).to_string()),
+                ("FAULTLINE_SHARDS", "3".into()),
+            ]
+        }),
+        ("gitlab", |k| {
+            vec![
+                ("CI_NODE_INDEX", k.to_string()),
+                ("CI_NODE_TOTAL", "3".into()),
+            ]
+        }),
+    ];
+    for (name, vars) in engines {
+        let mut files = Vec::new();
+        for k in 1..=3u64 {
+            let mut a = args(&dir);
+            a.extend(["--shard".into(), "auto".into()]);
+            let o = faultline_env(&a.iter().map(String::as_str).collect::<Vec<_>>(), &vars(k));
+            assert_eq!(last_json(&o)["shard"], format!("{k}/3"), "{name}");
+            let f = dir.join(format!("{name}-{k}.json"));
+            std::fs::write(&f, &o.stdout).unwrap();
+            files.push(f.display().to_string());
+        }
+        let mut m = vec!["merge".to_string()];
+        m.extend(files);
+        let merged = last_json(&faultline(
+            &m.iter().map(String::as_str).collect::<Vec<_>>(),
+        ));
+        for key in ["seeds_run", "failures", "failing_seeds"] {
+            assert_eq!(merged[key], whole[key], "{name}: {key}");
+        }
+    }
+    let explore = [
+        "explore",
+        "calico-restart",
+        "--seeds",
+        "3",
+        "--shard",
+        "auto",
+    ];
+    let bad = |vars: Vec<(&str, String)>, needle: &str| {
+        let o = faultline_env(&explore, &vars);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{vars:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{vars:?}: {err}");
+    };
+    bad(vec![], "neither JOB_COMPLETION_INDEX");
+    bad(
+        vec![("JOB_COMPLETION_INDEX", "0".into())],
+        "completion count",
+    );
+    bad(
+        vec![
+            ("JOB_COMPLETION_INDEX", "one".into()),
+            ("FAULTLINE_SHARDS", "2".into()),
+        ],
+        "not a whole number",
+    );
+    bad(vec![("CI_NODE_INDEX", "1".into())], "CI_NODE_TOTAL");
+    bad(
+        vec![("CI_NODE_INDEX", "4".into()), ("CI_NODE_TOTAL", "3".into())],
+        "outside",
+    );
 }
 
 #[test]

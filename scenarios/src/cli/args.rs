@@ -140,9 +140,14 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub no_shrink: bool,
     /// Explore only shard K of N (e.g. 2/8): N machines cover the seeds with disjoint shards;
-    /// merge their `--json` outputs with `faultline merge`.
+    /// merge their `--json` outputs with `faultline merge`. `auto`: from a Kubernetes Indexed
+    /// Job's JOB_COMPLETION_INDEX (with --shards N or FAULTLINE_SHARDS) or GitLab's
+    /// CI_NODE_INDEX and CI_NODE_TOTAL.
     #[arg(long)]
     pub shard: Option<String>,
+    /// The number of shards, for `--shard auto` in a Kubernetes Indexed Job.
+    #[arg(long)]
+    pub shards: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

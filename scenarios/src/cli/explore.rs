@@ -28,6 +28,7 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
         out,
         no_shrink,
         shard,
+        shards,
         json,
     } = a;
     let sc = reg.scenario(&scenario)?;
@@ -44,7 +45,10 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
         jobs,
         keep_going,
         out_dir: Some(out.clone()),
-        shard: shard.as_deref().map(parse_shard).transpose()?,
+        shard: shard
+            .as_deref()
+            .map(|s| super::shard::resolve(s, shards.as_deref(), &|v| std::env::var(v).ok()))
+            .transpose()?,
     };
     let bar = progress_bar(seeds, json);
     let b2 = bar.clone();
@@ -77,6 +81,7 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
             "scenario": sc.name, "bugs": bugs, "fixes": fixes,
             "seeds_run": summary.seeds_run,
             "failures": summary.failures.len(),
+            "failing_seeds": summary.failures.iter().map(|f| f.spec.seed).collect::<Vec<_>>(),
             "first_failure": first.map(|f| { let v = f.outcome.violation.as_ref().unwrap(); json!({"seed": f.spec.seed, "invariant": v.invariant, "sim_time_ms": v.sim_time_ms}) }),
             "wall_ms": wall_ms,
             "seeds_per_sec": summary.seeds_run as f64 / wall_s,
@@ -238,17 +243,4 @@ pub(super) fn shrink_to_file(
     file.write(path)
         .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
     Ok(s)
-}
-
-pub(super) fn parse_shard(s: &str) -> Result<(u64, u64), BadInput> {
-    let bad = || BadInput(format!("malformed shard '{s}': give K/N with 1 <= K <= N"));
-    let (k, n) = s.split_once('/').ok_or_else(bad)?;
-    let (k, n) = (
-        k.trim().parse::<u64>().map_err(|_| bad())?,
-        n.trim().parse::<u64>().map_err(|_| bad())?,
-    );
-    if k == 0 || n == 0 || k > n {
-        return Err(bad());
-    }
-    Ok((k, n))
 }

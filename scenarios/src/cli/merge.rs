@@ -68,11 +68,17 @@ pub(super) fn merge(files: &[PathBuf]) -> Result<u8, BadInput> {
         .map(|p| p["sim_speedup"].as_f64().unwrap_or(0.0))
         .sum();
     let failures = sum("failures");
+    let mut failing_seeds: Vec<u64> = parts
+        .iter()
+        .flat_map(|p| p["failing_seeds"].as_array().cloned().unwrap_or_default())
+        .filter_map(|s| s.as_u64())
+        .collect();
+    failing_seeds.sort_unstable();
     println!(
         "{}",
         json!({
             "scenario": scenario, "bugs": parts[0]["bugs"], "fixes": parts[0]["fixes"],
-            "seeds_run": sum("seeds_run"), "failures": failures,
+            "seeds_run": sum("seeds_run"), "failures": failures, "failing_seeds": failing_seeds,
             "first_failure": first.map(|p| p["first_failure"].clone()),
             "wall_ms": wall_ms, "seeds_per_sec": seeds_per_sec, "sim_speedup": sim_speedup,
             "failure_file": first.map(|p| p["failure_file"].clone()),

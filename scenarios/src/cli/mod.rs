@@ -13,6 +13,7 @@ mod list;
 mod merge;
 mod report;
 mod run;
+mod shard;
 
 use crate::explore::{parse_seed, BadInput};
 use crate::system::Registry;
