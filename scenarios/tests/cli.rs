@@ -642,3 +642,92 @@ fn a_replay_file_of_the_previous_version_is_refused_with_its_version() {
         "{err}"
     );
 }
+
+/// `explore --junit` (and `replay --junit`, `check-determinism --junit`) write JUnit XML that a real
+/// XML parser reads, with the elements and attributes GitLab and Jenkins use: testsuites >
+/// testsuite (name, tests, failures, errors, skipped, time) > testcase (name, classname, time) >
+/// failure (message: the causal sentence, type; text: the replay command and the schedule).
+#[test]
+fn junit_output_parses_and_names_the_replay_command() {
+    use quick_xml::events::Event;
+    let dir = tmp("junit");
+    let xml = dir.join("explore.xml");
+    let o = faultline(&[
+        "explore",
+        "calico-restart",
+        "--bug",
+        "calico-no-dead-pid-cleanup",
+        "--seeds",
+        "60",
+        "--keep-going",
+        "--out",
+        dir.to_str().unwrap(),
+        "--junit",
+        xml.to_str().unwrap(),
+        "--json",
+    ]);
+    let j = last_json(&o);
+    let failures = j["failures"].as_u64().unwrap();
+    assert!(failures > 0);
+    let text = std::fs::read_to_string(&xml).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&text);
+    let (mut path, mut seen_failures, mut failure_texts) = (Vec::<String>::new(), 0, Vec::new());
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            Event::Start(e) | Event::Empty(e) => {
+                let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
+                let attrs: Vec<String> = e
+                    .attributes()
+                    .map(|a| String::from_utf8(a.unwrap().key.as_ref().to_vec()).unwrap())
+                    .collect();
+                let want: &[&str] = match name.as_str() {
+                    "testsuites" => &["tests", "failures"],
+                    "testsuite" => &["name", "tests", "failures", "errors", "skipped", "time"],
+                    "testcase" => &["name", "classname", "time"],
+                    "failure" => &["message", "type"],
+                    other => panic!("unexpected element {other}"),
+                };
+                for w in want {
+                    assert!(attrs.iter().any(|a| a == w), "{name} lacks {w}: {attrs:?}");
+                }
+                if name == "failure" {
+                    seen_failures += 1;
+                }
+                path.push(name);
+            }
+            Event::Text(t) if path.last().is_some_and(|p| p == "failure") => {
+                failure_texts.push(t.decode().unwrap().to_string());
+            }
+            Event::End(_) => {
+                path.pop();
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert_eq!(seen_failures, failures);
+    assert!(failure_texts
+        .iter()
+        .all(|t| t.contains("replay: ") && t.contains("faults (")));
+    assert!(
+        failure_texts[0].contains("-shrunk.json"),
+        "{}",
+        failure_texts[0]
+    );
+    let file = j["failure_file"].as_str().unwrap();
+    let rx = dir.join("replay.xml");
+    faultline(&["replay", file, "--junit", rx.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(&rx).unwrap().contains("<failure"));
+    let dx = dir.join("det.xml");
+    let d = faultline(&[
+        "check-determinism",
+        "calico-restart",
+        "--seeds",
+        "3",
+        "--junit",
+        dx.to_str().unwrap(),
+    ]);
+    assert_eq!(d.status.code(), Some(0));
+    let det = std::fs::read_to_string(&dx).unwrap();
+    assert!(det.contains("3 seeds with equal traces") && !det.contains("<failure"));
+}

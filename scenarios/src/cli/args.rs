@@ -148,6 +148,9 @@ pub struct ExploreArgs {
     /// The number of shards, for `--shard auto` in a Kubernetes Indexed Job.
     #[arg(long)]
     pub shards: Option<String>,
+    /// Also write the results as JUnit XML to this file (for CI systems' test views).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -190,6 +193,9 @@ pub struct ReplayArgs {
     pub file: PathBuf,
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Also write the results as JUnit XML to this file (for CI systems' test views).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -204,6 +210,9 @@ pub struct CheckDeterminismArgs {
     pub from: String,
     #[command(flatten)]
     pub switches: SwitchArgs,
+    /// Also write the results as JUnit XML to this file (for CI systems' test views).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
     /// Accepted for the one CLI contract: the output always ends with one JSON object.
     #[arg(long)]
     pub json: bool,

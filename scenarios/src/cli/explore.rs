@@ -29,6 +29,7 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
         no_shrink,
         shard,
         shards,
+        junit,
         json,
     } = a;
     let sc = reg.scenario(&scenario)?;
@@ -75,6 +76,16 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
         (Some(f), false) => Some(shrink_failure(reg, f, jobs, &out, json)?),
         _ => None,
     };
+    if let Some(path) = &junit {
+        write_junit(
+            reg,
+            path,
+            sc.name,
+            &summary,
+            wall_s,
+            shrunk.as_ref().map(|(p, _)| p),
+        )?;
+    }
     println!(
         "{}",
         json!({
@@ -243,4 +254,33 @@ pub(super) fn shrink_to_file(
     file.write(path)
         .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
     Ok(s)
+}
+
+/// The exploration as JUnit XML: each failing seed with its causal sentence, its replay command
+/// and its fault schedule (the first one's shrunk, if it was shrunk).
+fn write_junit(
+    reg: &'static Registry,
+    path: &std::path::Path,
+    name: &str,
+    summary: &crate::explore::ExploreSummary,
+    wall_s: f64,
+    shrunk: Option<&PathBuf>,
+) -> Result<(), BadInput> {
+    let mut suite = super::junit::explore_suite(name, summary, wall_s, &|f| match &f.file {
+        Some(p) => format!("{} replay {}", reg.command(), p.display()),
+        None => f.spec.command(),
+    });
+    if let (Some(file), Some(first)) = (shrunk, summary.failures.first()) {
+        let r = ReplayFile::load(file)?;
+        let spec = r.spec(reg)?;
+        let outcome = sim::Outcome {
+            violation: Some(r.violation.clone()),
+            ..first.outcome.clone()
+        };
+        let replay = format!("{} replay {}", reg.command(), file.display());
+        let mut case = super::junit::failing_case(&spec, &outcome, &replay);
+        case.name = format!("seed {} (shrunk)", first.spec.seed);
+        suite.cases[0] = case;
+    }
+    super::junit::write(path, &[suite])
 }

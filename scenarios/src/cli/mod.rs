@@ -9,6 +9,7 @@
 mod args;
 mod bench;
 mod explore;
+mod junit;
 mod list;
 mod merge;
 mod report;

@@ -41,7 +41,12 @@ pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<u8, BadInput> {
 
 /// `faultline replay`.
 pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<u8, BadInput> {
-    let ReplayArgs { file, trace, json } = a;
+    let ReplayArgs {
+        file,
+        trace,
+        junit,
+        json,
+    } = a;
     let replay = ReplayFile::load(&file)?;
     let mut spec = replay.spec(reg)?;
     spec.keep_trace = trace.is_some();
@@ -58,6 +63,26 @@ pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<u8, BadInp
     }) && outcome.trace_hash == replay.trace_hash;
     let cmd = format!("{} replay {}", reg.command(), file.display());
     report_run(reg, &spec, &outcome, wall_ms, json, &cmd, Some(same));
+    if let Some(path) = &junit {
+        let case = match outcome.violation {
+            Some(_) => super::junit::failing_case(&spec, &outcome, &cmd),
+            None => super::junit::Case {
+                name: format!("seed {}", spec.seed),
+                time_s: wall_ms as f64 / 1000.0,
+                failure: Some((
+                    format!("{} did not reproduce: no violation", file.display()),
+                    "nondeterminism".into(),
+                    format!("replay: {cmd}\n"),
+                )),
+            },
+        };
+        let suite = super::junit::Suite {
+            name: spec.scenario.name.into(),
+            time_s: wall_ms as f64 / 1000.0,
+            cases: vec![case],
+        };
+        super::junit::write(path, &[suite])?;
+    }
     if !same {
         eprintln!(
             "faultline: NONDETERMINISM: {} recorded {} at event #{} with trace {}; this run gave {} with trace {}",
@@ -101,6 +126,7 @@ pub(super) fn check_determinism(
         seeds,
         from,
         switches: SwitchArgs { bugs, fixes },
+        junit,
         json: _,
     } = a;
     let sc = reg.scenario(&scenario)?;
@@ -119,6 +145,37 @@ pub(super) fn check_determinism(
             "faultline: seed {s}: trace {} with one thread, {} with several",
             one[i], many[i]
         );
+    }
+    if let Some(path) = &junit {
+        let mut cases: Vec<super::junit::Case> = mismatches
+            .iter()
+            .map(|s| {
+                let i = (s - from) as usize;
+                super::junit::Case {
+                    name: format!("seed {s}"),
+                    time_s: 0.0,
+                    failure: Some((
+                        format!("trace {} with one thread, {} with several", one[i], many[i]),
+                        "nondeterminism".into(),
+                        format!("{}\n", RunSpec::from_seed(sc, *s, &bugs, &fixes).command()),
+                    )),
+                }
+            })
+            .collect();
+        cases.push(super::junit::Case {
+            name: format!(
+                "{} seeds with equal traces",
+                seeds - mismatches.len() as u64
+            ),
+            time_s: 0.0,
+            failure: None,
+        });
+        let suite = super::junit::Suite {
+            name: sc.name.into(),
+            time_s: 0.0,
+            cases,
+        };
+        super::junit::write(path, &[suite])?;
     }
     println!(
         "{}",
