@@ -38,6 +38,9 @@ pub struct RunInfo {
     pub replay: String,
     /// Length of the fault window (s).
     pub fault_window_s: f64,
+    /// Each invariant of the system with its bound in words (the headline of a violation shows
+    /// the violated one's).
+    pub bounds: Vec<(String, String)>,
 }
 
 /// A fault as the report lists it.
@@ -98,6 +101,8 @@ pub struct Headline {
     pub name: String,
     /// Seconds (none: nothing to measure in this run).
     pub value_s: Option<f64>,
+    /// The violated invariant's bound, when the headline is that invariant's measure.
+    pub bound: Option<String>,
     /// The longest pause and the largest clock skew of the run (s), its context.
     pub longest_pause_s: f64,
     pub largest_skew_s: f64,
@@ -134,6 +139,11 @@ pub trait ReportLens: Send {
     /// The headline measure's name and, if this run measured it, its value (s), once the run has
     /// ended at `end` (s).
     fn headline(&mut self, end: f64) -> (String, Option<f64>);
+    /// The violated invariant's own measure, if it has one: its name and value (s). A report of a
+    /// violation headlines this instead of the system's measure.
+    fn violation_measure(&mut self, _v: &Violation) -> Option<(String, Option<f64>)> {
+        None
+    }
 }
 
 /// The lens of a system that adds nothing: the world's rows only, no headline measure.
@@ -184,10 +194,28 @@ pub fn build(info: &RunInfo, outcome: &Outcome, lens: &mut dyn ReportLens) -> Re
         .iter()
         .filter_map(|n| rows.0.remove(n).map(|r| r.finish(n.clone(), end)))
         .collect();
-    let (name, value_s) = lens.headline(end);
+    let own = outcome
+        .violation
+        .as_ref()
+        .and_then(|v| lens.violation_measure(v).map(|m| (m, v)));
+    let (name, value_s, bound) = match own {
+        Some(((name, value), v)) => {
+            let bound = info
+                .bounds
+                .iter()
+                .find(|(i, _)| *i == v.invariant)
+                .map(|(_, b)| b.clone());
+            (name, value, bound)
+        }
+        None => {
+            let (name, value) = lens.headline(end);
+            (name, value, None)
+        }
+    };
     let headline = Headline {
         name,
         value_s,
+        bound,
         longest_pause_s: longest_pause_s(&info.schedule),
         largest_skew_s: largest_skew_s(&info.schedule, &nodes),
     };

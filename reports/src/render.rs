@@ -196,7 +196,7 @@ const PAGE: &str = r#"<!doctype html>
 {{ legend|safe }}
 <div class="views"><div class="true-view">{{ svg_true|safe }}</div><div class="local-view">{{ svg_local|safe }}</div></div>
 <h2>{{ r.headline.name|capitalize }}</h2>
-<p>{% if r.headline.value_s is not none %}{{ "%.3f"|format(r.headline.value_s) }} s{% else %}nothing to measure in this run{% endif %} (longest pause {{ "%.1f"|format(r.headline.longest_pause_s) }} s, largest clock skew {{ "%.1f"|format(r.headline.largest_skew_s) }} s)</p>
+<p>{% if r.headline.value_s is not none %}{{ "%.3f"|format(r.headline.value_s) }} s{% else %}nothing to measure in this run{% endif %}{% if r.headline.bound %} (bound: {{ r.headline.bound }}){% endif %} (longest pause {{ "%.1f"|format(r.headline.longest_pause_s) }} s, largest clock skew {{ "%.1f"|format(r.headline.largest_skew_s) }} s)</p>
 <h2>Fault schedule</h2>
 <table><tr><th>at</th><th>for</th><th>fault</th></tr>{% for f in r.faults %}<tr><td>{{ "%.3f"|format(f.at_s) }} s</td><td>{% if f.dur_s > 0 %}{{ "%.3f"|format(f.dur_s) }} s{% endif %}</td><td>{{ f.what }}</td></tr>{% endfor %}</table>
 <h2>Coverage</h2>
@@ -217,7 +217,7 @@ Replay: `{{ r.violation.replay }}`
 {% endif %}
 {% if r.bugs %}Bugs: `{{ r.bugs|join("`, `") }}`. {% endif %}{% if r.fixes %}Fixes: `{{ r.fixes|join("`, `") }}`. {% endif %}Trace `{{ r.trace_hash }}`.
 
-**{{ r.headline.name|capitalize }}:** {% if r.headline.value_s is not none %}{{ "%.3f"|format(r.headline.value_s) }} s{% else %}n/a{% endif %} (longest pause {{ "%.1f"|format(r.headline.longest_pause_s) }} s, largest clock skew {{ "%.1f"|format(r.headline.largest_skew_s) }} s)
+**{{ r.headline.name|capitalize }}:** {% if r.headline.value_s is not none %}{{ "%.3f"|format(r.headline.value_s) }} s{% else %}n/a{% endif %}{% if r.headline.bound %} (bound: {{ r.headline.bound }}){% endif %} (longest pause {{ "%.1f"|format(r.headline.longest_pause_s) }} s, largest clock skew {{ "%.1f"|format(r.headline.largest_skew_s) }} s)
 
 ### Fault schedule
 

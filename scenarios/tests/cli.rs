@@ -731,3 +731,38 @@ fn junit_output_parses_and_names_the_replay_command() {
     let det = std::fs::read_to_string(&dx).unwrap();
     assert!(det.contains("3 seeds with equal traces") && !det.contains("<failure"));
 }
+
+/// A report of a violation headlines the violated invariant's own measure with its bound: a
+/// master-only-work violation shows how long after losing the key the work was done (here past the
+/// 125 s bound), not the overlap of two masters.
+#[test]
+fn a_violation_report_headlines_its_invariants_measure() {
+    let dir = tmp("headline");
+    let o = faultline(&[
+        "report",
+        "calico-silent-task-death",
+        "--seed",
+        "22",
+        "--bug",
+        "calico-local-master-flag",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["violation"]["invariant"], "master-only-work-legitimate");
+    let h = &r["headline"];
+    assert!(
+        h["name"]
+            .as_str()
+            .unwrap()
+            .contains("last holding the election key"),
+        "{h}"
+    );
+    assert!(h["value_s"].as_f64().unwrap() > 125.0, "{h}");
+    assert!(h["bound"].as_str().unwrap().contains("125 s"), "{h}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("(bound: "), "{md}");
+}

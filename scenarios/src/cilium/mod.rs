@@ -262,7 +262,6 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
                     ppm: rng.random_range(-500..=500),
                 },
             ),
-            other => unreachable!("unknown cilium fault kind {other:?}"),
         };
         out.push(Fault {
             at_ms,

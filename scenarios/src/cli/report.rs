@@ -9,22 +9,34 @@ use crate::RunSpec;
 use serde_json::json;
 use std::path::PathBuf;
 
-/// Runs a spec with its trace and builds its report.
+/// Runs a spec with its trace (on a fresh thread: a panic becomes a `no-panic` violation) and
+/// builds its report.
 pub(super) fn report_of(spec: &RunSpec, replay: String) -> reports::Report {
     let mut spec = spec.clone();
     spec.keep_trace = true;
     let outcome = run_spec(spec.clone());
+    report_from(&spec, &outcome, replay)
+}
+
+/// The report of a run of `spec` (run with its trace kept).
+fn report_from(spec: &RunSpec, outcome: &sim::Outcome, replay: String) -> reports::Report {
+    let sc = spec.scenario;
     let info = reports::RunInfo {
-        scenario: spec.scenario.name.into(),
+        scenario: sc.name.into(),
         seed: spec.seed,
         bugs: spec.bugs.clone(),
         fixes: spec.fixes.clone(),
         options: serde_json::to_value(&spec.options).unwrap_or_default(),
         schedule: spec.schedule.clone(),
         replay,
-        fault_window_s: spec.scenario.fault_window_ms as f64 / 1000.0,
+        fault_window_s: sc.fault_window_ms as f64 / 1000.0,
+        bounds: sc
+            .invariants
+            .iter()
+            .map(|i| (i.name.to_string(), i.bound.to_string()))
+            .collect(),
     };
-    reports::build(&info, &outcome, &mut *spec.scenario.lens())
+    reports::build(&info, outcome, &mut *sc.lens())
 }
 
 pub(super) fn write_files(
@@ -72,21 +84,10 @@ fn seeds_report(
         cores(),
         std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
         move |i| {
-            let spec = RunSpec::from_seed(sc, from + i as u64, &b2, &f2);
-            let mut spec2 = spec.clone();
-            spec2.keep_trace = true;
-            let outcome = spec2.run();
-            let info = reports::RunInfo {
-                scenario: sc.name.into(),
-                seed: spec.seed,
-                bugs: spec.bugs.clone(),
-                fixes: spec.fixes.clone(),
-                options: serde_json::to_value(&spec.options).unwrap_or_default(),
-                schedule: spec.schedule.clone(),
-                replay: spec.command(),
-                fault_window_s: sc.fault_window_ms as f64 / 1000.0,
-            };
-            reports::build(&info, &outcome, &mut *sc.lens())
+            let mut spec = RunSpec::from_seed(sc, from + i as u64, &b2, &f2);
+            spec.keep_trace = true;
+            let outcome = spec.run();
+            report_from(&spec, &outcome, spec.command())
         },
         move |_, r| {
             if let Ok(rep) = r {
