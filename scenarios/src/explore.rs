@@ -248,7 +248,8 @@ pub struct Found {
 /// What an exploration saw.
 #[derive(Clone, Debug, Default)]
 pub struct ExploreSummary {
-    /// Seeds that ran to the end (fewer than asked if a failure stopped the exploration).
+    /// Seeds whose run finished or panicked (fewer than asked when a failure stopped the
+    /// exploration).
     pub seeds_run: u64,
     /// Failures, by seed.
     pub failures: Vec<Found>,

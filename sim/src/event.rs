@@ -222,7 +222,8 @@ pub enum Event {
         rv: u64,
         /// What was written: `create`, `spec`, `status` or `delete`.
         part: Text,
-        /// The writing process (`host:pid`; the controller manager's for a node's readiness).
+        /// The writing process (`host:pid`; the controller manager's for the node lifecycle
+        /// controller's status writes to Nodes and Endpoints).
         client: Text,
     },
     /// A write based on a stale resourceVersion was rejected.

@@ -59,7 +59,7 @@ pub enum CalicoEvent {
     CalicoElectorCrash {
         /// The elector's identity, `host:pid` of its neutron-server worker (the election key's value).
         id: String,
-        /// The error (the etcd error's `Debug` text).
+        /// The error's `Debug` text (an error that is not an etcd exception: `Garbled`).
         error: String,
     },
     /// A master-only side effect (`worker`: which worker, `action`: what it did; `in_snapshot`:
