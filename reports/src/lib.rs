@@ -27,12 +27,17 @@ use sim::{Fault, FaultKind, Outcome, Record, Violation};
 /// What a report needs to know about a run besides its trace.
 #[derive(Clone, Debug)]
 pub struct RunInfo {
+    /// The scenario's name (`calico`, `cilium`, ...).
     pub scenario: String,
+    /// The seed that drew the run.
     pub seed: u64,
+    /// The bug switches it ran with (`--bug`).
     pub bugs: Vec<String>,
+    /// The fix switches it ran with (`--fix`).
     pub fixes: Vec<String>,
     /// The run's swarm options (as JSON).
     pub options: serde_json::Value,
+    /// The fault schedule it ran.
     pub schedule: Vec<Fault>,
     /// The command that replays it.
     pub replay: String,
@@ -46,8 +51,11 @@ pub struct RunInfo {
 /// A fault as the report lists it.
 #[derive(Clone, Debug, Serialize)]
 pub struct FaultRow {
+    /// When it starts (true time, s).
     pub at_s: f64,
+    /// How long it lasts (s; 0 for an instantaneous fault).
     pub dur_s: f64,
+    /// Its description ([`FaultKind::describe`]).
     pub what: String,
 }
 
@@ -56,8 +64,11 @@ pub struct FaultRow {
 pub struct Band {
     /// cut, paused, down, stalled, master, holder, handshake, active.
     pub kind: String,
+    /// Where it starts (true time, s).
     pub from_s: f64,
+    /// Where it ends (true time, s; the end of the run if still open then).
     pub to_s: f64,
+    /// The text shown when hovering over it.
     pub label: String,
 }
 
@@ -66,31 +77,45 @@ pub struct Band {
 pub struct Mark {
     /// task-death, crash, exit, step, release, warning, violation.
     pub kind: String,
+    /// When it happened (true time, s; a bucket's first instant).
     pub at_s: f64,
+    /// The text shown when hovering over it (`N x kind` for a bucket).
     pub label: String,
+    /// Instants it stands for (1 unless dense marks were bucketed).
     pub count: u32,
 }
 
 /// One node's row.
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeRow {
+    /// The node's name.
     pub name: String,
+    /// Its bands, by start time.
     pub bands: Vec<Band>,
+    /// Its marks, by time (dense kinds bucketed).
     pub marks: Vec<Mark>,
     /// (true time s, wall clock offset s) at each change.
     pub offsets: Vec<(f64, f64)>,
+    /// The largest absolute wall clock offset in `offsets` (s).
     pub max_abs_offset_s: f64,
 }
 
 /// The violation as the report shows it.
 #[derive(Clone, Debug, Serialize)]
 pub struct ViolationRow {
+    /// The invariant's name.
     pub invariant: String,
+    /// `safety`, `liveness` or `crash`.
     pub kind: String,
+    /// True time of detection (s).
     pub at_s: f64,
+    /// Index of the event at which it was detected.
     pub event_index: u64,
+    /// The node it is about, if any (its row gets the violation mark).
     pub node: Option<String>,
+    /// The monitor's causal sentence.
     pub explanation: String,
+    /// The command that replays the run.
     pub replay: String,
 }
 
@@ -105,27 +130,44 @@ pub struct Headline {
     pub bound: Option<String>,
     /// The longest pause and the largest clock skew of the run (s), its context.
     pub longest_pause_s: f64,
+    /// The largest clock step in the schedule or wall clock offset a row saw (s, absolute).
     pub largest_skew_s: f64,
 }
 
 /// Everything a single-run report shows.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The scenario's name.
     pub scenario: String,
+    /// The seed.
     pub seed: u64,
+    /// The bug switches the run had.
     pub bugs: Vec<String>,
+    /// The fix switches the run had.
     pub fixes: Vec<String>,
+    /// The run's swarm options (as JSON).
     pub options: serde_json::Value,
+    /// The fault schedule, in order.
     pub faults: Vec<FaultRow>,
+    /// `pass` or `violation`.
     pub outcome: String,
+    /// The violation, if the run had one.
     pub violation: Option<ViolationRow>,
+    /// Coverage points and whether the run reached each.
     pub coverage: Vec<(String, bool)>,
+    /// Events recorded.
     pub events: u64,
+    /// Simulated time covered (s).
     pub sim_time_s: f64,
+    /// Length of the fault window (s); the liveness phase follows it.
     pub fault_window_s: f64,
+    /// The run's trace hash (hex).
     pub trace_hash: String,
+    /// One row per node, hosts first.
     pub nodes: Vec<NodeRow>,
+    /// The family's headline number and its context.
     pub headline: Headline,
+    /// The command that replays the run.
     pub replay: String,
 }
 
@@ -294,25 +336,38 @@ fn largest_skew_s(schedule: &[Fault], nodes: &[NodeRow]) -> f64 {
 /// One seed's line in a `--seeds` report.
 #[derive(Clone, Debug, Serialize)]
 pub struct SeedRow {
+    /// The seed.
     pub seed: u64,
+    /// Its headline number (s), if the run measured one.
     pub headline_s: Option<f64>,
+    /// Its longest pause (s).
     pub longest_pause_s: f64,
+    /// Its largest clock skew (s).
     pub largest_skew_s: f64,
+    /// The invariant it violated, if any.
     pub violation: Option<String>,
 }
 
 /// The `--seeds` report: the distribution of the headline number.
 #[derive(Clone, Debug, Serialize)]
 pub struct Distribution {
+    /// The scenario's name.
     pub scenario: String,
+    /// The bug switches every seed ran with.
     pub bugs: Vec<String>,
+    /// The fix switches every seed ran with.
     pub fixes: Vec<String>,
+    /// What the headline number measures.
     pub headline: String,
+    /// One row per seed, by seed.
     pub seeds: Vec<SeedRow>,
     /// Quantiles of the headline number over the seeds where it was measured (s).
     pub median_s: Option<f64>,
+    /// The 90th percentile: the sorted value at index `round(0.9 * (n - 1))`, as `median_s`.
     pub p90_s: Option<f64>,
+    /// The largest value, as `median_s`.
     pub max_s: Option<f64>,
+    /// Seeds whose run had a violation.
     pub failures: usize,
 }
 

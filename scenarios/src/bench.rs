@@ -14,18 +14,30 @@ use std::time::Instant;
 /// One scenario's figures.
 #[derive(Clone, Debug)]
 pub struct BenchRow {
+    /// The scenario's name.
     pub scenario: &'static str,
+    /// Seeds per second on one thread (fastest round).
     pub seeds_per_sec: f64,
+    /// Simulated seconds per wall-clock second on one thread.
     pub sim_speedup: f64,
+    /// Events recorded per wall-clock second on one thread.
     pub events_per_sec: f64,
+    /// Peak resident memory of the process after the measurement (MB).
     pub peak_rss_mb: f64,
+    /// Median over the rounds of the scenario's time over the raw-madsim program's, with its
+    /// messages handed over in memory.
     pub baseline_ratio: f64,
     /// The ratio to the same raw-madsim program with its messages over madsim's network.
     pub baseline_net_ratio: f64,
+    /// Wall-clock milliseconds per seed on one thread.
     pub ms_per_seed: f64,
+    /// Timers armed per seed, on average (the baseline's load).
     pub timers_per_seed: u64,
+    /// Messages carried per seed, on average (the baseline's load).
     pub messages_per_seed: u64,
+    /// Threads of the parallel measurement (`--jobs`).
     pub jobs: usize,
+    /// One-thread time over `jobs`-thread time for the same seeds.
     pub jobs_speedup: f64,
 }
 

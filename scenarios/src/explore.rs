@@ -82,17 +82,27 @@ const REPLAY_FORMAT: &str = "faultline-replay";
 /// A failing run, written as soon as it is found; `faultline replay FILE` reproduces it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReplayFile {
+    /// Always `faultline-replay`: marks the JSON as a replay file.
     pub format: String,
+    /// The file format's version, [`REPLAY_VERSION`] when written.
     pub version: u32,
+    /// The scenario's name.
     pub scenario: String,
+    /// The seed that drew the run.
     pub seed: u64,
+    /// The bug switches it ran with.
     pub bugs: Vec<String>,
+    /// The fix switches it ran with.
     pub fixes: Vec<String>,
     /// The options, as `{"<system>": options}`.
     pub options: serde_json::Value,
+    /// The fault schedule it ran (replayed as written, not drawn again).
     pub schedule: Schedule,
+    /// The violation the run found.
     pub violation: Violation,
+    /// Events the run recorded.
     pub events: u64,
+    /// The run's trace hash, which a replay must reproduce.
     pub trace_hash: String,
 }
 
@@ -203,12 +213,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Parameters of an exploration.
 #[derive(Clone, Debug)]
 pub struct ExploreConfig {
+    /// The scenario explored.
     pub scenario: &'static Scenario,
+    /// The first seed.
     pub from: u64,
+    /// How many consecutive seeds, from `from`.
     pub seeds: u64,
+    /// Bug switches every seed runs with.
     pub bugs: Vec<String>,
+    /// Fix switches every seed runs with.
     pub fixes: Vec<String>,
+    /// Threads running seeds in parallel.
     pub jobs: usize,
+    /// Run every seed even after a failure (otherwise the first failure stops the exploration).
     pub keep_going: bool,
     /// Where failure files go (created if missing); `None` writes none.
     pub out_dir: Option<PathBuf>,
@@ -220,18 +237,25 @@ pub struct ExploreConfig {
 /// A failure found by an exploration.
 #[derive(Clone, Debug)]
 pub struct Found {
+    /// The failing seed's spec (options and schedule as drawn).
     pub spec: RunSpec,
+    /// Its outcome, with the violation (a panic is a `no-panic` crash violation).
     pub outcome: Outcome,
+    /// Its replay file, if one was written.
     pub file: Option<PathBuf>,
 }
 
 /// What an exploration saw.
 #[derive(Clone, Debug, Default)]
 pub struct ExploreSummary {
+    /// Seeds whose run finished or panicked (fewer than asked when a failure stopped the
+    /// exploration).
     pub seeds_run: u64,
     /// Failures, by seed.
     pub failures: Vec<Found>,
+    /// Simulated time summed over the seeds (ms).
     pub sim_time_ms: u64,
+    /// Events summed over the seeds.
     pub events: u64,
     /// Coverage point -> seeds that reached it.
     pub coverage: Vec<(&'static str, u64)>,
@@ -239,7 +263,9 @@ pub struct ExploreSummary {
     pub write_errors: Vec<String>,
     /// Load summed over the seeds: timers, messages, nodes.
     pub timers: u64,
+    /// Messages carried, summed over the seeds.
     pub messages: u64,
+    /// Nodes, summed over the seeds.
     pub nodes: u64,
 }
 

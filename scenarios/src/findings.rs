@@ -10,10 +10,15 @@ use sim::Violation;
 /// Where upstream's code does it: repository, path, function, lines, at a commit.
 #[derive(Debug, Serialize)]
 pub struct Citation {
+    /// The GitHub repository, `owner/name`.
     pub repo: &'static str,
+    /// The file, from the repository's root.
     pub path: &'static str,
+    /// The function or method, as upstream names it.
     pub function: &'static str,
+    /// The line range in that file at `commit` (`336-344`).
     pub lines: &'static str,
+    /// The full commit hash the lines refer to.
     pub commit: &'static str,
 }
 
@@ -25,6 +30,7 @@ pub struct Signature {
     pub invariants: &'static [&'static str],
     /// What the sentence must say, in words.
     pub describe: &'static str,
+    /// The test itself, on the violation's causal sentence (true: this finding).
     #[serde(skip)]
     pub test: fn(&str) -> bool,
 }
@@ -46,19 +52,29 @@ impl Signature {
 #[derive(Debug, Serialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum Status {
+    /// The current model still shows it at its pinned seeds.
     Active,
-    Retired { reason: &'static str },
+    /// No longer a finding of the model.
+    Retired {
+        /// Why it was retired (an artefact of the model, narrowed into other findings, ...).
+        reason: &'static str,
+    },
 }
 
 /// One finding.
 #[derive(Debug, Serialize)]
 pub struct Finding {
+    /// Its stable identifier, prefixed with its system (`calico-wall-clock-stamp`).
     pub id: &'static str,
+    /// The system it is a finding of (`calico`, `cilium`, ...).
     pub system: &'static str,
+    /// One line: what goes wrong.
     pub title: &'static str,
+    /// The scenario whose seeds show it.
     pub scenario: &'static str,
     /// Seeds of `scenario` that show it with the default model.
     pub seeds: &'static [u64],
+    /// How to recognise its violation among others.
     pub signature: Signature,
     /// The causal sentence: what happens, step by step.
     pub summary: &'static str,
@@ -69,6 +85,7 @@ pub struct Finding {
     /// Switches (newer upstream behaviours) that must be on for `seeds` to show it; empty: the
     /// default model (the pinned upstream commit) shows it.
     pub shown_with: &'static [&'static str],
+    /// Active or retired (flattened into the JSON as `status` and `reason`).
     #[serde(flatten)]
     pub status: Status,
 }

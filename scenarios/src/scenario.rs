@@ -136,17 +136,23 @@ impl RunSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SwitchKind {
+    /// `--bug`: the model restores a historic behaviour, which the switch's scenario finds.
     Bug,
+    /// `--fix`: the model applies a remedy for a finding of the switch's scenario.
     Fix,
 }
 
 /// A `--bug` or `--fix` switch.
 #[derive(Debug, Serialize)]
 pub struct Switch {
+    /// Its name on the command line (`calico-watchdog`).
     pub name: &'static str,
+    /// Bug or fix.
     pub kind: SwitchKind,
+    /// The system it belongs to.
     pub system: &'static str,
     /// The scenario that finds the bug (or whose finding the fix remedies).
     pub scenario: &'static str,
+    /// One line: what it changes.
     pub about: &'static str,
 }

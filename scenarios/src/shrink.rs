@@ -31,6 +31,7 @@ pub struct Shrunk {
     pub outcome: Outcome,
     /// Faults before and after.
     pub before_faults: usize,
+    /// Faults in the shrunk spec's schedule.
     pub after_faults: usize,
     /// Candidate runs tried.
     pub runs: usize,

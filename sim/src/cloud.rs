@@ -44,18 +44,27 @@ use std::time::Duration;
 pub enum Request {
     /// Assign up to `count` new secondary IPs to `eni` of `instance`.
     Assign {
+        /// The instance (Kubernetes node name).
         instance: Text,
+        /// The interface to add the IPs to (`eni-0`, ...).
         eni: Short,
+        /// How many IPs are wanted; capped at the interface's free room.
         count: u32,
     },
     /// Unassign these IPs from `eni` of `instance`.
     Unassign {
+        /// The instance (Kubernetes node name).
         instance: Text,
+        /// The interface that holds the IPs.
         eni: Short,
+        /// The IPs to release (dotted addresses), returned to the subnet.
         ips: Vec<Short>,
     },
     /// The instance's interfaces and their IPs.
-    Describe { instance: Text },
+    Describe {
+        /// The instance (Kubernetes node name).
+        instance: Text,
+    },
     /// Every instance's interfaces, in one call (EC2's `DescribeNetworkInterfaces` over the VPC,
     /// which an IPAM operator's full resync makes: cilium `pkg/aws/eni/instances.go` `Resync`).
     DescribeAll,
@@ -115,7 +124,9 @@ type Reply = Result<Response, CloudError>;
 /// A successful response.
 #[derive(Clone, Debug)]
 pub enum Response {
+    /// Answer to [`Request::Assign`]: the IPs newly added to the interface.
     Assigned(Vec<Short>),
+    /// Answer to [`Request::Unassign`]: every listed IP was removed.
     Unassigned,
     /// Shared with the cloud's own record until the cloud next changes it (a describe, on every
     /// pass of an IPAM operator, copies nothing).

@@ -24,7 +24,10 @@ pub type Text = compact_str::CompactString;
 #[serde(rename_all = "kebab-case")]
 pub enum ExitStatus {
     /// It called exit with this code.
-    Code { code: i32 },
+    Code {
+        /// The exit code the process passed.
+        code: i32,
+    },
     /// It was killed (crash, node crash): no cleanup ran.
     Killed,
 }
@@ -34,11 +37,22 @@ pub enum ExitStatus {
 #[serde(tag = "by", rename_all = "kebab-case")]
 pub enum DeleteCause {
     /// A client's delete (or txn delete); `client` is `host:pid`.
-    Client { client: String },
+    Client {
+        /// The deleting process (`host:pid`).
+        client: String,
+    },
     /// Its lease expired on the etcd node's clock.
-    LeaseExpired { lease: i64 },
+    LeaseExpired {
+        /// ID of the lease that expired.
+        lease: i64,
+    },
     /// Its lease was revoked by a client.
-    LeaseRevoked { lease: i64, client: String },
+    LeaseRevoked {
+        /// ID of the revoked lease.
+        lease: i64,
+        /// The revoking process (`host:pid`).
+        client: String,
+    },
 }
 
 /// Everything that can happen in a run.
@@ -47,17 +61,28 @@ pub enum DeleteCause {
 pub enum Event {
     // ---- the world ----
     /// A scheduled fault started (`id` is its position in the schedule).
+    /// Recorded on the first node the fault names.
     FaultStart {
+        /// The fault's position in the run's schedule, from 0.
         id: u32,
+        /// Its scheduled duration (ms); 0 for an instantaneous fault.
         dur_ms: u64,
+        /// What the fault does.
         fault: FaultKind,
     },
-    /// A fault with a duration ended (or was healed by the liveness phase).
-    FaultEnd { id: u32 },
+    /// A fault with a duration ended (or was healed by the liveness phase). Recorded on the first
+    /// node the fault names, before the effects of its end (a reboot, a resume).
+    FaultEnd {
+        /// The ending fault's position in the schedule (as in its `FaultStart`).
+        id: u32,
+    },
     /// Faults stop; the monitor now checks liveness.
     LivenessPhase,
     /// The node booted (`boot` counts from 1).
-    NodeBoot { boot: u32 },
+    NodeBoot {
+        /// How many times the node has booted, this boot included (1: the first).
+        boot: u32,
+    },
     /// The node crashed.
     NodeCrash,
     /// The node stopped being scheduled.
@@ -65,120 +90,218 @@ pub enum Event {
     /// The node runs again.
     NodeResume,
     /// A process started.
-    ProcessStart { pid: u32, name: String },
+    ProcessStart {
+        /// Its process ID, unique on the node across boots (the first is 1000).
+        pid: u32,
+        /// The process's name (`etcd`, `kube-apiserver`, a model's daemon, ...).
+        name: String,
+    },
     /// A process ended.
     ProcessExit {
+        /// Its process ID.
         pid: u32,
+        /// The process's name.
         name: String,
+        /// How it ended.
         status: ExitStatus,
     },
-    /// A task was dropped silently (no cleanup ran).
-    TaskDeath { pid: u32, task: String },
-    /// A task finished normally (returned).
-    TaskEnd { pid: u32, task: String },
-    /// A task will not be polled until `until_ms` (true time).
-    TaskStall {
+    /// A task was dropped silently (no cleanup ran): a `TaskDeath` fault.
+    TaskDeath {
+        /// The process the task belonged to.
         pid: u32,
+        /// The task's name, as its process spawned it.
         task: String,
+    },
+    /// A task finished normally (returned).
+    TaskEnd {
+        /// The process the task belongs to.
+        pid: u32,
+        /// The task's name, as its process spawned it.
+        task: String,
+    },
+    /// A task will not be polled until `until_ms` (true time): a `TaskStall` fault.
+    TaskStall {
+        /// The process the task belongs to.
+        pid: u32,
+        /// The task's name, as its process spawned it.
+        task: String,
+        /// True time (ms since the start of the run) at which it is polled again.
         until_ms: u64,
     },
     /// The node's wall clock jumped.
-    ClockStep { delta_ms: i64 },
+    ClockStep {
+        /// Size of the jump (ms; negative: backward).
+        delta_ms: i64,
+    },
     /// The node's wall clock drift changed.
-    ClockDrift { ppm: i64 },
+    ClockDrift {
+        /// The drift now in force (ppm of true time; 0 when a `Drift` fault ends).
+        ppm: i64,
+    },
     /// The node's monotonic clock now runs at `(1 + ppm / 1e6)` times the true rate.
-    MonoRate { ppm: i64 },
+    MonoRate {
+        /// The rate offset now in force (ppm; a rate below [`crate::clock::MIN_MONO_RATE_PPM`]
+        /// is raised to it).
+        ppm: i64,
+    },
 
     // ---- the simulated etcd ----
     /// A key was created or updated (key and value shared with the store: an event costs no copy
     /// of them; `Arc`, so that events stay `Send` for monitors that hand them to other threads).
     EtcdPut {
+        /// The key written.
         key: Arc<str>,
+        /// Its new value.
         value: Arc<str>,
+        /// The key's new `mod_revision` (the revision of the transaction that wrote it).
         rev: i64,
+        /// The key's new version (1: created).
         version: i64,
+        /// The lease the key is attached to (0: none).
         lease: i64,
+        /// The writing process (`host:pid`).
         client: String,
     },
     /// A key was deleted.
     EtcdDelete {
+        /// The key deleted.
         key: Arc<str>,
+        /// The revision of the deletion.
         rev: i64,
+        /// The value the key had before.
         prev_value: Arc<str>,
+        /// Who or what deleted it.
         cause: DeleteCause,
     },
     /// A lease was granted.
     EtcdLeaseGrant {
+        /// The new lease's ID.
         lease: i64,
+        /// The TTL granted (s): the one asked for, raised to the server's minimum.
         ttl_s: i64,
+        /// The process that asked (`host:pid`).
         client: String,
     },
     /// A lease expired on the etcd node's clock (its keys' deletions follow).
-    EtcdLeaseExpire { lease: i64 },
+    EtcdLeaseExpire {
+        /// ID of the expired lease.
+        lease: i64,
+    },
     /// The store was compacted at `rev`.
-    EtcdCompact { rev: i64, client: String },
+    EtcdCompact {
+        /// The revision compacted up to: older versions are unreadable.
+        rev: i64,
+        /// The process that asked (`host:pid`).
+        client: String,
+    },
     /// etcd came back after a crash; with `lease_ttl_reset` every lease got its full TTL again.
-    EtcdRecover { lease_ttl_reset: bool },
+    EtcdRecover {
+        /// Whether every lease got its full TTL plus the election timeout from now
+        /// (`EtcdConfig::lease_ttl_reset_on_restart`).
+        lease_ttl_reset: bool,
+    },
     /// A request timed out at the client but was (or was not) applied.
     EtcdAmbiguous {
+        /// The request (`range`, `txn`, `lease-grant`, `lease-keepalive`, `lease-revoke`,
+        /// `lease-ttl`, `compact`, `status` or `watch`).
         op: String,
+        /// Whether the server applied it (before or after the client's timeout).
         applied: bool,
+        /// The process whose request it was (`host:pid`).
         client: String,
     },
 
     // ---- the simulated Kubernetes API server ----
     /// An object was created, updated (`part`: spec or status) or deleted.
     KubeWrite {
+        /// The object's kind.
         kind: Text,
+        /// The object's name.
         name: Text,
+        /// The object's new resourceVersion (0 for a delete).
         rv: u64,
+        /// What was written: `create`, `spec`, `status` or `delete`.
         part: Text,
+        /// The writing process (`host:pid`; the controller manager's for the node lifecycle
+        /// controller's status writes to Nodes and Endpoints).
         client: Text,
     },
     /// A write based on a stale resourceVersion was rejected.
     KubeConflict {
+        /// The object's kind.
         kind: Text,
+        /// The object's name.
         name: Text,
+        /// The resourceVersion the writer based its update on.
         expected_rv: u64,
+        /// The object's resourceVersion in the store.
         actual_rv: u64,
+        /// The writing process (`host:pid`).
         client: Text,
     },
 
     /// The node lifecycle controller changed a node's `Ready` condition (ground truth).
-    KubeNodeReady { node: String, ready: bool },
+    KubeNodeReady {
+        /// The Node object's name.
+        node: String,
+        /// The condition now: whether the controller saw the node's Lease renewed within its grace
+        /// period.
+        ready: bool,
+    },
 
     // ---- the layer-2 segment ----
     /// The switch's entry for a service IP now points at `node` (it heard `via`: `garp` or `reply`).
     ArpEntry {
+        /// The service IP (dotted).
         ip: String,
+        /// The node whose frame the switch heard.
         node: String,
+        /// The frame: `garp` (a gratuitous ARP) or `reply` (an answer to the router's request).
         via: String,
     },
 
     // ---- the simulated cloud IP API ----
     /// A secondary IP was assigned to an instance's interface.
     CloudAssign {
+        /// The instance (Kubernetes node name).
         instance: Text,
+        /// The interface (`eni-0`, ...).
         eni: Short,
+        /// The IP assigned (dotted).
         ip: Short,
+        /// The calling process (`host:pid`).
         client: Text,
     },
     /// A secondary IP was unassigned.
     CloudUnassign {
+        /// The instance (Kubernetes node name).
         instance: Text,
+        /// The interface that held the IP.
         eni: Short,
+        /// The IP released (dotted), back in the subnet.
         ip: Short,
+        /// The calling process (`host:pid`).
         client: Text,
     },
     /// A request was applied but the caller got no answer.
-    CloudAmbiguous { op: Text, client: Text },
+    CloudAmbiguous {
+        /// The request: `assign`, `unassign` or `describe`.
+        op: Text,
+        /// The calling process (`host:pid`).
+        client: Text,
+    },
     /// A request was refused (not applied) because its fencing token for `lock` was below the
     /// `highest` the cloud had seen (a check real EC2 does not have: `sim::cloud`'s module doc).
     CloudFenced {
+        /// The request: `assign`, `unassign` or `describe`.
         op: Text,
+        /// The calling process (`host:pid`).
         client: Text,
+        /// The lock the fence names (a Lease's name).
         lock: Text,
+        /// The request's token.
         token: u64,
+        /// The highest token the cloud had seen for `lock`.
         highest: u64,
     },
 

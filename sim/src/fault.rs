@@ -27,45 +27,121 @@ pub struct Fault {
 pub enum FaultKind {
     /// Messages between the two groups are dropped in both directions. A complete partition lists
     /// every node; a partial one leaves some nodes (that still reach both sides) out of both groups.
-    Partition { a: Vec<String>, b: Vec<String> },
+    Partition {
+        /// Node names on one side.
+        a: Vec<String>,
+        /// Node names on the other side.
+        b: Vec<String>,
+    },
     /// Messages from `from` to `to` are dropped; the other direction works.
-    Simplex { from: Vec<String>, to: Vec<String> },
+    Simplex {
+        /// Senders whose messages are dropped.
+        from: Vec<String>,
+        /// Receivers that no longer hear `from`.
+        to: Vec<String>,
+    },
     /// Every message to or from `node` is dropped.
-    Isolate { node: String },
+    Isolate {
+        /// The node cut off from every other.
+        node: String,
+    },
     /// Every message to or from `node` takes `extra_ms` longer.
-    Latency { node: String, extra_ms: u64 },
+    Latency {
+        /// The node whose traffic is delayed.
+        node: String,
+        /// Delay added to each message's delivery (ms); the delays of several latency faults on
+        /// the sender and the receiver add up.
+        extra_ms: u64,
+    },
     /// The node stops running (a VM or GC stall); its clocks keep going. Resumes after `dur_ms`.
-    Pause { node: String },
+    Pause {
+        /// The node that stops being scheduled.
+        node: String,
+    },
     /// The node crashes (all in-memory state lost) and boots again after `dur_ms`.
-    Crash { node: String },
+    Crash {
+        /// The node that crashes.
+        node: String,
+    },
     /// The node's wall clock jumps by `delta_ms` (negative: backward).
-    ClockStep { node: String, delta_ms: i64 },
+    ClockStep {
+        /// The node whose wall clock jumps.
+        node: String,
+        /// Size of the jump (ms; negative: backward).
+        delta_ms: i64,
+    },
     /// The node's wall clock drifts at `ppm` from now on (for `dur_ms`, then back to 0; 0 = for good).
-    Drift { node: String, ppm: i64 },
+    Drift {
+        /// The node whose wall clock drifts.
+        node: String,
+        /// Drift in parts per million of true time (positive: the clock runs fast).
+        ppm: i64,
+    },
     /// The node's monotonic clock runs at `(1 + ppm / 1e6)` times the true rate from now on (for
     /// `dur_ms`, then back to the true rate; 0 = for good). Its timers follow it: a process's sleep
     /// lasts its duration of this clock. The wall clock is not affected (see [`FaultKind::Drift`]).
-    ClockRate { node: String, ppm: i64 },
+    ClockRate {
+        /// The node whose monotonic clock changes rate.
+        node: String,
+        /// Rate offset in parts per million (positive: the clock and its timers run fast).
+        ppm: i64,
+    },
     /// The named task on the node is dropped at once: no cleanup code runs.
-    TaskDeath { node: String, task: String },
+    TaskDeath {
+        /// The node the task runs on.
+        node: String,
+        /// The task's name, as its process spawned it.
+        task: String,
+    },
     /// The named task is not polled for `dur_ms` (its process stays up).
-    TaskStall { node: String, task: String },
+    TaskStall {
+        /// The node the task runs on.
+        node: String,
+        /// The task's name, as its process spawned it.
+        task: String,
+    },
     /// The newest live process with this name on the node is killed (no cleanup); its parent
     /// decides whether to respawn it.
-    ProcessCrash { node: String, process: String },
+    ProcessCrash {
+        /// The node the process runs on.
+        node: String,
+        /// The process's name, as it was started.
+        process: String,
+    },
     /// The node's services are stopped gracefully (each top-level process is asked to terminate),
     /// and started again after `dur_ms` without rebooting the host.
-    ServiceRestart { node: String },
+    ServiceRestart {
+        /// The node whose services restart.
+        node: String,
+    },
     /// The service on `node` refuses every request (not applied).
-    ServiceUnavailable { node: String },
+    ServiceUnavailable {
+        /// The node of the service (etcd, API server or cloud API) that refuses.
+        node: String,
+    },
     /// `percent` of the requests to the service on `node` time out at the client; each of those is
     /// applied or not with equal probability.
-    ServiceAmbiguous { node: String, percent: u32 },
+    ServiceAmbiguous {
+        /// The node of the service whose requests time out.
+        node: String,
+        /// Share of requests (0-100) that time out; the highest of overlapping faults applies.
+        percent: u32,
+    },
     /// The service on `node` takes `extra_ms` longer per request (requests queue behind each other).
-    ServiceSlow { node: String, extra_ms: u64 },
+    ServiceSlow {
+        /// The node of the slow service.
+        node: String,
+        /// Extra service time per request (ms); overlapping faults add up.
+        extra_ms: u64,
+    },
     /// `percent` of the replies of the service on `node` are applied but arrive garbled (the client
     /// library raises an unexpected, non-protocol error).
-    ServiceGarbled { node: String, percent: u32 },
+    ServiceGarbled {
+        /// The node of the service whose replies are garbled.
+        node: String,
+        /// Share of replies (0-100) that arrive garbled; the highest of overlapping faults applies.
+        percent: u32,
+    },
 }
 
 impl FaultKind {

@@ -23,11 +23,15 @@ use std::time::Duration;
 /// the other (`Rc::ptr_eq` tells a reader that a part did not change).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Object {
+    /// The object's kind (`Lease`, `Node`, `Endpoints`, ...).
     pub kind: Text,
+    /// Its name, unique within the kind.
     pub name: Text,
     /// `metadata.resourceVersion`.
     pub rv: u64,
+    /// The desired state, written by [`Part::Spec`] updates.
     pub spec: Rc<Body>,
+    /// The observed state, written by [`Part::Status`] updates (the status subresource).
     pub status: Rc<Body>,
 }
 
@@ -110,42 +114,67 @@ impl std::fmt::Debug for Body {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Part {
+    /// The object's `spec`.
     Spec,
+    /// The object's `status` (the status subresource).
     Status,
 }
 
 /// A request to the API server (kinds and names are [`Text`]: most fit inline, so a request
 /// and the write event it makes allocate no strings).
 pub enum Request {
+    /// Reads one object ([`KubeError::NotFound`] if it does not exist).
     Get {
+        /// The object's kind.
         kind: Text,
+        /// The object's name.
         name: Text,
     },
+    /// Reads every object of a kind.
     List {
+        /// The kind listed.
         kind: Text,
     },
+    /// Creates an object ([`KubeError::AlreadyExists`] if it exists).
     Create {
+        /// The new object's kind.
         kind: Text,
+        /// The new object's name.
         name: Text,
+        /// Its initial spec.
         spec: Body,
+        /// Its initial status.
         status: Body,
     },
+    /// Replaces one part of an object, if it is still at resourceVersion `rv`
+    /// ([`KubeError::Conflict`] otherwise).
     Update {
+        /// The object's kind.
         kind: Text,
+        /// The object's name.
         name: Text,
+        /// The resourceVersion the writer read (compare-and-swap).
         rv: u64,
+        /// Which part is replaced (the other is kept).
         part: Part,
+        /// The part's new value.
         value: Body,
     },
+    /// Deletes an object, whatever its resourceVersion.
     Delete {
+        /// The object's kind.
         kind: Text,
+        /// The object's name.
         name: Text,
     },
     /// An informer on a kind; with `name`, only that object (the field selector
     /// `metadata.name=NAME`).
     Watch {
+        /// The kind watched.
         kind: Text,
+        /// Only this object, if set.
         name: Option<Text>,
+        /// Where the server sends the current objects, then every change.
         tx: StreamTx<WatchEvent>,
     },
 }
@@ -157,7 +186,12 @@ pub enum WatchEvent {
     /// informer of the kind gets the same copy.
     Upsert(Rc<Object>),
     /// The object was deleted.
-    Deleted { kind: Text, name: Text },
+    Deleted {
+        /// The deleted object's kind.
+        kind: Text,
+        /// The deleted object's name.
+        name: Text,
+    },
 }
 
 /// API errors.
@@ -165,7 +199,9 @@ pub enum WatchEvent {
 pub enum KubeError {
     /// The write was based on a stale resourceVersion.
     Conflict,
+    /// No object of that kind and name exists.
     NotFound,
+    /// A create named an object that already exists.
     AlreadyExists,
     /// The server refused the request (not applied).
     Unavailable,
@@ -180,7 +216,9 @@ type Reply = Result<Response, KubeError>;
 pub enum Response {
     /// The stored version itself (shared, as the store's objects are immutable).
     Object(Rc<Object>),
+    /// Every object of the listed kind (shared, like [`Response::Object`]).
     Objects(Vec<Rc<Object>>),
+    /// A delete was applied, or a watch is open (its events arrive on its stream).
     Done,
 }
 

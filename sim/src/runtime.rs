@@ -56,6 +56,7 @@ pub struct Outcome {
     pub coverage: Vec<(&'static str, bool)>,
     /// Timers created and messages carried (the load of the run, for the raw-madsim baseline).
     pub timers: u64,
+    /// Messages the simulated network carried during the run (see [`World::messages`](crate::world::World::messages)).
     pub messages: u64,
     /// Nodes in the run.
     pub nodes: usize,

@@ -115,7 +115,9 @@ impl ElectionStore for Client {
 /// refresh interval (the watch timeout is twice it) and the election lease's TTL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
+    /// Seconds between refreshes of the lease and key while master.
     pub interval_s: i64,
+    /// TTL of the election lease (s); must be above `interval_s`.
     pub ttl_s: i64,
 }
 
@@ -133,9 +135,17 @@ impl Default for Timing {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InvalidTiming {
     /// "Interval %r is <= 0".
-    IntervalNotPositive { interval_s: i64 },
+    IntervalNotPositive {
+        /// The interval given (s).
+        interval_s: i64,
+    },
     /// "TTL %r is <= interval %r".
-    TtlNotAboveInterval { ttl_s: i64, interval_s: i64 },
+    TtlNotAboveInterval {
+        /// The TTL given (s).
+        ttl_s: i64,
+        /// The interval given (s).
+        interval_s: i64,
+    },
 }
 
 impl Timing {

@@ -23,7 +23,11 @@ pub enum Verdict {
     /// Stamp is fresh.
     Master,
     /// Stamp is set but older than `MASTER_TIMEOUT` by this many µs: upstream logs a warning.
-    Stale { age_us: i64 },
+    Stale {
+        /// The stamp's age, `now - stamp` on the checking worker's clock (µs; at least
+        /// `MASTER_TIMEOUT`).
+        age_us: i64,
+    },
 }
 
 impl Verdict {

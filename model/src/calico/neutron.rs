@@ -25,9 +25,19 @@ pub const DB_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone, Debug)]
 pub enum Request {
     /// The Felix agent on `host` is alive.
-    ReportAgent { host: String, first_update: bool },
+    ReportAgent {
+        /// The Felix host.
+        host: String,
+        /// The report's `first_update`: its first report since Felix started.
+        first_update: bool,
+    },
     /// A port's status changed.
-    PortStatus { port: String, status: String },
+    PortStatus {
+        /// The Neutron port ID.
+        port: String,
+        /// The Neutron status to store: `ACTIVE`, `DOWN` or `ERROR`.
+        status: String,
+    },
 }
 
 /// The DB write failed.

@@ -53,8 +53,11 @@ pub type PortKey = (String, String);
 /// `PRIORITY_HIGH`, `PRIORITY_LOW`, `PRIORITY_RETRY` (lines 230-232).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Priority {
+    /// A live watch event: always queued, taken first.
     High = 0,
+    /// A snapshot replay: queued only if the cache held a different status.
     Low = 1,
+    /// A write retried 5 s after a database error: taken last.
     Retry = 2,
 }
 

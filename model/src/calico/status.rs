@@ -29,7 +29,10 @@ pub enum TimeFormat {
     /// `2026-01-01T00:00:05.123456Z`
     Zulu,
     /// `2026-01-01T05:30:05.123456+05:30` (local time with its offset, in minutes east of UTC)
-    Offset { minutes: i32 },
+    Offset {
+        /// The host's offset from UTC (minutes east).
+        minutes: i32,
+    },
     /// `2026-01-01T00:00:05.123456` (UTC, no timezone)
     Naive,
 }
@@ -248,7 +251,13 @@ pub enum Stale {
     /// Younger than the threshold.
     Fresh,
     /// Older than the threshold by `lag_us`; `warned` if the limiter let the warning through.
-    Stale { lag_us: i64, warned: bool },
+    Stale {
+        /// The report's age: the checking host's Unix wall time minus the report's `time` (µs;
+        /// above [`STALE_THRESHOLD_US`]).
+        lag_us: i64,
+        /// Whether the rate limiter let the warning through.
+        warned: bool,
+    },
     /// The handler raised (naive minus aware): the task dies.
     Raised(String),
 }

@@ -63,7 +63,9 @@ pub const RETRY: Duration = Duration::from_secs(5);
 /// Which watcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// The agent-status watcher: Felix liveness reports, forwarded to Neutron.
     Agent,
+    /// The endpoint-status watcher: port statuses, queued for the port-status writers.
     Endpoint,
 }
 

@@ -33,6 +33,7 @@ pub struct Workload {
     pub period_s: u32,
     /// Seconds between kubelet steps (range).
     pub step_min_s: u32,
+    /// Upper end of that range (s).
     pub step_max_s: u32,
     /// Percentage of steps that create a burst of pods.
     pub burst_percent: u32,

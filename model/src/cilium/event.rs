@@ -15,43 +15,86 @@ use sim::Short;
 pub enum CiliumEvent {
     // Cilium run's events, and they serialize as the same text as a `String`.)
     /// The kubelet created a pod (it needs an IP).
-    CiliumPodCreated { pod: Short },
+    CiliumPodCreated {
+        /// The pod's name (`HOST-pod-N`).
+        pod: Short,
+    },
     /// The agent gave a pod an IP.
-    CiliumPodIp { pod: Short, ip: Short },
+    CiliumPodIp {
+        /// The pod's name.
+        pod: Short,
+        /// The IP it got from the node's pool (dotted).
+        ip: Short,
+    },
     /// The kubelet deleted a pod (which had `ip`, if any).
-    CiliumPodDeleted { pod: Short, ip: Option<Short> },
+    CiliumPodDeleted {
+        /// The pod's name.
+        pod: Short,
+        /// The IP it had (none: it was still pending).
+        ip: Option<Short>,
+    },
     /// An entry of the agent's `release-ips` view changed (`state` none: removed).
     CiliumAgentState {
+        /// The IP of the entry (dotted).
         ip: Short,
+        /// Its handshake state now (`marked-for-release`, `ready-for-release`, `do-not-release`
+        /// or `released`); none: the entry is gone.
         state: Option<Short>,
+        /// Whether the agent counted the IP as used (by a pod) when the entry changed.
         allocated: bool,
     },
     /// The operator marked an IP for release (`observed_used`: it was in the used set it saw).
     CiliumMark {
+        /// The CiliumNode (node name) whose IP it is.
         node: String,
+        /// The IP marked (dotted).
         ip: String,
+        /// Whether the IP was in the CiliumNode's `status.ipam.used` the operator saw.
         observed_used: bool,
+        /// The resourceVersion of the CiliumNode the operator decided on.
         observed_rv: u64,
     },
     /// The operator dropped a handshake entry: the IP is no longer excess.
-    CiliumAbort { node: String, ip: String },
+    CiliumAbort {
+        /// The CiliumNode (node name) whose IP it is.
+        node: String,
+        /// The IP whose handshake was dropped (dotted).
+        ip: String,
+    },
     /// The operator decided to unassign an IP (`state_seen`: the handshake state it saw).
     CiliumRelease {
+        /// The CiliumNode (node name) whose IP it is.
         node: String,
+        /// The IP to unassign (dotted).
         ip: String,
+        /// The agent's answer the operator saw (`ready-for-release`; empty without the handshake).
         state_seen: String,
+        /// How long the IP had been excess by the operator's monotonic clock (ms).
         excess_for_ms: u64,
+        /// The resourceVersion of the CiliumNode the operator decided on.
         observed_rv: u64,
+        /// False with bug `cilium-no-handshake` (released without asking the agent).
         handshake: bool,
     },
     /// An operator's elector called OnStartedLeading: its IPAM starts (`identity`: its Lease
     /// holder identity, `transitions`: the Lease's leaderTransitions it won with).
-    CiliumLeading { identity: String, transitions: i32 },
+    CiliumLeading {
+        /// The operator's Lease holder identity (`HOST-PID`).
+        identity: String,
+        /// The Lease's `leaderTransitions` in the record it won with.
+        transitions: i32,
+    },
     /// An operator's leader context ended (leadership lost or released): with the graceful
     /// shutdown of the pinned commit its IPAM keeps running until the process exits.
-    CiliumLeadershipLost { identity: String },
+    CiliumLeadershipLost {
+        /// The operator's Lease holder identity (`HOST-PID`).
+        identity: String,
+    },
     /// An operator's IPAM started its work as leader after the blocking cloud resync.
-    CiliumIpamStarted { identity: String },
+    CiliumIpamStarted {
+        /// The operator's Lease holder identity (`HOST-PID`).
+        identity: String,
+    },
 }
 
 sim::system_event!(CiliumEvent);

@@ -13,26 +13,46 @@ pub enum MetallbEvent {
     /// This speaker's memberlist view of `member` changed (`state`: alive, suspect, dead, left,
     /// forgotten).
     MlMember {
+        /// The member's name (its node's).
         member: String,
+        /// Its new state: `alive`, `suspect`, `dead`, `left` or `forgotten`.
         state: String,
+        /// The incarnation the change is about.
         incarnation: u32,
     },
     /// `join(addresses)` finished: `joined` of them answered.
     MlJoin {
+        /// The speaker IPs joined (those of speakers not already members).
         addresses: Vec<String>,
+        /// How many of them completed the push/pull exchange.
         joined: u32,
+        /// What started it: `start` (the single join of bug `metallb-join-once`), `tick` (the
+        /// periodic rejoin) or `request` (the first IP list arrived, or the speaker's own Node
+        /// changed).
         cause: String,
     },
     /// The speaker's cache of speaker IPs was refreshed from the API server.
-    SpeakerIps { ips: Vec<String> },
+    SpeakerIps {
+        /// The speaker pods' IPs, as listed.
+        ips: Vec<String>,
+    },
     /// The speaker started announcing `ip` (`candidates`: its own ordering input).
     L2Announce {
+        /// The Service's name.
         service: String,
+        /// The Service's IP (dotted).
         ip: String,
+        /// The nodes this speaker considered eligible to announce it, in its views' order (this
+        /// node came first in `announce_order`).
         candidates: Vec<String>,
     },
     /// The speaker stopped announcing `ip`.
-    L2Withdraw { service: String, ip: String },
+    L2Withdraw {
+        /// The Service's name.
+        service: String,
+        /// The IP no longer announced (dotted).
+        ip: String,
+    },
 }
 
 sim::system_event!(MetallbEvent);

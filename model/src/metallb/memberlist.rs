@@ -52,9 +52,13 @@ pub type Name = Short;
 /// A member's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
+    /// Answers probes (or was last heard to be alive at its incarnation).
     Alive,
+    /// Missed a probe; declared dead when its suspicion times out unless it refutes.
     Suspect,
+    /// Declared dead by another member (its suspicion expired).
     Dead,
+    /// Left gracefully (declared dead by itself).
     Left,
 }
 
@@ -77,18 +81,46 @@ impl State {
 /// What a push/pull exchange carries about one member.
 #[derive(Clone, Copy, Debug)]
 pub struct NodeState {
+    /// The member's name (its node's).
     pub name: Name,
+    /// The node its speaker runs on (where its datagrams go).
     pub addr: NodeIx,
+    /// The incarnation the state is about (a member raises its own to refute a suspicion).
     pub incarnation: u32,
+    /// The member's state as the sender sees it.
     pub state: State,
 }
 
 /// A gossiped broadcast.
 #[derive(Clone, Copy, Debug)]
 pub enum Broadcast {
-    Alive { name: Name, addr: NodeIx, inc: u32 },
-    Suspect { name: Name, inc: u32, from: Name },
-    Dead { name: Name, inc: u32, from: Name },
+    /// `name` is alive at incarnation `inc` (a join, or a refutation).
+    Alive {
+        /// The member.
+        name: Name,
+        /// The node its speaker runs on.
+        addr: NodeIx,
+        /// Its incarnation.
+        inc: u32,
+    },
+    /// `from` suspects `name` at incarnation `inc` (a first suspicion or a confirmation).
+    Suspect {
+        /// The suspected member.
+        name: Name,
+        /// The incarnation suspected.
+        inc: u32,
+        /// The member that suspects it.
+        from: Name,
+    },
+    /// `from` declares `name` dead at incarnation `inc` (`from == name`: it left).
+    Dead {
+        /// The dead (or departing) member.
+        name: Name,
+        /// The incarnation declared dead.
+        inc: u32,
+        /// The member that declares it.
+        from: Name,
+    },
 }
 
 impl Broadcast {
@@ -104,18 +136,28 @@ impl Broadcast {
 /// A UDP packet.
 #[derive(Clone, Debug)]
 pub enum Packet {
+    /// A probe: the receiver acks it if it is `target`.
     Ping {
+        /// The sender's sequence number, echoed in the ack.
         seq: u32,
+        /// The member the probe is for.
         target: Name,
     },
+    /// Asks the receiver to ping `name` at `target` for the sender and forward the ack.
     IndirectPing {
+        /// The sender's sequence number, echoed in the forwarded ack.
         seq: u32,
+        /// The node to ping.
         target: NodeIx,
+        /// The member expected there.
         name: Name,
     },
+    /// Answers a ping (or forwards the answer to an indirect one).
     Ack {
+        /// The sequence number of the ping it answers.
         seq: u32,
     },
+    /// Queued broadcasts, each applied in order by the receiver.
     Gossip(Vec<Broadcast>),
 }
 

@@ -156,8 +156,11 @@ pub struct Switches {
 /// The speakers' network: each speaker's IP and node, its memberlist datagram inbox and its
 /// push/pull endpoint (what resolving an IP and opening a socket give real code).
 pub struct Peers {
+    /// Each speaker's IP (dotted) and node.
     pub by_ip: Vec<(String, NodeIx)>,
+    /// Each speaker node's memberlist datagram inbox.
     pub udp: std::collections::BTreeMap<NodeIx, sim::net::Datagrams<memberlist::Packet>>,
+    /// Each speaker node's push/pull endpoint.
     pub tcp: std::collections::BTreeMap<NodeIx, memberlist::Tcp>,
 }
 
@@ -194,9 +197,13 @@ impl Peers {
 /// What a speaker needs to start.
 #[derive(Clone)]
 pub struct SpeakerConfig {
+    /// The API server (the kubelet's Lease; the speaker's Nodes, Services, Endpoints and Pods).
     pub kube: Kube,
+    /// The layer-2 segment the speaker announces service IPs on.
     pub segment: Segment,
+    /// The speakers' network.
     pub peers: Rc<Peers>,
+    /// The run's MetalLB bug switches.
     pub switches: Switches,
 }
 

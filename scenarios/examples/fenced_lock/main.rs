@@ -54,6 +54,7 @@ impl FencedOptions {
 #[derive(Clone, Copy, Debug)]
 pub struct Pauses;
 
+/// The fenced-lock system: its switch, scenario family and deployment, for faultline's registry.
 pub struct FencedLock;
 
 static SWITCHES: &[Switch] = &[Switch {

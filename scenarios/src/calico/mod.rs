@@ -43,6 +43,7 @@ pub struct CalicoOptions {
     pub hosts: u32,
     /// One-way network latency range (µs).
     pub latency_min_us: u64,
+    /// Upper end of that range (µs).
     pub latency_max_us: u64,
     /// Wall clock offset at start per node (hosts, then etcd), ms.
     pub clock_offset_ms: Vec<i64>,
@@ -101,12 +102,24 @@ impl CalicoOptions {
 /// Which scenario of the family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
+    /// `calico-silent-task-death`: silent deaths and stalls of the elector, compaction and
+    /// status-watcher tasks.
     SilentTaskDeath,
+    /// `calico-clock-skew`: skewed, drifting and stepped wall clocks on the hosts and etcd, plus
+    /// elector stalls.
     ClockSkew,
+    /// `calico-split-brain`: partitions, pauses, latency and etcd unavailability, ambiguity and
+    /// slowness.
     SplitBrain,
+    /// `calico-restart`: graceful restarts, manager crashes, host reboots, etcd restarts and
+    /// garbled replies.
     Restart,
+    /// `calico-status-backlog`: the status watchers under a slow Neutron DB, snapshot replays,
+    /// every timestamp format, skewed and rebooting compute hosts.
     StatusBacklog,
+    /// `calico-watchdog`: the mutual watchdog under silent deaths of every worker task.
     Watchdog,
+    /// `calico-swarm`: every Calico fault kind together.
     Swarm,
 }
 

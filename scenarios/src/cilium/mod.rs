@@ -69,15 +69,19 @@ pub const PODS_BOUND_US: u64 = {
 /// The options a seed draws for a Cilium scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CiliumOptions {
+    /// Kubernetes nodes (`n1`..), each with an agent and a kubelet.
     pub nodes: u32,
     /// Operator processes (replicas of the Deployment, each on its own node).
     pub operators: u32,
     /// `min-allocate` and `max-above-watermark` of every node.
     pub min_allocate: u32,
+    /// `max-above-watermark` of every node (IPs).
     pub max_above_watermark: u32,
     /// How long the graceful shutdown's stop hooks keep a deposed leader's IPAM running (ms).
     pub shutdown_linger_ms: u64,
+    /// One-way network latency range: lower end (µs).
     pub latency_min_us: u64,
+    /// Upper end of that range (µs).
     pub latency_max_us: u64,
     /// Interfaces per node.
     pub enis: u32,
@@ -88,8 +92,11 @@ pub struct CiliumOptions {
     pub workloads: Vec<Workload>,
     /// Wall clock offset (ms) and drift (ppm) of the operator and each node.
     pub clock_offset_ms: Vec<i64>,
+    /// Wall clock drift (ppm), in the same order as `clock_offset_ms`.
     pub drift_ppm: Vec<i64>,
+    /// Fault kinds this seed enables (swarm testing).
     pub fault_kinds: Vec<FaultChoice>,
+    /// How many faults were drawn.
     pub fault_count: u32,
 }
 
@@ -116,9 +123,16 @@ impl CiliumOptions {
 /// Which Cilium scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
+    /// `cilium-silent-task-death`: the agent's status writer or the operator's maintenance dies
+    /// silently, stalls or restarts.
     SilentTaskDeath,
+    /// `cilium-clock-skew`: skewed, drifting and stepped wall clocks, and operators' monotonic
+    /// clocks running fast or slow.
     ClockSkew,
+    /// `cilium-split-brain`: partitions between agents, the API server, the operators and the
+    /// cloud, paused and slowed operators.
     SplitBrain,
+    /// `cilium-swarm`: every Cilium fault kind together, with cloud and API server failures.
     Swarm,
 }
 

@@ -57,6 +57,7 @@ const S: u64 = 1_000_000;
 /// A LoadBalancer service.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceOpt {
+    /// The service's LoadBalancer IP (`192.168.10.K` for `svc-K`).
     pub ip: String,
     /// `externalTrafficPolicy: Local`.
     pub local: bool,
@@ -67,9 +68,13 @@ pub struct ServiceOpt {
 /// The options a seed draws for a MetalLB scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetallbOptions {
+    /// Speaker nodes (`n1`..), each with a kubelet and a speaker.
     pub speakers: u32,
+    /// One-way network latency range: lower end (µs).
     pub latency_min_us: u64,
+    /// Upper end of that range (µs).
     pub latency_max_us: u64,
+    /// The LoadBalancer services, `svc-1`.. in order.
     pub services: Vec<ServiceOpt>,
     /// Nodes labelled `node.kubernetes.io/exclude-from-external-load-balancers`.
     pub excluded: Vec<String>,
@@ -77,8 +82,11 @@ pub struct MetallbOptions {
     pub network_unavailable: Vec<String>,
     /// Wall clock offset (ms) and drift (ppm) of each speaker node.
     pub clock_offset_ms: Vec<i64>,
+    /// Wall clock drift (ppm), in the same order as `clock_offset_ms`.
     pub drift_ppm: Vec<i64>,
+    /// Fault kinds this seed enables (swarm testing).
     pub fault_kinds: Vec<FaultChoice>,
+    /// How many faults were drawn.
     pub fault_count: u32,
 }
 
@@ -103,9 +111,16 @@ fn speaker_ip(i: usize) -> String {
 /// Which MetalLB scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
+    /// `metallb-silent-task-death`: the join loop or the IP cache refresh dies silently or
+    /// stalls, with speaker crashes and partitions.
     SilentTaskDeath,
+    /// `metallb-clock-skew`: skewed, drifting and stepped wall clocks, paused nodes and latency
+    /// spikes.
     ClockSkew,
+    /// `metallb-split-brain`: complete, partial and simplex partitions of 3 to 7 speakers, with
+    /// and without an API server outage.
     SplitBrain,
+    /// `metallb-swarm`: every MetalLB fault kind together, with crashes and graceful restarts.
     Swarm,
 }
 

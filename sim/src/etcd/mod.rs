@@ -86,32 +86,53 @@ impl EtcdError {
 
 /// A request to the server.
 pub enum Request {
+    /// Reads a key or a prefix, now or at a past revision.
     Range {
+        /// The key, or the prefix with `prefix`.
         key: String,
+        /// Read every key that starts with `key`.
         prefix: bool,
+        /// Revision to read at (0: the current one).
         revision: i64,
     },
+    /// Runs a transaction (every put and delete goes through one).
     Txn(Txn),
+    /// Grants a new lease.
     Grant {
+        /// Requested TTL (s), raised to the server's minimum.
         ttl_s: i64,
     },
+    /// Renews a lease to its full TTL.
     KeepAlive {
+        /// The lease's ID.
         lease: i64,
     },
+    /// Revokes a lease, deleting its keys.
     Revoke {
+        /// The lease's ID.
         lease: i64,
     },
+    /// Asks for a lease's remaining and granted TTL.
     TimeToLive {
+        /// The lease's ID.
         lease: i64,
     },
+    /// Compacts history up to a revision.
     Compact {
+        /// Versions older than this become unreadable.
         revision: i64,
     },
+    /// Asks for the store's current and compacted revisions.
     Status,
+    /// Opens a watch on a key or a prefix.
     Watch {
+        /// The key, or the prefix with `prefix`.
         key: String,
+        /// Watch every key that starts with `key`.
         prefix: bool,
+        /// Send the changes from this revision on first (0: only changes from now on).
         start_revision: i64,
+        /// Where the server sends the watch's messages.
         tx: StreamTx<WatchMsg>,
     },
 }
@@ -135,32 +156,52 @@ impl Request {
 /// A successful response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Response {
+    /// Answer to [`Request::Range`].
     Range {
+        /// The live keys in range at the revision read, in key order.
         kvs: Vec<KeyValue>,
+        /// Header revision: the store's current revision.
         revision: i64,
     },
+    /// Answer to [`Request::Txn`].
     Txn(TxnResponse),
+    /// Answer to [`Request::Grant`].
     Grant {
+        /// The new lease's ID.
         lease: i64,
+        /// The TTL granted (s), at least the server's minimum.
         ttl_s: i64,
     },
+    /// Answer to [`Request::KeepAlive`].
     KeepAlive {
+        /// The lease's TTL (s) from now; 0 if it was unknown or had already expired.
         ttl_s: i64,
     },
+    /// Answer to [`Request::Revoke`].
     Revoke {
+        /// The store's revision after the revocation's deletions.
         revision: i64,
     },
+    /// Answer to [`Request::TimeToLive`].
     TimeToLive {
+        /// Remaining TTL (s, rounded up); -1 for an unknown or expired lease.
         ttl_s: i64,
+        /// The TTL the lease was granted with (s); 0 for an unknown or expired lease.
         granted_ttl_s: i64,
     },
+    /// Answer to [`Request::Compact`].
     Compact {
+        /// The store's current revision (header revision).
         revision: i64,
     },
+    /// Answer to [`Request::Status`].
     Status {
+        /// The store's current revision.
         revision: i64,
+        /// The revision up to which history was compacted (0: never).
         compact_revision: i64,
     },
+    /// The watch is open; its messages arrive on the request's stream.
     Watch,
 }
 
@@ -180,7 +221,10 @@ pub enum WatchMsg {
     /// Changes, in revision order (shared by every watcher they match, not copied for each).
     Events(Vec<Rc<WatchEvent>>),
     /// The watch was cancelled because its start revision was compacted.
-    Canceled { compact_revision: i64 },
+    Canceled {
+        /// The revision up to which history was compacted.
+        compact_revision: i64,
+    },
 }
 
 struct Watcher {

@@ -24,10 +24,15 @@ pub struct KeyValue {
     /// Key and value are shared: a put stores one copy, and every version, read, watch event and
     /// trace event refers to it.
     pub key: Arc<str>,
+    /// The value as last put.
     pub value: Arc<str>,
+    /// Revision of the put that created the key (since its last deletion).
     pub create_revision: i64,
+    /// Revision of the key's latest change.
     pub mod_revision: i64,
+    /// Puts since creation: 1 on create, +1 per put.
     pub version: i64,
+    /// ID of the lease the key is attached to (0: none).
     pub lease: i64,
 }
 
@@ -49,7 +54,9 @@ pub struct WatchEvent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum EventKind {
+    /// The key was created or updated.
     Put,
+    /// The key was deleted (by a client, or with its lease).
     Delete,
 }
 
@@ -57,7 +64,10 @@ pub enum EventKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StoreError {
     /// The requested revision has been compacted (`etcdserver: mvcc: required revision has been compacted`).
-    Compacted { compact_revision: i64 },
+    Compacted {
+        /// The revision up to which history was compacted.
+        compact_revision: i64,
+    },
     /// The requested revision is in the future.
     FutureRevision,
     /// The lease does not exist (`etcdserver: requested lease not found`).
@@ -68,44 +78,66 @@ pub enum StoreError {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Target {
+    /// The key's value, compared as text (false on a missing key, whatever the operator).
     Value(String),
+    /// The key's `version` (0 if missing).
     Version(i64),
+    /// The key's `create_revision` (0 if missing).
     CreateRevision(i64),
+    /// The key's `mod_revision` (0 if missing).
     ModRevision(i64),
+    /// The key's lease ID (0 if missing or without a lease).
     Lease(i64),
 }
 
 /// Comparison operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CmpOp {
+    /// The key's attribute equals the target's.
     Equal,
+    /// The key's attribute differs from the target's.
     NotEqual,
+    /// The key's attribute is below the target's.
     Less,
+    /// The key's attribute is above the target's.
     Greater,
 }
 
 /// One guard of a transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Compare {
+    /// The key whose current state is compared.
     pub key: String,
+    /// How the key's attribute must relate to the target's value.
     pub op: CmpOp,
+    /// Which attribute, and the value it is compared with.
     pub target: Target,
 }
 
 /// One operation of a transaction branch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
+    /// Reads a key or prefix (seeing the transaction's earlier writes).
     Range {
+        /// The key, or the prefix with `prefix`.
         key: String,
+        /// Read every key that starts with `key`.
         prefix: bool,
     },
+    /// Creates or updates a key.
     Put {
+        /// The key written.
         key: String,
+        /// Its new value.
         value: String,
+        /// Lease to attach it to (0: none); an unknown lease fails the whole transaction.
         lease: i64,
     },
+    /// Deletes a key or every key under a prefix.
     Delete {
+        /// The key, or the prefix with `prefix`.
         key: String,
+        /// Delete every key that starts with `key`.
         prefix: bool,
     },
 }
@@ -113,16 +145,28 @@ pub enum Op {
 /// Result of one operation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OpResult {
-    Range { kvs: Vec<KeyValue> },
+    /// What a [`Op::Range`] read.
+    Range {
+        /// The live keys in range, in key order.
+        kvs: Vec<KeyValue>,
+    },
+    /// A [`Op::Put`] was applied.
     Put,
-    Delete { deleted: i64 },
+    /// What a [`Op::Delete`] did.
+    Delete {
+        /// How many live keys it deleted.
+        deleted: i64,
+    },
 }
 
 /// A transaction: if every compare holds, run `success`, else `failure`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Txn {
+    /// Guards that must all hold for `success` to run (none: always).
     pub compare: Vec<Compare>,
+    /// Operations run, in order, when every guard holds.
     pub success: Vec<Op>,
+    /// Operations run, in order, when some guard fails.
     pub failure: Vec<Op>,
 }
 
@@ -185,9 +229,11 @@ impl Txn {
 /// Result of a transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TxnResponse {
+    /// Whether every compare held (so `success` ran, not `failure`).
     pub succeeded: bool,
     /// Header revision: the store's revision after the transaction.
     pub revision: i64,
+    /// One result per operation of the branch that ran, in order.
     pub results: Vec<OpResult>,
 }
 

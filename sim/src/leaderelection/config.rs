@@ -89,11 +89,17 @@ impl LeaderElectionConfig {
 /// A configuration `NewLeaderElector` rejects; `Display` gives upstream's message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigError {
+    /// `lease_duration <= renew_deadline`.
     LeaseDurationNotAboveRenewDeadline,
+    /// `renew_deadline <= retry_period * JitterFactor` (the float product, truncated).
     RenewDeadlineNotAboveJitteredRetry,
+    /// `lease_duration` is zero.
     ZeroLeaseDuration,
+    /// `renew_deadline` is zero.
     ZeroRenewDeadline,
+    /// `retry_period` is zero.
     ZeroRetryPeriod,
+    /// `identity` is the empty string.
     EmptyIdentity,
 }
 

@@ -11,12 +11,18 @@ use super::*;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct LeaseSpec {
+    /// `holderIdentity`: the identity of the current holder (empty or unset: none).
     pub holder_identity: Option<String>,
+    /// `leaseDurationSeconds`: how long (s) a candidate that saw the record change holds it valid
+    /// before it may take the lock.
     pub lease_duration_seconds: Option<i32>,
+    /// `acquireTime`: when the current holder acquired the lock (wall µs).
     #[serde(with = "micro_time")]
     pub acquire_time: Option<i64>,
+    /// `renewTime`: when the holder last renewed (wall µs, on the holder's clock).
     #[serde(with = "micro_time")]
     pub renew_time: Option<i64>,
+    /// `leaseTransitions`: how many times the holder has changed.
     pub lease_transitions: Option<i32>,
 }
 
@@ -50,10 +56,15 @@ pub fn peek_lease(kube: &Kube, name: &str) -> Option<LeaseSpec> {
 /// coordinated-election fields. Times are wall µs; `None` is the zero time.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LeaderElectionRecord {
+    /// `HolderIdentity`: the holder's identity (empty: none).
     pub holder_identity: String,
+    /// `LeaseDurationSeconds` (0 if unset).
     pub lease_duration_seconds: i32,
+    /// `AcquireTime` (wall µs).
     pub acquire_time_us: Option<i64>,
+    /// `RenewTime` (wall µs).
     pub renew_time_us: Option<i64>,
+    /// `LeaderTransitions` (0 if unset).
     pub leader_transitions: i32,
 }
 
@@ -184,6 +195,8 @@ pub struct Snapshot {
     pub is_leader: bool,
     /// The last observed record and when it was observed (this node's monotonic µs).
     pub observed: LeaderElectionRecord,
+    /// When `observed` was last set (this node's monotonic clock, µs): the lease is valid until
+    /// this plus the observed record's `lease_duration_seconds`.
     pub observed_time_mono_us: u64,
     /// The last leader reported to `OnNewLeader` (empty before the first).
     pub reported_leader: String,

@@ -45,6 +45,7 @@ use std::rc::Rc;
 /// The pool maintainer's backoff after a failed pass: from 1 s, doubling, at most 5 min
 /// (node_manager.go:312-330).
 const BACKOFF_MIN_US: u64 = 1_000_000;
+/// The longest of those backoffs (µs): 5 min.
 pub const BACKOFF_MAX_US: u64 = 300_000_000;
 
 /// A CiliumNode as the operator last saw it, each part parsed when first needed (most versions

@@ -56,10 +56,12 @@ pub struct OperatorConfig {
     pub release_excess: bool,
     /// Interfaces per node and their capacity.
     pub enis: u32,
+    /// Secondary IPs each interface can hold.
     pub eni_capacity: u32,
     /// How long the stop hooks that run before the IPAM's context is cancelled take, after
     /// leadership is lost (graceful shutdown; ignored with `cilium-exit-on-lost-lead`).
     pub shutdown_linger: Duration,
+    /// The Cilium bug and fix switches of the run.
     pub switches: Switches,
 }
 
