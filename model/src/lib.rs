@@ -3,7 +3,6 @@
 //! Each model is the CURRENT upstream coordination logic of its system, with the constants of
 //! `shared/spec/`, written against the environment `sim` hands it (a `Proc`, service clients,
 //! clocks). Historic bugs and proposed fixes are switches.
-#![forbid(unsafe_code)]
 
 pub mod calico;
 pub mod cilium;

@@ -1,6 +1,5 @@
 //! faultline's scenarios: the catalog, their invariants and coverage points, exploration, replay
 //! files, and (in `src/bin/faultline.rs`) the command line.
-#![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod calico;

@@ -11,7 +11,6 @@
 //! * [`cloud`]: a simulated ENI-style cloud IP API (ground truth of assigned IPs);
 //! * [`short`]: inline short strings ordered as their text (IP addresses, interface names);
 //! * [`event`], [`fault`], [`monitor`]: the typed vocabulary shared with models, scenarios and reports.
-#![forbid(unsafe_code)]
 
 pub mod clock;
 pub mod cloud;

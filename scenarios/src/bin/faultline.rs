@@ -1,5 +1,4 @@
 //! `faultline`: the command line over the built-in systems (see [`scenarios::cli`]).
-#![forbid(unsafe_code)]
 
 /// mimalloc: runs allocate and free many small objects (events, messages, futures).
 #[global_allocator]
