@@ -22,7 +22,8 @@ pub enum Verdict {
     NotMaster,
     /// Stamp is fresh.
     Master,
-    /// Stamp is set but older than `MASTER_TIMEOUT` by this many µs: upstream logs a warning.
+    /// Stamp is set but older than `MASTER_TIMEOUT` (`age_us` is its whole age): upstream logs a
+    /// warning.
     Stale {
         /// The stamp's age, `now - stamp` on the checking worker's clock (µs; at least
         /// `MASTER_TIMEOUT`).

@@ -250,7 +250,8 @@ pub enum Stale {
     Unparsable,
     /// Younger than the threshold.
     Fresh,
-    /// Older than the threshold by `lag_us`; `warned` if the limiter let the warning through.
+    /// Older than the threshold (`lag_us` is the whole age); `warned` if the limiter let the
+    /// warning through.
     Stale {
         /// The report's age: the checking host's Unix wall time minus the report's `time` (µs;
         /// above [`STALE_THRESHOLD_US`]).
