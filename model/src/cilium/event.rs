@@ -13,7 +13,6 @@ use sim::Short;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum CiliumEvent {
-    // Cilium run's events, and they serialize as the same text as a `String`.)
     /// The kubelet created a pod (it needs an IP).
     CiliumPodCreated {
         /// The pod's name (`HOST-pod-N`).
