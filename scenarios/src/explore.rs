@@ -40,12 +40,13 @@ pub fn check_switches(
     bugs: &[String],
     fixes: &[String],
 ) -> Result<(), BadInput> {
-    for (names, kind, flag) in [
-        (bugs, SwitchKind::Bug, "--bug"),
-        (fixes, SwitchKind::Fix, "--fix"),
-    ] {
+    for (names, flag) in [(bugs, "--bug"), (fixes, "--fix")] {
         for n in names {
-            let Some(sw) = reg.switch(n, kind) else {
+            let sw = match flag {
+                "--bug" => reg.bug_or_mutant(n),
+                _ => reg.switch(n, SwitchKind::Fix),
+            };
+            let Some(sw) = sw else {
                 return Err(BadInput(format!(
                     "unknown {flag} switch '{n}' (see `faultline bugs`)"
                 )));

@@ -1,7 +1,13 @@
 //! Invariants declared once: each system's monitor reports a violation by one of these, and the
 //! docs' invariant tables and `faultline invariants` are generated from them.
+//!
+//! An invariant is one promise a system makes to its users (issue 29's catalog): its kind (safety:
+//! at every instant; liveness: once faults stop, within a bound), the bound as a number computed
+//! from the model's constants (`bound_us`, with the derivation in words), what it checks, and the
+//! upstream behaviour it stands for. Every invariant has at least one `mutant` switch (a
+//! deliberately broken model) that trips it from random seeds (`scenarios/tests/mutants.rs`).
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use sim::Kind;
 
 /// One promise a system makes to its users, as its monitor checks it.
@@ -12,10 +18,23 @@ pub struct Invariant {
     /// Safety (must hold at every instant) or liveness (must happen within `bound` once faults
     /// stop).
     pub kind: Kind,
-    /// The bound in words, where one applies (how it is derived from the model's constants).
+    /// The bound in simulated microseconds, computed from the model's constants (for a system whose
+    /// bound grows with the cluster: at the scenarios' smallest cluster). Serialized as `bound_s`.
+    #[serde(rename = "bound_s", serialize_with = "as_secs")]
+    pub bound_us: Option<u64>,
+    /// The bound in words: how it is derived from the model's constants.
     pub bound: &'static str,
     /// What it checks, in one sentence.
     pub meaning: &'static str,
+    /// The upstream behaviour it stands for (what users of the real system rely on).
+    pub upstream: &'static str,
+}
+
+fn as_secs<S: Serializer>(us: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match us {
+        Some(us) => s.serialize_f64(*us as f64 / 1e6),
+        None => s.serialize_none(),
+    }
 }
 
 impl Invariant {
@@ -24,17 +43,33 @@ impl Invariant {
         Invariant {
             name,
             kind: Kind::Safety,
+            bound_us: None,
             bound: "",
             meaning,
+            upstream: "",
         }
     }
 
-    /// The same with a bound.
+    /// The same with a bound in words (see [`Invariant::bound_us`] for the number).
     pub const fn bounded(self, bound: &'static str) -> Invariant {
         Invariant { bound, ..self }
     }
 
-    /// A liveness invariant and its bound.
+    /// The bound as a number (simulated microseconds), computed from the model's constants.
+    pub const fn bound_us(self, us: u64) -> Invariant {
+        Invariant {
+            bound_us: Some(us),
+            ..self
+        }
+    }
+
+    /// The upstream behaviour it stands for.
+    pub const fn upstream(self, upstream: &'static str) -> Invariant {
+        Invariant { upstream, ..self }
+    }
+
+    /// A liveness invariant and its bound in words (give the number with
+    /// [`Invariant::bound_us`]).
     pub const fn liveness(
         name: &'static str,
         bound: &'static str,
@@ -43,8 +78,19 @@ impl Invariant {
         Invariant {
             name,
             kind: Kind::Liveness,
+            bound_us: None,
             bound,
             meaning,
+            upstream: "",
+        }
+    }
+
+    /// The bound for a table: the number (when there is one) and its derivation.
+    pub fn bound_text(&self) -> String {
+        match (self.bound_us, self.bound) {
+            (Some(us), "") => sim::units::show_secs(us),
+            (Some(us), words) => format!("{}: {words}", sim::units::show_secs(us)),
+            (None, words) => words.to_string(),
         }
     }
 }
@@ -67,12 +113,17 @@ pub fn docs(reg: &crate::Registry) -> String {
 
 /// The invariants of `invariants` as a Markdown table (the docs' tables are this output).
 pub fn markdown(invariants: &[&Invariant]) -> String {
-    let mut out =
-        String::from("| invariant | kind | bound | what it checks |\n|---|---|---|---|\n");
+    let mut out = String::from(
+        "| invariant | kind | bound | what it checks | upstream behaviour |\n|---|---|---|---|---|\n",
+    );
     for i in invariants {
         out += &format!(
-            "| `{}` | {} | {} | {} |\n",
-            i.name, i.kind, i.bound, i.meaning
+            "| `{}` | {} | {} | {} | {} |\n",
+            i.name,
+            i.kind,
+            i.bound_text(),
+            i.meaning,
+            i.upstream
         );
     }
     out

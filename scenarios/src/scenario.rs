@@ -132,7 +132,8 @@ impl RunSpec {
     }
 }
 
-/// Bug (restores historic behaviour) or fix (a remedy for a finding).
+/// Bug (restores historic behaviour), fix (a remedy for a finding) or mutant (a deliberately
+/// broken model that shows an invariant can fail).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SwitchKind {
@@ -140,6 +141,17 @@ pub enum SwitchKind {
     Bug,
     /// `--fix`: the model applies a remedy for a finding of the switch's scenario.
     Fix,
+    /// `--bug` too: a small deliberate break of the model (no upstream behaviour), which the
+    /// switch's scenario catches through the invariant the switch `trips`
+    /// (`scenarios/tests/mutants.rs`).
+    Mutant,
+}
+
+fn invariant_name<S: serde::Serializer>(
+    i: &Option<&'static crate::invariant::Invariant>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(i.map_or("", |i| i.name))
 }
 
 /// A `--bug` or `--fix` switch.
@@ -153,6 +165,9 @@ pub struct Switch {
     pub system: &'static str,
     /// The scenario that finds the bug (or whose finding the fix remedies).
     pub scenario: &'static str,
+    /// For a mutant: the invariant that catches it.
+    #[serde(serialize_with = "invariant_name")]
+    pub trips: Option<&'static crate::invariant::Invariant>,
     /// One line: what it changes.
     pub about: &'static str,
 }

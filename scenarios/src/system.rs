@@ -471,6 +471,12 @@ impl Registry {
     pub fn switch(&self, name: &str, kind: SwitchKind) -> Option<&'static Switch> {
         self.switches().find(|s| s.name == name && s.kind == kind)
     }
+
+    /// A switch `--bug` accepts by name: a bug or a mutant.
+    pub fn bug_or_mutant(&self, name: &str) -> Option<&'static Switch> {
+        self.switch(name, SwitchKind::Bug)
+            .or_else(|| self.switch(name, SwitchKind::Mutant))
+    }
 }
 
 /// The built-in systems: one line each.

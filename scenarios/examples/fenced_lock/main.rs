@@ -60,6 +60,7 @@ pub struct FencedLock;
 static SWITCHES: &[Switch] = &[Switch {
     name: "unfenced",
     kind: SwitchKind::Bug,
+    trips: None,
     system: "fenced-lock",
     scenario: "fenced-lock-pauses",
     about: "replicas write without a fencing token: a paused leader's late write lands after its successor's",

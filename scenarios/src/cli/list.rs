@@ -29,12 +29,14 @@ pub(super) fn bugs(reg: &'static Registry, a: BugsArgs) -> Result<u8, BadInput> 
         );
     } else {
         for s in reg.switches() {
+            let trips = s.trips.map(|i| format!(" (trips {})", i.name));
             println!(
-                "{:<30} {:<4} found by {:<26} {}",
+                "{:<36} {:<6} found by {:<26} {}{}",
                 s.name,
                 format!("{:?}", s.kind).to_lowercase(),
                 s.scenario,
-                s.about
+                s.about,
+                trips.unwrap_or_default()
             );
         }
     }
@@ -78,15 +80,19 @@ pub(super) fn invariants(reg: &'static Registry, a: InvariantsArgs) -> Result<u8
     for s in reg.systems() {
         for i in s.invariants {
             if !a.json {
+                let bound = i.bound_us.map(sim::units::show_secs).unwrap_or_default();
                 println!(
-                    "{:<32} {:<8} {:<9} {}",
+                    "{:<32} {:<8} {:<9} {:>11}  {}",
                     i.name,
                     s.name,
                     i.kind.to_string(),
+                    bound,
                     i.meaning
                 );
             }
-            list.push(json!({"system": s.name, "name": i.name, "kind": i.kind, "bound": i.bound, "meaning": i.meaning}));
+            let mut entry = serde_json::to_value(i).expect("an invariant serializes");
+            entry["system"] = json!(s.name);
+            list.push(entry);
         }
     }
     if a.json {

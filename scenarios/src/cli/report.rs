@@ -33,7 +33,7 @@ fn report_from(spec: &RunSpec, outcome: &sim::Outcome, replay: String) -> report
         bounds: sc
             .invariants
             .iter()
-            .map(|i| (i.name.to_string(), i.bound.to_string()))
+            .map(|i| (i.name.to_string(), i.bound_text()))
             .collect(),
     };
     reports::build(&info, outcome, &mut *sc.lens())
