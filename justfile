@@ -31,3 +31,7 @@ check-determinism scenario="calico-split-brain" seeds="50":
 # Seeds per second per core and simulated-time speedup of every scenario.
 bench:
     cargo run --release --bin faultline -- bench
+
+# Regenerate the docs' generated tables (findings, invariants, switches) from the registry.
+docs:
+    .ci/regen-docs

@@ -402,6 +402,17 @@ fn crash_outcome(msg: String) -> Outcome {
     }
 }
 
+/// Coverage as an oracle (issue 29): the scenario's "sometimes" points that no seed reached, once
+/// the exploration ran at least the scenario's CI budget (fewer seeds prove nothing). Each is a
+/// failure of its own kind (`coverage-unreached`): a change that silently stops, say, every IP
+/// release is caught by exploration, not only by `cargo test`.
+pub fn unreached_coverage(sc: &Scenario, summary: &ExploreSummary) -> Vec<&'static str> {
+    if summary.seeds_run < sc.ci_seeds {
+        return Vec::new();
+    }
+    coverage_gate(summary)
+}
+
 /// The coverage gate: the scenario's "sometimes" points that no seed of an exploration reached.
 pub fn coverage_gate(summary: &ExploreSummary) -> Vec<&'static str> {
     summary

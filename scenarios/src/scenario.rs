@@ -171,3 +171,22 @@ pub struct Switch {
     /// One line: what it changes.
     pub about: &'static str,
 }
+
+/// The switches of `reg` as a Markdown table (docs/scenarios.md's switch table is this output:
+/// `faultline bugs --markdown`).
+pub fn switches_markdown(reg: &crate::Registry) -> String {
+    let mut out = String::from(
+        "| switch | kind | found by | trips | what it does |\n|---|---|---|---|---|\n",
+    );
+    for s in reg.switches() {
+        out += &format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            s.name,
+            format!("{:?}", s.kind).to_lowercase(),
+            s.scenario,
+            s.trips.map(|i| format!("`{}`", i.name)).unwrap_or_default(),
+            s.about
+        );
+    }
+    out
+}

@@ -301,6 +301,58 @@ fn explore_finds_writes_and_replays_a_failure() {
     );
 }
 
+/// Each exit status the CLI documents (`scenarios::cli::Exit`, listed by `--help` and docs/ci.md)
+/// is produced by a command; the match is exhaustive, so a new status needs a case here.
+#[test]
+fn every_documented_exit_status_is_produced() {
+    use scenarios::cli::Exit;
+    let help = String::from_utf8_lossy(&faultline(&["--help"]).stdout).to_string();
+    let dir = tmp("exit-statuses");
+    let out = dir.to_str().unwrap();
+    for e in Exit::ALL {
+        assert!(
+            help.contains(&format!("  {}  {}", e.code(), e.meaning())),
+            "{help}"
+        );
+        let o = match e {
+            Exit::Clean => faultline(&["run", "calico-restart", "--seed", "1"]),
+            Exit::Failed => faultline(&[
+                "explore",
+                "calico-restart",
+                "--bug",
+                "calico-no-dead-pid-cleanup",
+                "--seeds",
+                "200",
+                "--no-shrink",
+                "--out",
+                out,
+            ]),
+            Exit::BadInput => faultline(&["run", "no-such-scenario"]),
+            Exit::Nondeterminism => {
+                let j = last_json(&faultline(&[
+                    "explore",
+                    "calico-restart",
+                    "--bug",
+                    "calico-no-dead-pid-cleanup",
+                    "--seeds",
+                    "200",
+                    "--no-shrink",
+                    "--out",
+                    out,
+                    "--json",
+                ]));
+                let file = j["failure_file"].as_str().unwrap().to_string();
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+                v["trace_hash"] = serde_json::json!("0000000000000000");
+                std::fs::write(&file, v.to_string()).unwrap();
+                faultline(&["replay", &file])
+            }
+        };
+        assert_eq!(o.status.code(), Some(e.code().into()), "{e:?}");
+    }
+}
+
 #[test]
 fn tampered_replay_is_nondeterminism() {
     let dir = tmp("tamper");

@@ -18,20 +18,19 @@ fn readme_findings_section_is_generated_from_the_catalog() {
     );
 }
 
-/// Every switch of the registry has its row in docs/scenarios.md, with its kind and scenario; and
-/// a fix's scenario is one where an active finding it remedies shows.
+/// docs/scenarios.md's switch table is the registry's (`faultline bugs --markdown`); and a fix's
+/// scenario is one where an active finding it remedies shows.
 #[test]
 fn the_switch_table_matches_the_registry() {
     use scenarios::scenario::SwitchKind;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenarios.md"))
         .expect("docs/scenarios.md");
+    assert_eq!(
+        section(&doc, "switches"),
+        scenarios::scenario::switches_markdown(scenarios::builtin()),
+        "docs/scenarios.md is stale: run `faultline bugs --markdown` and paste it between the markers"
+    );
     for sw in scenarios::builtin().switches() {
-        let kind = match sw.kind {
-            SwitchKind::Bug => "bug",
-            SwitchKind::Fix => "fix",
-        };
-        let row = format!("| `{}` | {kind} | {} |", sw.name, sw.scenario);
-        assert!(doc.contains(&row), "docs/scenarios.md lacks the row {row}");
         if sw.kind == SwitchKind::Fix {
             assert!(
                 scenarios::builtin()
@@ -96,15 +95,27 @@ fn the_scenario_tables_match_the_registry() {
 fn the_invariant_tables_are_generated_from_the_registry() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenarios.md"))
         .expect("docs/scenarios.md");
-    let (_, rest) = doc
-        .split_once("<!-- invariants:begin -->\n")
-        .expect("invariants:begin marker");
-    let (section, _) = rest
-        .split_once("<!-- invariants:end -->")
-        .expect("invariants:end marker");
     assert_eq!(
-        section,
+        section(&doc, "invariants"),
         scenarios::invariant::docs(scenarios::builtin()),
         "docs/scenarios.md is stale: run `faultline invariants --markdown` and paste it between the markers"
     );
+}
+
+/// The text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` in `doc`.
+fn section<'a>(doc: &'a str, name: &str) -> &'a str {
+    let (_, rest) = doc
+        .split_once(&format!("<!-- {name}:begin -->\n"))
+        .unwrap_or_else(|| panic!("{name}:begin marker"));
+    rest.split_once(&format!("<!-- {name}:end -->"))
+        .unwrap_or_else(|| panic!("{name}:end marker"))
+        .0
+}
+
+/// docs/ci.md's exit statuses are the CLI's one list (`scenarios::cli::exit`).
+#[test]
+fn the_exit_status_table_is_the_clis() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/ci.md"))
+        .expect("docs/ci.md");
+    assert_eq!(section(&doc, "exit"), scenarios::cli::exit::markdown());
 }

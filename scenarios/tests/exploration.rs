@@ -9,7 +9,7 @@ use common::sweep;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestRunner};
 use scenarios::calico::{self, Family};
-use scenarios::explore::{coverage_gate, ReplayFile};
+use scenarios::explore::{coverage_gate, unreached_coverage, ReplayFile};
 use scenarios::shrink::shrink;
 use scenarios::system::{Registry, ScenarioDef, System};
 use scenarios::{builtin, scenario};
@@ -128,6 +128,13 @@ fn an_unreachable_coverage_point_fails_the_gate() {
     let impossible = reg.scenario("test-impossible-coverage").unwrap();
     let s = sweep(impossible, 0, impossible.ci_seeds, &[], &[], true);
     assert_eq!(coverage_gate(&s), vec!["a-point-nothing-emits"]);
+    // As an oracle, it counts only once the exploration ran the scenario's CI budget.
+    assert_eq!(
+        unreached_coverage(impossible, &s),
+        vec!["a-point-nothing-emits"]
+    );
+    let short = sweep(impossible, 0, impossible.ci_seeds - 1, &[], &[], true);
+    assert!(unreached_coverage(impossible, &short).is_empty());
     // And a reachable catalog passes it.
     let ok = sweep(scenario("calico-restart").unwrap(), 0, 60, &[], &[], true);
     assert!(coverage_gate(&ok).is_empty(), "{:?}", ok.coverage);

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 #[command(
     name = "faultline",
     version,
-    about = "Deterministic simulation testing of cluster-coordination logic"
+    about = "Deterministic simulation testing of cluster-coordination logic",
+    after_help = super::exit::help()
 )]
 pub(super) struct Cli {
     #[command(subcommand)]
@@ -87,6 +88,9 @@ pub struct ListArgs {
 pub struct BugsArgs {
     #[arg(long)]
     pub json: bool,
+    /// The docs' Markdown table instead.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 /// List the findings (violations of upstream logic), active and retired, with the upstream code

@@ -1,5 +1,6 @@
 //! `bench` and `measure`: speed per scenario, cost growth, and how fast each bug is found.
 
+use super::exit::Exit;
 use crate::bench::cores;
 use crate::explore::BadInput;
 use crate::explore::{explore, ExploreConfig};
@@ -15,7 +16,7 @@ pub(super) fn bench(
     seeds: u64,
     repeat: u32,
     json: bool,
-) -> Result<u8, BadInput> {
+) -> Result<Exit, BadInput> {
     let list: Vec<&'static Scenario> = if names.is_empty() {
         reg.scenarios().iter().collect()
     } else {
@@ -40,7 +41,7 @@ pub(super) fn bench(
         "{}",
         json!({"scenarios": rows, "jobs_scaling": mean_scaling, "jobs": jobs})
     );
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 pub(super) fn measure(
@@ -48,7 +49,7 @@ pub(super) fn measure(
     starts: u64,
     seeds: u64,
     json: bool,
-) -> Result<u8, BadInput> {
+) -> Result<Exit, BadInput> {
     let mut rows = Vec::new();
     if !json {
         println!(
@@ -98,19 +99,19 @@ pub(super) fn measure(
         rows.push(json!({"bug": sw.name, "scenario": sc.name, "found": found, "starts": starts, "median_seeds": ms, "median_seconds": mw, "median_shrunk_faults": mz, "shrunk_at_most_5": small}));
     }
     println!("{}", json!({ "bugs": rows }));
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 /// Cost against nodes and simulated time: the first scenario of each system that can be resized
 /// (`System::with_nodes`), with 3, 5 and 9 nodes of the kind that scales, over 10 and 60 simulated
 /// minutes of fault window (the seeds' faults fall in the first 10), one core.
-pub(super) fn growth(reg: &'static Registry, seeds: u64, json: bool) -> Result<u8, BadInput> {
+pub(super) fn growth(reg: &'static Registry, seeds: u64, json: bool) -> Result<Exit, BadInput> {
     let mut rows = Vec::new();
     for sc in growth_scenarios(reg) {
         growth_of(sc, seeds, json, &mut rows);
     }
     println!("{}", json!({ "growth": rows }));
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 /// The first resizable scenario of each system.

@@ -2,11 +2,13 @@
 
 use super::args::*;
 use super::count;
+use super::exit::Exit;
 use super::run::{check_writable, print_options, print_schedule, print_spec, print_violation};
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
 use crate::explore::{
-    explore, parse_seed, run_spec, ExploreConfig, ExploreSummary, Found, ReplayFile,
+    explore, parse_seed, run_spec, unreached_coverage, ExploreConfig, ExploreSummary, Found,
+    ReplayFile,
 };
 use crate::system::Registry;
 use crate::RunSpec;
@@ -17,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// `faultline explore`.
-pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, BadInput> {
+pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<Exit, BadInput> {
     let ExploreArgs {
         scenario,
         seeds,
@@ -68,8 +70,10 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
     }
     let wall_s = (wall_ms.max(1)) as f64 / 1000.0;
     let first = summary.failures.first();
+    let unreached = unreached_coverage(sc, &summary);
     if !json {
         print_summary(reg, sc.name, from, &summary, wall_s);
+        print_unreached(&unreached, summary.seeds_run);
     }
     // Shrink the first failure (deterministically) so the user gets the smallest story.
     let shrunk = match (first, no_shrink) {
@@ -84,6 +88,7 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
             &summary,
             wall_s,
             shrunk.as_ref().map(|(p, _)| p),
+            &unreached,
         )?;
     }
     println!(
@@ -101,9 +106,23 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<u8, 
             "shrunk_file": shrunk.as_ref().map(|(p, _)| p.display().to_string()),
             "shard": cfg.shard.map(|(k, n)| format!("{k}/{n}")),
             "shrunk_faults": shrunk.as_ref().map(|(_, n)| *n),
+            "coverage": summary.coverage.iter().map(|(p, n)| (p.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "unreached_coverage": unreached,
         })
     );
-    Ok(if summary.failures.is_empty() { 0 } else { 1 })
+    Ok(Exit::failed_if(
+        !summary.failures.is_empty() || !unreached.is_empty(),
+    ))
+}
+
+/// Coverage points no seed reached, as failures of their own kind (after the summary).
+fn print_unreached(unreached: &[&str], seeds: u64) {
+    for p in unreached {
+        println!(
+            "\nFAILURE coverage-unreached: no seed of {seeds} reached coverage point {p}; \
+             a change may have stopped what it marks from ever happening"
+        );
+    }
 }
 
 /// The progress bar, on a terminal and without `--json`.
@@ -186,7 +205,7 @@ fn shrink_failure(
 }
 
 /// `faultline shrink`.
-pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<u8, BadInput> {
+pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<Exit, BadInput> {
     let ShrinkArgs {
         file,
         out,
@@ -206,7 +225,7 @@ pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<u8, BadInp
             file.display(),
             replay.violation.invariant
         );
-        return Ok(3);
+        return Ok(Exit::Nondeterminism);
     }
     let shrunk = shrink_to_file(&spec, &outcome, jobs.unwrap_or_else(cores), &out)?;
     if !json {
@@ -232,7 +251,7 @@ pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<u8, BadInp
         "{}",
         json!({"invariant": replay.violation.invariant, "before_faults": shrunk.before_faults, "after_faults": shrunk.after_faults, "file": out.display().to_string()})
     );
-    Ok(1)
+    Ok(Exit::Failed)
 }
 
 pub(super) fn shrunk_path(file: &std::path::Path) -> PathBuf {
@@ -265,6 +284,7 @@ fn write_junit(
     summary: &crate::explore::ExploreSummary,
     wall_s: f64,
     shrunk: Option<&PathBuf>,
+    unreached: &[&str],
 ) -> Result<(), BadInput> {
     let mut suite = super::junit::explore_suite(name, summary, wall_s, &|f| match &f.file {
         Some(p) => format!("{} replay {}", reg.command(), p.display()),
@@ -281,6 +301,11 @@ fn write_junit(
         let mut case = super::junit::failing_case(&spec, &outcome, &replay);
         case.name = format!("seed {} (shrunk)", first.spec.seed);
         suite.cases[0] = case;
+    }
+    for p in unreached {
+        suite
+            .cases
+            .push(super::junit::unreached_case(p, summary.seeds_run));
     }
     super::junit::write(path, &[suite])
 }

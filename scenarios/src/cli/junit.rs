@@ -48,6 +48,21 @@ pub(super) fn failing_case(spec: &RunSpec, outcome: &Outcome, replay: &str) -> C
     }
 }
 
+/// A coverage point no seed reached, as a failing case of its own kind.
+pub(super) fn unreached_case(point: &str, seeds: u64) -> Case {
+    Case {
+        name: format!("coverage {point}"),
+        time_s: 0.0,
+        failure: Some((
+            format!("no seed of {seeds} reached coverage point {point}"),
+            "coverage-unreached".into(),
+            "a change may have stopped what the point marks from ever happening; \
+             `faultline list --json` shows each scenario's coverage catalog"
+                .into(),
+        )),
+    }
+}
+
 /// An exploration's suite: a case per failing seed, and one for the seeds that passed.
 pub(super) fn explore_suite(
     name: &str,

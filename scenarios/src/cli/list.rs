@@ -1,12 +1,13 @@
 //! `list`, `bugs` and `findings`: what the registry holds.
 
 use super::args::*;
+use super::exit::Exit;
 use crate::explore::BadInput;
 use crate::system::Registry;
 use serde_json::json;
 
 /// `faultline list`.
-pub(super) fn list(reg: &'static Registry, a: ListArgs) -> Result<u8, BadInput> {
+pub(super) fn list(reg: &'static Registry, a: ListArgs) -> Result<Exit, BadInput> {
     let ListArgs { json } = a;
     if json {
         let list: Vec<_> = reg.scenarios().iter().map(|s| json!({"name": s.name, "system": s.system, "about": s.about, "ci_seeds": s.ci_seeds, "coverage": s.coverage})).collect();
@@ -16,13 +17,15 @@ pub(super) fn list(reg: &'static Registry, a: ListArgs) -> Result<u8, BadInput> 
             println!("{:<28} {}", s.name, s.about);
         }
     }
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 /// `faultline bugs`.
-pub(super) fn bugs(reg: &'static Registry, a: BugsArgs) -> Result<u8, BadInput> {
-    let BugsArgs { json } = a;
-    if json {
+pub(super) fn bugs(reg: &'static Registry, a: BugsArgs) -> Result<Exit, BadInput> {
+    let BugsArgs { json, markdown } = a;
+    if markdown {
+        print!("{}", crate::scenario::switches_markdown(reg));
+    } else if json {
         println!(
             "{}",
             json!({ "switches": reg.switches().collect::<Vec<_>>() })
@@ -40,11 +43,11 @@ pub(super) fn bugs(reg: &'static Registry, a: BugsArgs) -> Result<u8, BadInput> 
             );
         }
     }
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 /// `faultline findings`.
-pub(super) fn findings(reg: &'static Registry, a: FindingsArgs) -> Result<u8, BadInput> {
+pub(super) fn findings(reg: &'static Registry, a: FindingsArgs) -> Result<Exit, BadInput> {
     let FindingsArgs { json, markdown } = a;
     if json {
         println!(
@@ -67,14 +70,14 @@ pub(super) fn findings(reg: &'static Registry, a: FindingsArgs) -> Result<u8, Ba
             );
         }
     }
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 /// `faultline invariants`.
-pub(super) fn invariants(reg: &'static Registry, a: InvariantsArgs) -> Result<u8, BadInput> {
+pub(super) fn invariants(reg: &'static Registry, a: InvariantsArgs) -> Result<Exit, BadInput> {
     if a.markdown {
         print!("{}", crate::invariant::docs(reg));
-        return Ok(0);
+        return Ok(Exit::Clean);
     }
     let mut list = Vec::new();
     for s in reg.systems() {
@@ -98,5 +101,5 @@ pub(super) fn invariants(reg: &'static Registry, a: InvariantsArgs) -> Result<u8
     if a.json {
         println!("{}", json!({ "invariants": list }));
     }
-    Ok(0)
+    Ok(Exit::Clean)
 }

@@ -1,11 +1,15 @@
 //! `merge`: the `--json` outputs of sharded explorations, as one.
 
+use super::exit::Exit;
 use crate::explore::BadInput;
+use crate::system::Registry;
 use serde_json::json;
 use std::path::PathBuf;
 
-/// Merges sharded explore outputs: totals, the lowest failing seed, the slowest shard's wall time.
-pub(super) fn merge(files: &[PathBuf]) -> Result<u8, BadInput> {
+/// Merges sharded explore outputs: totals, the lowest failing seed, the slowest shard's wall time,
+/// and the coverage points no shard reached (a failure once the shards together ran the
+/// scenario's CI budget).
+pub(super) fn merge(reg: &Registry, files: &[PathBuf]) -> Result<Exit, BadInput> {
     if files.is_empty() {
         return Err(BadInput(
             "give the files holding each shard's `explore --json` output".into(),
@@ -74,6 +78,7 @@ pub(super) fn merge(files: &[PathBuf]) -> Result<u8, BadInput> {
         .filter_map(|s| s.as_u64())
         .collect();
     failing_seeds.sort_unstable();
+    let (coverage, unreached) = merged_coverage(reg, &parts, sum("seeds_run"))?;
     println!(
         "{}",
         json!({
@@ -83,7 +88,32 @@ pub(super) fn merge(files: &[PathBuf]) -> Result<u8, BadInput> {
             "wall_ms": wall_ms, "seeds_per_sec": seeds_per_sec, "sim_speedup": sim_speedup,
             "failure_file": first.map(|p| p["failure_file"].clone()),
             "shards": parts.len(),
+            "coverage": coverage, "unreached_coverage": unreached,
         })
     );
-    Ok(if failures == 0 { 0 } else { 1 })
+    Ok(Exit::failed_if(failures > 0 || !unreached.is_empty()))
+}
+
+/// Each coverage point's seeds summed over the shards, and those none reached once the shards ran
+/// at least the scenario's CI budget.
+fn merged_coverage(
+    reg: &Registry,
+    parts: &[serde_json::Value],
+    seeds_run: u64,
+) -> Result<(serde_json::Map<String, serde_json::Value>, Vec<String>), BadInput> {
+    let name = parts[0]["scenario"].as_str().unwrap_or_default();
+    let sc = reg.scenario(name)?;
+    let mut coverage = serde_json::Map::new();
+    let mut unreached = Vec::new();
+    for p in sc.coverage {
+        let n: u64 = parts
+            .iter()
+            .map(|s| s["coverage"][*p].as_u64().unwrap_or(0))
+            .sum();
+        coverage.insert(p.to_string(), json!(n));
+        if n == 0 && seeds_run >= sc.ci_seeds {
+            unreached.push(p.to_string());
+        }
+    }
+    Ok((coverage, unreached))
 }

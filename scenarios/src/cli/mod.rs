@@ -8,10 +8,12 @@
 
 mod args;
 mod bench;
+pub mod exit;
 mod explore;
 mod junit;
 mod list;
 mod merge;
+pub use exit::Exit;
 mod report;
 mod run;
 mod shard;
@@ -68,14 +70,14 @@ pub fn main(reg: &'static Registry) -> ExitCode {
                 "faultline: {} (see --help)",
                 first.trim_start_matches("error: ")
             );
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::BadInput.code());
         }
     };
     match dispatch(reg, cli.cmd) {
-        Ok(code) => ExitCode::from(code),
+        Ok(exit) => ExitCode::from(exit.code()),
         Err(BadInput(msg)) => {
             eprintln!("faultline: {msg}");
-            ExitCode::from(2)
+            ExitCode::from(Exit::BadInput.code())
         }
     }
 }
@@ -89,7 +91,7 @@ pub(super) fn count(s: &str, what: &str) -> Result<u64, BadInput> {
     Ok(n)
 }
 
-fn dispatch(reg: &'static Registry, cmd: Cmd) -> Result<u8, BadInput> {
+fn dispatch(reg: &'static Registry, cmd: Cmd) -> Result<Exit, BadInput> {
     match cmd {
         Cmd::List(a) => list::list(reg, a),
         Cmd::Bugs(a) => list::bugs(reg, a),
@@ -108,7 +110,7 @@ fn dispatch(reg: &'static Registry, cmd: Cmd) -> Result<u8, BadInput> {
             count(&a.seeds, "seed count")?,
             a.json,
         ),
-        Cmd::Merge(a) => merge::merge(&a.files),
+        Cmd::Merge(a) => merge::merge(reg, &a.files),
         Cmd::Bench(a) if a.growth => bench::growth(reg, count(&a.seeds, "seed count")?, a.json),
         Cmd::Bench(a) => bench::bench(
             reg,

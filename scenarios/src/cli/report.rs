@@ -1,6 +1,7 @@
 //! `report`: one seed, many seeds, or a replay file, as HTML, Markdown and JSON.
 
 use super::args::*;
+use super::exit::Exit;
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
 use crate::explore::{parse_seed, run_spec, write_atomic, ReplayFile};
@@ -124,7 +125,7 @@ fn seeds_report(
 }
 
 /// `faultline report`.
-pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<u8, BadInput> {
+pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<Exit, BadInput> {
     let ReportArgs {
         scenario,
         seed,
@@ -180,5 +181,5 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<u8, BadInp
         "{}",
         json!({"report": label, "dir": dir.display().to_string(), "files": written})
     );
-    Ok(0)
+    Ok(Exit::Clean)
 }

@@ -2,6 +2,7 @@
 
 use super::args::*;
 use super::count;
+use super::exit::Exit;
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
 use crate::explore::{hashes, parse_seed, run_spec, write_atomic, ReplayFile};
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// `faultline run`.
-pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<u8, BadInput> {
+pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<Exit, BadInput> {
     let RunArgs {
         scenario,
         seed,
@@ -36,11 +37,11 @@ pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<u8, BadInput> {
     let wall_ms = t0.elapsed().as_millis() as u64;
     write_trace(trace.as_ref(), &outcome)?;
     report_run(reg, &spec, &outcome, wall_ms, json, &cmd, None);
-    Ok(if outcome.violation.is_some() { 1 } else { 0 })
+    Ok(Exit::failed_if(outcome.violation.is_some()))
 }
 
 /// `faultline replay`.
-pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<u8, BadInput> {
+pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<Exit, BadInput> {
     let ReplayArgs {
         file,
         trace,
@@ -93,13 +94,13 @@ pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<u8, BadInp
             outcome.violation.as_ref().map_or("no violation".to_string(), |v| format!("{} at event #{}", v.invariant, v.event_index)),
             outcome.trace_hash
         );
-        return Ok(3);
+        return Ok(Exit::Nondeterminism);
     }
-    Ok(1)
+    Ok(Exit::Failed)
 }
 
 /// `faultline hash-trace`.
-pub(super) fn hash_trace(reg: &'static Registry, a: HashTraceArgs) -> Result<u8, BadInput> {
+pub(super) fn hash_trace(reg: &'static Registry, a: HashTraceArgs) -> Result<Exit, BadInput> {
     let HashTraceArgs { file, json } = a;
     let text = std::fs::read_to_string(&file)
         .map_err(|e| BadInput(format!("cannot read {}: {e}", file.display())))?;
@@ -113,14 +114,14 @@ pub(super) fn hash_trace(reg: &'static Registry, a: HashTraceArgs) -> Result<u8,
     } else {
         println!("{hash}");
     }
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 /// `faultline check-determinism`.
 pub(super) fn check_determinism(
     reg: &'static Registry,
     a: CheckDeterminismArgs,
-) -> Result<u8, BadInput> {
+) -> Result<Exit, BadInput> {
     let CheckDeterminismArgs {
         scenario,
         seeds,
@@ -181,7 +182,11 @@ pub(super) fn check_determinism(
         "{}",
         json!({"scenario": sc.name, "seeds": seeds, "mismatches": mismatches.len()})
     );
-    Ok(if mismatches.is_empty() { 0 } else { 3 })
+    Ok(if mismatches.is_empty() {
+        Exit::Clean
+    } else {
+        Exit::Nondeterminism
+    })
 }
 
 pub(super) fn check_writable(path: Option<&PathBuf>) -> Result<(), BadInput> {
