@@ -35,3 +35,8 @@ bench:
 # Regenerate the docs' generated tables (findings, invariants, switches) from the registry.
 docs:
     .ci/regen-docs
+
+# Mutation testing of a system's decision code with cargo-mutants (slow; `shard` samples, e.g.
+# "1/3"): results in mutants.out/<system>/, summarised in docs/mutation.md.
+mutants system="calico" shard="1/1":
+    .ci/mutants {{system}} {{shard}}
