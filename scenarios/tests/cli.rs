@@ -818,3 +818,48 @@ fn a_violation_report_headlines_its_invariants_measure() {
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("(bound: "), "{md}");
 }
+
+/// `bench --scale` measures each system's first scenario at 3, 5 and 9 nodes over 10 and 60
+/// simulated minutes, and writes its JSON and an SVG plot that parses as XML.
+#[test]
+fn bench_scale_writes_the_table_and_the_plot() {
+    let dir = tmp("scale");
+    let o = faultline(&[
+        "bench",
+        "--scale",
+        "--seeds",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j = last_json(&o);
+    let rows = j["scale"].as_array().unwrap();
+    assert_eq!(rows.len(), 3 * 3 * 2, "{j}");
+    assert!(rows
+        .iter()
+        .all(|r| r["us_per_event"].as_f64().unwrap() > 0.0));
+    assert_eq!(j["spread"].as_array().unwrap().len(), 3);
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("scale.json")).unwrap()).unwrap();
+    assert_eq!(file, j);
+    let svg = std::fs::read_to_string(dir.join("scale.svg")).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&svg);
+    let mut polylines = 0;
+    loop {
+        match reader.read_event().expect("the plot is well-formed XML") {
+            quick_xml::events::Event::Eof => break,
+            quick_xml::events::Event::Empty(e) if e.name().as_ref() == b"polyline" => {
+                polylines += 1
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(polylines, 3 * 2, "one line per scenario and duration");
+}

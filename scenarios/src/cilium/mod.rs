@@ -101,6 +101,20 @@ pub struct CiliumOptions {
 }
 
 impl CiliumOptions {
+    /// The same cluster with `nodes` Kubernetes nodes (cost measurements): the workloads repeat
+    /// in order, the subnet keeps its slack beyond what the nodes can hold, added nodes' clocks
+    /// are exact.
+    pub fn with_nodes(&self, nodes: u32) -> CiliumOptions {
+        let mut o = self.clone();
+        let slack = self.subnet_size - self.nodes * self.enis * ENI_CAPACITY;
+        o.workloads = (0..nodes as usize)
+            .map(|i| self.workloads[i % self.workloads.len()].clone())
+            .collect();
+        o.subnet_size = nodes * self.enis * ENI_CAPACITY + slack;
+        o.nodes = nodes;
+        o
+    }
+
     /// Node names in index order.
     pub fn node_names(&self) -> Vec<String> {
         let mut n: Vec<String> = (1..=self.nodes).map(|i| format!("n{i}")).collect();

@@ -78,6 +78,10 @@ impl System for Cilium {
         super::run(family, spec, options, coverage)
     }
 
+    fn with_nodes(o: &CiliumOptions, nodes: u32) -> Option<CiliumOptions> {
+        Some(o.with_nodes(nodes))
+    }
+
     fn decode_event(v: &serde_json::Value) -> Option<sim::Event> {
         sim::event::decode::<model::cilium::CiliumEvent>(v)
     }

@@ -277,9 +277,12 @@ pub struct BenchArgs {
     #[arg(long, default_value = "1")]
     pub repeat: String,
     /// Instead: how cost grows with nodes (3, 5, 9) and time (10, 60 simulated minutes) on the
-    /// first scenario of each system that can be resized.
-    #[arg(long)]
-    pub growth: bool,
+    /// first scenario of each system; writes scale.json and scale.svg to --out.
+    #[arg(long, alias = "growth")]
+    pub scale: bool,
+    /// Where `--scale` writes its JSON and plot (default target/faultline-bench).
+    #[arg(long, requires = "scale")]
+    pub out: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }

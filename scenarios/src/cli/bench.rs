@@ -4,9 +4,7 @@ use super::exit::Exit;
 use crate::bench::cores;
 use crate::explore::BadInput;
 use crate::explore::{explore, ExploreConfig};
-use crate::system::Registry;
-use crate::system::Scenario;
-use crate::RunSpec;
+use crate::system::{Registry, Scenario};
 use serde_json::json;
 use std::time::Instant;
 
@@ -100,79 +98,4 @@ pub(super) fn measure(
     }
     println!("{}", json!({ "bugs": rows }));
     Ok(Exit::Clean)
-}
-
-/// Cost against nodes and simulated time: the first scenario of each system that can be resized
-/// (`System::with_nodes`), with 3, 5 and 9 nodes of the kind that scales, over 10 and 60 simulated
-/// minutes of fault window (the seeds' faults fall in the first 10), one core.
-pub(super) fn growth(reg: &'static Registry, seeds: u64, json: bool) -> Result<Exit, BadInput> {
-    let mut rows = Vec::new();
-    for sc in growth_scenarios(reg) {
-        growth_of(sc, seeds, json, &mut rows);
-    }
-    println!("{}", json!({ "growth": rows }));
-    Ok(Exit::Clean)
-}
-
-/// The first resizable scenario of each system.
-fn growth_scenarios(reg: &'static Registry) -> Vec<&'static Scenario> {
-    reg.systems()
-        .iter()
-        .filter_map(|s| {
-            let sc = reg.scenarios().iter().find(|sc| sc.system == s.name)?;
-            sc.with_nodes(&sc.draw(0).0, 3).map(|_| sc)
-        })
-        .collect()
-}
-
-/// Seed `i` of `sc` resized to `nodes` nodes, its faults on nodes that no longer exist dropped,
-/// with a fault window of `minutes`.
-fn resized(sc: &'static Scenario, i: u64, nodes: u32, minutes: u64) -> RunSpec {
-    let mut spec = RunSpec::from_seed(sc, 2_000_000 + i, &[], &[]);
-    spec.options = sc
-        .with_nodes(&spec.options, nodes)
-        .expect("a resizable scenario");
-    let names = sc.node_names(&spec.options);
-    spec.schedule
-        .retain(|f| f.kind.nodes().iter().all(|n| names.iter().any(|m| m == n)));
-    spec.fault_window_ms = Some(minutes * 60_000);
-    spec
-}
-
-fn growth_of(sc: &'static Scenario, seeds: u64, json: bool, rows: &mut Vec<serde_json::Value>) {
-    for nodes in [3u32, 5, 9] {
-        for minutes in [10u64, 60] {
-            let specs: Vec<RunSpec> = (0..seeds).map(|i| resized(sc, i, nodes, minutes)).collect();
-            let specs = std::sync::Arc::new(specs);
-            let totals = std::sync::Arc::new(std::sync::Mutex::new((0u64, 0u64)));
-            let (s2, t2) = (specs.clone(), totals.clone());
-            let t0 = Instant::now();
-            sim::runtime::pool(
-                seeds as usize,
-                1,
-                std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-                move |i| s2[i].run(),
-                move |_, r| {
-                    if let Ok(o) = r {
-                        let mut t = t2.lock().unwrap();
-                        t.0 += o.events;
-                        t.1 += o.sim_time_ms;
-                    }
-                },
-            );
-            let wall = t0.elapsed().as_secs_f64();
-            let (events, sim_ms) = *totals.lock().unwrap();
-            let ms_per_seed = wall * 1000.0 / seeds as f64;
-            let us_per_event = wall * 1e6 / events.max(1) as f64;
-            if !json {
-                println!(
-                    "{} {nodes} nodes, {minutes:>2} min: {ms_per_seed:>7.2} ms/seed {:>8.0} events/seed {us_per_event:>6.2} us/event {:>8.0}x real time",
-                    sc.name,
-                    events as f64 / seeds as f64,
-                    sim_ms as f64 / 1000.0 / wall
-                );
-            }
-            rows.push(json!({"scenario": sc.name, "nodes": nodes, "minutes": minutes, "ms_per_seed": ms_per_seed, "events_per_seed": events as f64 / seeds as f64, "us_per_event": us_per_event}));
-        }
-    }
 }

@@ -16,6 +16,7 @@ mod merge;
 pub use exit::Exit;
 mod report;
 mod run;
+mod scale;
 mod shard;
 
 use crate::explore::{parse_seed, BadInput};
@@ -111,7 +112,12 @@ fn dispatch(reg: &'static Registry, cmd: Cmd) -> Result<Exit, BadInput> {
             a.json,
         ),
         Cmd::Merge(a) => merge::merge(reg, &a.files),
-        Cmd::Bench(a) if a.growth => bench::growth(reg, count(&a.seeds, "seed count")?, a.json),
+        Cmd::Bench(a) if a.scale => scale::scale(
+            reg,
+            count(&a.seeds, "seed count")?,
+            &a.out.unwrap_or_else(|| "target/faultline-bench".into()),
+            a.json,
+        ),
         Cmd::Bench(a) => bench::bench(
             reg,
             &a.scenarios,

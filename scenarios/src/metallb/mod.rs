@@ -96,6 +96,21 @@ impl MetallbOptions {
         (1..=self.speakers).map(|i| format!("n{i}")).collect()
     }
 
+    /// The same cluster with `speakers` speaker nodes (cost measurements): endpoints and labels
+    /// on nodes that no longer exist are dropped, added nodes have none and exact clocks.
+    pub fn with_speakers(&self, speakers: u32) -> MetallbOptions {
+        let mut o = self.clone();
+        o.speakers = speakers;
+        let names = o.speaker_names();
+        let keep = |v: &mut Vec<String>| v.retain(|n| names.contains(n));
+        for svc in &mut o.services {
+            keep(&mut svc.endpoints);
+        }
+        keep(&mut o.excluded);
+        keep(&mut o.network_unavailable);
+        o
+    }
+
     /// Node names in index order.
     pub fn node_names(&self) -> Vec<String> {
         let mut n = self.speaker_names();

@@ -74,6 +74,10 @@ impl System for Metallb {
         super::run(family, spec, options, coverage)
     }
 
+    fn with_nodes(o: &MetallbOptions, nodes: u32) -> Option<MetallbOptions> {
+        Some(o.with_speakers(nodes))
+    }
+
     fn decode_event(v: &serde_json::Value) -> Option<sim::Event> {
         sim::event::decode::<model::metallb::MetallbEvent>(v)
     }
