@@ -40,3 +40,9 @@ docs:
 # "1/3"): results in mutants.out/<system>/, summarised in docs/mutation.md.
 mutants system="calico" shard="1/1":
     .ci/mutants {{system}} {{shard}}
+
+# Every scenario with every fix on over many seeds: the fixed model must stay clean (issue 29's
+# 10,000-seed check that new invariants bring no false positives).
+soak seeds="10000":
+    cargo build -q --release --bin faultline
+    for s in $(target/release/faultline list | awk '{print $1}'); do target/release/faultline explore $s --seeds {{seeds}} --fix all --no-shrink --json | tail -1; done

@@ -33,13 +33,27 @@ pub fn parse_seed(s: &str) -> Result<u64, BadInput> {
     })
 }
 
-/// Validates switch names against the registry and the scenario's system.
+/// Validates switch names against the registry and the scenario's system, and gives the fixes
+/// with `all` expanded to every fix of the scenario's system.
 pub fn check_switches(
     reg: &Registry,
     sc: &Scenario,
     bugs: &[String],
     fixes: &[String],
-) -> Result<(), BadInput> {
+) -> Result<Vec<String>, BadInput> {
+    let mut expanded = Vec::new();
+    for f in fixes {
+        if f == "all" {
+            expanded.extend(
+                reg.switches()
+                    .filter(|s| s.kind == SwitchKind::Fix && s.system == sc.system)
+                    .map(|s| s.name.to_string()),
+            );
+        } else {
+            expanded.push(f.clone());
+        }
+    }
+    let fixes = &expanded[..];
     for (names, flag) in [(bugs, "--bug"), (fixes, "--fix")] {
         for n in names {
             let sw = match flag {
@@ -59,7 +73,7 @@ pub fn check_switches(
             }
         }
     }
-    Ok(())
+    Ok(expanded)
 }
 
 /// Looks a built-in scenario up, or says which exist.

@@ -863,3 +863,24 @@ fn bench_scale_writes_the_table_and_the_plot() {
     }
     assert_eq!(polylines, 3 * 2, "one line per scenario and duration");
 }
+
+/// `--fix all` applies every fix of the scenario's system (and only its system's).
+#[test]
+fn fix_all_expands_to_the_systems_fixes() {
+    let j = last_json(&faultline(&[
+        "explore",
+        "cilium-swarm",
+        "--seeds",
+        "3",
+        "--fix",
+        "all",
+        "--no-shrink",
+        "--json",
+    ]));
+    let want: Vec<serde_json::Value> = scenarios::builtin()
+        .switches()
+        .filter(|s| s.system == "cilium" && s.kind == scenarios::scenario::SwitchKind::Fix)
+        .map(|s| serde_json::json!(s.name))
+        .collect();
+    assert_eq!(j["fixes"], serde_json::Value::Array(want), "{j}");
+}

@@ -71,7 +71,7 @@ pub struct SwitchArgs {
     /// Restore a historic bug (repeatable).
     #[arg(long = "bug")]
     pub bugs: Vec<String>,
-    /// Apply a fix (repeatable).
+    /// Apply a fix (repeatable); `all`: every fix of the scenario's system.
     #[arg(long = "fix")]
     pub fixes: Vec<String>,
 }

@@ -37,7 +37,7 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<Exit
     let sc = reg.scenario(&scenario)?;
     let seeds = count(&seeds, "seed count")?;
     let from = parse_seed(&from)?;
-    check_switches(reg, sc, &bugs, &fixes)?;
+    let fixes = check_switches(reg, sc, &bugs, &fixes)?;
     let jobs = jobs.unwrap_or_else(cores).max(1);
     let cfg = ExploreConfig {
         scenario: sc,

@@ -149,7 +149,7 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<Exit, BadI
     } else {
         let name = scenario.ok_or_else(|| BadInput("give a scenario, or --replay FILE".into()))?;
         let sc = reg.scenario(&name)?;
-        check_switches(reg, sc, &bugs, &fixes)?;
+        let fixes = check_switches(reg, sc, &bugs, &fixes)?;
         let dir = out.unwrap_or_else(|| default_dir(sc.name));
         match (seed, seeds) {
             (Some(seed), None) => {

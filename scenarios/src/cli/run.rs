@@ -24,7 +24,7 @@ pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<Exit, BadInput> 
     } = a;
     let sc = reg.scenario(&scenario)?;
     let seed = parse_seed(&seed)?;
-    check_switches(reg, sc, &bugs, &fixes)?;
+    let fixes = check_switches(reg, sc, &bugs, &fixes)?;
     let mut spec = RunSpec::from_seed(sc, seed, &bugs, &fixes);
     spec.keep_trace = trace.is_some();
     check_writable(trace.as_ref())?;
@@ -133,7 +133,7 @@ pub(super) fn check_determinism(
     let sc = reg.scenario(&scenario)?;
     let seeds = count(&seeds, "seed count")?;
     let from = parse_seed(&from)?;
-    check_switches(reg, sc, &bugs, &fixes)?;
+    let fixes = check_switches(reg, sc, &bugs, &fixes)?;
     let one = hashes(sc, from, seeds, &bugs, &fixes, 1);
     let many = hashes(sc, from, seeds, &bugs, &fixes, cores().max(2));
     let mismatches: Vec<u64> = (0..seeds)
