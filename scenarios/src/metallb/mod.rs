@@ -444,12 +444,17 @@ pub fn run(
         FAULT_WINDOW_MS,
         LIVENESS_MS,
     );
+    let on = |name: &str| spec.bugs.iter().any(|b| b == name);
     let switches = Switches {
-        join_once: spec.bugs.iter().any(|b| b == "metallb-join-once"),
-        rejoin_via_apiserver: spec
-            .bugs
-            .iter()
-            .any(|b| b == "metallb-rejoin-via-apiserver"),
+        join_once: on("metallb-join-once"),
+        rejoin_via_apiserver: on("metallb-rejoin-via-apiserver"),
+        mutant_never_withdraws: on("metallb-mutant-never-withdraws"),
+        mutant_slow_suspicion: on("metallb-mutant-slow-suspicion"),
+        mutant_cache_dropped: on("metallb-mutant-cache-dropped"),
+        mutant_wrong_order: on("metallb-mutant-wrong-order"),
+        mutant_ignore_exclusion: on("metallb-mutant-ignore-exclusion"),
+        mutant_no_garp: on("metallb-mutant-no-garp"),
+        mutant_answers_after_withdraw: on("metallb-mutant-answers-after-withdraw"),
     };
     let monitor = MetallbMonitor::new(o, coverage);
     let o2 = o.clone();
