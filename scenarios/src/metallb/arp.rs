@@ -155,3 +155,61 @@ impl ArpOracle {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::expect::S as S_US;
+    use super::*;
+
+    const IP: &str = "192.168.10.1";
+
+    #[test]
+    fn a_new_announcer_must_be_heard_within_a_frame_unless_the_network_is_faulty() {
+        let mut o = ArpOracle::default();
+        o.announce(100, IP, "n1", None, true);
+        assert!(o.due(100 + FRAME_US_MAX, |_| None).is_none());
+        let f = o.due(101 + FRAME_US_MAX, |_| None).unwrap();
+        assert_eq!(f.invariant, ARP_FOLLOWS_ANNOUNCER.name);
+        // Heard: nothing pending.
+        assert!(o.arp_entry(200, IP, "n1", "garp").is_none());
+        assert!(o.due(u64::MAX, |_| None).is_none());
+        // Already pointing at it, or a fault in force (now or starting later): nothing awaited.
+        let n1 = "n1".to_string();
+        o.announce(300, IP, "n1", Some(&n1), true);
+        o.announce(300, IP, "n2", None, false);
+        o.announce(300, IP, "n3", None, true);
+        o.network_fault();
+        assert!(o.due(u64::MAX, |_| None).is_none());
+    }
+
+    #[test]
+    fn a_withdrawn_speaker_may_only_be_heard_while_its_frames_can_be_in_flight() {
+        let mut o = ArpOracle::default();
+        o.withdraw(1_000, IP, "n1", "test");
+        assert!(o
+            .arp_entry(1_000 + FRAME_US_MAX, IP, "n1", "reply")
+            .is_none());
+        let f = o
+            .arp_entry(1_001 + FRAME_US_MAX, IP, "n1", "reply")
+            .unwrap();
+        assert_eq!(f.invariant, ANNOUNCER_WITHDRAWS.name);
+        // Announcing again lifts it; other speakers are not concerned.
+        o.announce(2_000, IP, "n1", None, false);
+        assert!(o.arp_entry(S_US, IP, "n1", "reply").is_none());
+        assert!(o.arp_entry(S_US, IP, "n2", "reply").is_none());
+        // A latency spike on its node (in force, or ended since) stretches the flight.
+        o.latency_start(7, "n1", 500_000);
+        o.withdraw(S_US, IP, "n1", "test");
+        assert!(o
+            .arp_entry(S_US + FRAME_US_MAX + 500_000, IP, "n1", "reply")
+            .is_none());
+        o.fault_end(7, 2 * S_US);
+        o.withdraw(2 * S_US + 1, IP, "n1", "test");
+        assert!(o
+            .arp_entry(2 * S_US + FRAME_US_MAX + 500_000, IP, "n1", "reply")
+            .is_none());
+        assert!(o
+            .arp_entry(2 * S_US + FRAME_US_MAX + 500_001, IP, "n1", "reply")
+            .is_some());
+    }
+}
