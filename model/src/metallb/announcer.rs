@@ -110,11 +110,16 @@ pub struct Announcer {
     announced: RefCell<BTreeMap<String, Announced>>,
     /// [`announce_key`] by IP, then node (the same few pairs are ordered on every evaluation).
     keys: RefCell<KeyMemo>,
+    /// The run's switches (only mutants matter here).
+    sw: Switches,
+    /// IPs withdrawn but still answered (mutant `metallb-mutant-answers-after-withdraw` only;
+    /// always empty otherwise).
+    stale: RefCell<BTreeSet<String>>,
 }
 
 impl Announcer {
     /// Starts the `layer2` (evaluation and gratuitous ARPs) and `arp-responder` tasks.
-    pub fn start(proc: &Proc, ml: Rc<Memberlist>, views: Rc<Views>, port: Port) {
+    pub fn start(proc: &Proc, ml: Rc<Memberlist>, views: Rc<Views>, port: Port, sw: Switches) {
         let a = Rc::new(Announcer {
             proc: proc.clone(),
             ml,
@@ -122,6 +127,8 @@ impl Announcer {
             port,
             announced: RefCell::default(),
             keys: RefCell::default(),
+            sw,
+            stale: RefCell::default(),
         });
         let b = a.clone();
         proc.spawn("layer2", async move { b.run().await });
@@ -129,7 +136,9 @@ impl Announcer {
         proc.spawn("arp-responder", async move {
             loop {
                 let ip = b.port.request().await;
-                if b.announced.borrow().values().any(|x| x.ip == ip) {
+                if b.announced.borrow().values().any(|x| x.ip == ip)
+                    || b.stale.borrow().contains(&ip)
+                {
                     b.port.reply(&ip);
                 }
             }
@@ -149,9 +158,9 @@ impl Announcer {
             .into_iter()
             .map(|(name, _)| name)
             .filter(|n| {
-                nodes
-                    .get(&**n)
-                    .is_some_and(|v| !v.exclude && !v.network_unavailable)
+                nodes.get(&**n).is_some_and(|v| {
+                    self.sw.mutant_ignore_exclusion || (!v.exclude && !v.network_unavailable)
+                })
             })
             .filter(|n| !local || serving.contains(&**n))
             .map(|n| n.to_string())
@@ -163,7 +172,14 @@ impl Announcer {
         let services = self.views.services.borrow().clone();
         for (svc, (ip, local)) in &services {
             let candidates = self.candidates(svc, *local);
-            let first = first_in_order(&candidates, ip, &mut self.keys.borrow_mut()).cloned();
+            let first = if self.sw.mutant_wrong_order {
+                candidates
+                    .iter()
+                    .max_by_key(|c| announce_key(c, ip))
+                    .cloned()
+            } else {
+                first_in_order(&candidates, ip, &mut self.keys.borrow_mut()).cloned()
+            };
             let announcing = self.announced.borrow().contains_key(svc);
             if first.as_deref() == Some(me.as_str()) {
                 if !announcing {
@@ -174,10 +190,13 @@ impl Announcer {
                     });
                     let now = self.proc.mono_us();
                     let step = GARP_EVERY.as_micros() as u64;
-                    let garps = (0..)
+                    let mut garps: Vec<u64> = (0..)
                         .map(|i| now + i * step)
                         .take_while(|t| *t < now + GARP_FOR.as_micros() as u64)
                         .collect();
+                    if self.sw.mutant_no_garp {
+                        garps.clear();
+                    }
                     self.announced.borrow_mut().insert(
                         svc.clone(),
                         Announced {
@@ -186,7 +205,7 @@ impl Announcer {
                         },
                     );
                 }
-            } else if announcing {
+            } else if announcing && !self.sw.mutant_never_withdraws {
                 self.withdraw(svc);
             }
         }
@@ -204,6 +223,9 @@ impl Announcer {
 
     fn withdraw(&self, svc: &str) {
         if let Some(a) = self.announced.borrow_mut().remove(svc) {
+            if self.sw.mutant_answers_after_withdraw {
+                self.stale.borrow_mut().insert(a.ip.clone());
+            }
             self.proc.emit(MetallbEvent::L2Withdraw {
                 service: svc.to_string(),
                 ip: a.ip,

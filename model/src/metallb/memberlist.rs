@@ -207,14 +207,17 @@ pub struct Memberlist {
     seq: Cell<u32>,
     rng: RefCell<ChaCha8Rng>,
     leaving: Cell<bool>,
+    /// Mutant `metallb-mutant-slow-suspicion` (test-only): suspicion lasts ten times upstream's.
+    mutant_slow_suspicion: bool,
     /// Notified whenever the member list changes (the announcer re-evaluates).
     pub changed: Notify,
 }
 
 impl Memberlist {
     /// Creates the local node and starts the protocol's tasks (`memberlist-udp`, `memberlist-tcp`,
-    /// `probe`, `gossip`, `push-pull`, `suspicion`) in `proc`.
-    pub fn start(proc: &Proc, peers: Rc<Peers>) -> Rc<Memberlist> {
+    /// `probe`, `gossip`, `push-pull`, `suspicion`) in `proc` (`mutant_slow_suspicion`: see
+    /// [`Switches::mutant_slow_suspicion`]; false upstream).
+    pub fn start(proc: &Proc, peers: Rc<Peers>, mutant_slow_suspicion: bool) -> Rc<Memberlist> {
         let addr = proc.node();
         let ml = Rc::new(Memberlist {
             proc: proc.clone(),
@@ -235,6 +238,7 @@ impl Memberlist {
             seq: Cell::new(0),
             rng: RefCell::new(proc.rng("memberlist")),
             leaving: Cell::new(false),
+            mutant_slow_suspicion,
             changed: Notify::new(),
         });
         ml.alive_node(ml.name, addr, 0);
@@ -439,7 +443,10 @@ impl Memberlist {
         let n = self.members.borrow().len();
         let k = SUSPICION_MULT - 2;
         let k = if (n as u32) < k + 2 { 0 } else { k };
-        let min = suspicion_timeout(SUSPICION_MULT, n, PROBE_INTERVAL);
+        let mut min = suspicion_timeout(SUSPICION_MULT, n, PROBE_INTERVAL);
+        if self.mutant_slow_suspicion {
+            min *= 10;
+        }
         self.suspicions.borrow_mut().insert(
             name,
             Suspicion {

@@ -144,13 +144,35 @@ pub fn announce_key(node: &str, ip: &str) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Bug switches of the MetalLB model.
+/// Bug and mutant switches of the MetalLB model (all off: current upstream behaviour).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Switches {
     /// Bug `metallb-join-once`.
     pub join_once: bool,
     /// Bug `metallb-rejoin-via-apiserver`.
     pub rejoin_via_apiserver: bool,
+    /// Mutant `metallb-mutant-never-withdraws` (test-only): a speaker that stops being first keeps
+    /// announcing (no `DeleteBalancer`).
+    pub mutant_never_withdraws: bool,
+    /// Mutant `metallb-mutant-slow-suspicion` (test-only): memberlist's suspicion timeout is ten
+    /// times upstream's, so a crashed speaker is declared dead (and its IPs taken over) late.
+    pub mutant_slow_suspicion: bool,
+    /// Mutant `metallb-mutant-cache-dropped` (test-only): a failed refresh of the speaker IP cache
+    /// empties the cache (upstream keeps the old list), so nothing is rejoined while the API server
+    /// is down.
+    pub mutant_cache_dropped: bool,
+    /// Mutant `metallb-mutant-wrong-order` (test-only): the LAST candidate by sha256(node#ip)
+    /// announces instead of the first.
+    pub mutant_wrong_order: bool,
+    /// Mutant `metallb-mutant-ignore-exclusion` (test-only): candidates keep nodes labelled
+    /// exclude-from-external-load-balancers or with NetworkUnavailable.
+    pub mutant_ignore_exclusion: bool,
+    /// Mutant `metallb-mutant-no-garp` (test-only): a new announcer sends no gratuitous ARP; the
+    /// router learns of it only when it asks.
+    pub mutant_no_garp: bool,
+    /// Mutant `metallb-mutant-answers-after-withdraw` (test-only): a speaker keeps answering ARP
+    /// requests for an IP it withdrew.
+    pub mutant_answers_after_withdraw: bool,
 }
 
 /// The speakers' network: each speaker's IP and node, its memberlist datagram inbox and its

@@ -53,7 +53,7 @@ struct SpeakerList {
 /// Starts the speaker in `proc`: memberlist, speaker list, informers and the layer-2 announcer.
 pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
     let kube = cfg.kube.client(proc);
-    let ml = Memberlist::start(proc, cfg.peers.clone());
+    let ml = Memberlist::start(proc, cfg.peers.clone(), cfg.switches.mutant_slow_suspicion);
     let sl = Rc::new(SpeakerList {
         proc: proc.clone(),
         kube: kube.clone(),
@@ -104,7 +104,13 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
                 .await
         });
     }
-    Announcer::start(proc, ml.clone(), views, cfg.segment.port(proc));
+    Announcer::start(
+        proc,
+        ml.clone(),
+        views,
+        cfg.segment.port(proc),
+        cfg.switches.clone(),
+    );
     let (p, m) = (proc.clone(), ml);
     proc.spawn("shutdown", async move {
         p.terminated().await;
@@ -134,6 +140,8 @@ impl SpeakerList {
                 if first {
                     self.slot.request();
                 }
+            } else if self.switches.mutant_cache_dropped {
+                self.ips.borrow_mut().clear();
             }
             self.proc.sleep(IP_REFRESH).await;
         }

@@ -10,10 +10,15 @@
 //! | invariant | kind | what it checks |
 //! |---|---|---|
 //! | `single-announcer` | safety | once every live speaker and the router have been mutually reachable, with no fault in force, for the convergence bound (join period + a join timeout per speaker + maximum suspicion + a probe round + the router's ARP refresh + 10 s), every service IP with candidates has exactly one announcer, it is the first of the true candidates, and the router's entry points at it; an IP without candidates has none |
-//! | `takeover-after-crash` | safety | the same, sooner, after a speaker or its node crashed: within a probe round + probe interval + maximum suspicion + 2 s of gossip + the 5 s ARP burst |
+//! | `takeover-after-crash` | safety | the same, sooner, after a speaker or its node crashed, exited or left: within a probe round + probe interval + maximum suspicion + 2 s of gossip + the 5 s ARP burst; and by then every live speaker has dropped it from its memberlist |
 //! | `membership-merges` | liveness | at the same moments, every live speaker's memberlist lists exactly the live speakers |
-//! | `announcer-first-in-own-order` | safety | a speaker announces only if it is first in `announce_order` of the candidates it reports (recomputed here: the choice is a pure function of candidates and IP) |
+//! | `announcer-first-in-own-order` | safety | a speaker announces only if it is first in the sha256(node#ip) ordering of the candidates it reports (computed by the monitor: the choice is a pure function of candidates and IP) |
 //! | `announcer-eligible` | safety | no speaker announces from an excluded or NetworkUnavailable node, for a service without endpoints, or for a Local service without an endpoint on its node |
+//! | `arp-follows-announcer` | safety | a speaker that starts announcing with no network fault in force has the router pointing at it within one frame's flight (its gratuitous ARP) |
+//! | `announcer-withdraws` | safety | once a speaker withdraws an IP or its speaker is gone, the router never again switches to it for that IP later than a frame sent before could arrive |
+//!
+//! Bounds and the announcer ordering are computed in `expect` from the spec and upstream code
+//! (never by calling the model); `arp` checks the router's entries against the announcements.
 //!
 //! The convergence checks apply only while one live speaker can still re-merge the cluster (its
 //! peer IPs cached since it started and its join loop not dead), and the announcer checks only once
@@ -39,20 +44,23 @@ use sim::runtime::simulate;
 use sim::{Fault, FaultKind, NodeIx, NodeSpec, Outcome, Schedule};
 use std::collections::BTreeSet;
 
+mod arp;
+pub mod expect;
 pub mod fault_choice;
 pub mod invariants;
 mod monitor;
 pub mod report;
 pub mod switches;
 mod system;
-pub use monitor::{merge_bound_us, takeover_bound_us, MetallbMonitor};
+pub use expect::{merge_bound_us, takeover_bound_us};
+pub use monitor::MetallbMonitor;
 pub use system::Metallb;
 
 /// Length of the fault window (ms).
 pub const FAULT_WINDOW_MS: u64 = 600_000;
 /// Length of the liveness phase (ms): longer than the convergence bound for 7 speakers (about 210 s).
 pub const LIVENESS_MS: u64 = 300_000;
-const S: u64 = 1_000_000;
+use expect::{LATENCY_MIN_US_MAX, LATENCY_SPREAD_US_MAX, SPEAKERS_MAX, SPEAKERS_MIN};
 
 /// A LoadBalancer service.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,10 +150,10 @@ pub enum Family {
 /// Draws options and a fault schedule.
 pub fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
     let mut rng = sim::rng::rng_for(seed, "metallb-swarm");
-    let speakers = rng.random_range(3..=7u32);
+    let speakers = rng.random_range(SPEAKERS_MIN..=SPEAKERS_MAX);
     let names: Vec<String> = (1..=speakers).map(|i| format!("n{i}")).collect();
-    let latency_min_us = rng.random_range(100..=1_000u64);
-    let latency_max_us = latency_min_us + rng.random_range(0..=4_000u64);
+    let latency_min_us = rng.random_range(100..=LATENCY_MIN_US_MAX);
+    let latency_max_us = latency_min_us + rng.random_range(0..=LATENCY_SPREAD_US_MAX);
     let services = (1..=rng.random_range(1..=3u32))
         .map(|k| {
             let mut eps: Vec<String> = names
@@ -459,12 +467,17 @@ pub fn run(
         FAULT_WINDOW_MS,
         LIVENESS_MS,
     );
+    let on = |name: &str| spec.bugs.iter().any(|b| b == name);
     let switches = Switches {
-        join_once: spec.bugs.iter().any(|b| b == "metallb-join-once"),
-        rejoin_via_apiserver: spec
-            .bugs
-            .iter()
-            .any(|b| b == "metallb-rejoin-via-apiserver"),
+        join_once: on("metallb-join-once"),
+        rejoin_via_apiserver: on("metallb-rejoin-via-apiserver"),
+        mutant_never_withdraws: on("metallb-mutant-never-withdraws"),
+        mutant_slow_suspicion: on("metallb-mutant-slow-suspicion"),
+        mutant_cache_dropped: on("metallb-mutant-cache-dropped"),
+        mutant_wrong_order: on("metallb-mutant-wrong-order"),
+        mutant_ignore_exclusion: on("metallb-mutant-ignore-exclusion"),
+        mutant_no_garp: on("metallb-mutant-no-garp"),
+        mutant_answers_after_withdraw: on("metallb-mutant-answers-after-withdraw"),
     };
     let monitor = MetallbMonitor::new(o, coverage);
     let o2 = o.clone();

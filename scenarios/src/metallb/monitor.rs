@@ -3,51 +3,21 @@
 //! ARP entries) and the speakers' own (memberlist member states, the peer IP cache, joins, layer-2
 //! announcements and withdrawals), checked against the invariants of the table in the module
 //! documentation of `scenarios::metallb`, with the bounds they are checked at.
+//!
+//! Independence from the model: this monitor reads `model::metallb::MetallbEvent` (the records the
+//! speakers emit: observations only) and, through `expect`, the model's constants (intervals and
+//! timeouts, to derive bounds). It calls no model function: the announcer ordering (sha256 of
+//! `node#ip`) and memberlist's suspicion timeout are computed in `expect` from the spec and the
+//! upstream code, and which speakers should be candidates from the world's ground truth.
 
-use super::{MetallbOptions, ServiceOpt, S};
+use super::arp::ArpOracle;
+use super::expect::{self, merge_bound_us, takeover_bound_us, VIEW_BOUND_US};
+use super::{MetallbOptions, ServiceOpt};
 use model::metallb::MetallbEvent;
-use model::metallb::{self, announce_order};
 use sim::event::{Event, Record};
 use sim::units::show_secs as secs;
 use sim::{Failure, FaultKind, Kind, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Convergence bound after the network heals or a speaker (re)starts: the join period, a join
-/// timeout per speaker, the maximum suspicion, a probe round, the router's ARP refresh, 10 s slack.
-pub fn merge_bound_us(speakers: u32) -> u64 {
-    let suspicion = metallb::suspicion_timeout(
-        metallb::SUSPICION_MULT,
-        speakers as usize,
-        metallb::PROBE_INTERVAL,
-    ) * metallb::SUSPICION_MAX_TIMEOUT_MULT;
-    (metallb::JOIN_PERIOD
-        + metallb::TCP_TIMEOUT * speakers
-        + suspicion
-        + metallb::PROBE_INTERVAL * speakers
-        + sim::l2::ARP_REFRESH)
-        .as_micros() as u64
-        + 10 * S
-}
-
-/// Takeover bound after a crash: a probe round and interval, maximum suspicion, 2 s of gossip, the
-/// 5 s ARP burst.
-pub fn takeover_bound_us(speakers: u32) -> u64 {
-    let suspicion = metallb::suspicion_timeout(
-        metallb::SUSPICION_MULT,
-        speakers as usize,
-        metallb::PROBE_INTERVAL,
-    ) * metallb::SUSPICION_MAX_TIMEOUT_MULT;
-    (metallb::PROBE_INTERVAL * (speakers + 1) + suspicion + metallb::GARP_FOR).as_micros() as u64
-        + 2 * S
-}
-
-/// After a readiness change: the longest an informer takes to notice a dead watch and watch again
-/// (the transport's 30 s read-idle timeout, then a 15 s ping without an ack), the router's ARP
-/// refresh, 10 s slack.
-const VIEW_BOUND_US: u64 = (metallb::INFORMER_IDLE.as_micros() as u64)
-    + (sim::kube::PING_TIMEOUT.as_micros() as u64)
-    + (sim::l2::ARP_REFRESH.as_micros() as u64)
-    + 10 * S;
 
 /// Why the segment must converge again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +47,8 @@ pub struct MetallbMonitor {
     announcing: BTreeMap<String, BTreeMap<String, u64>>,
     /// IP -> the router's entry.
     arp: BTreeMap<String, String>,
+    /// `arp-follows-announcer` and `announcer-withdraws`.
+    l2: ArpOracle,
     /// IP -> changes of the router's entry.
     arp_flaps: BTreeMap<String, u32>,
     /// Speaker -> its memberlist view (member -> state).
@@ -120,6 +92,7 @@ impl MetallbMonitor {
             loop_dead: BTreeSet::new(),
             announcing: BTreeMap::new(),
             arp: BTreeMap::new(),
+            l2: ArpOracle::default(),
             arp_flaps: BTreeMap::new(),
             views: BTreeMap::new(),
             unsettled: BTreeMap::new(),
@@ -175,6 +148,7 @@ impl MetallbMonitor {
         for ip in ips {
             if self.announcing.get_mut(&ip).unwrap().remove(node).is_some() {
                 self.lost_announcer.insert(ip.clone(), node.to_string());
+                self.l2.withdraw(t, &ip, node, "its speaker is gone");
             }
             self.duplicates(t, &ip);
         }
@@ -260,7 +234,7 @@ impl MetallbMonitor {
     fn check_announcer(&self, svc: &ServiceOpt, now: u64) -> Option<Failure> {
         let invariant = self.settled_invariant();
         let cands = self.true_candidates(svc);
-        let expect = announce_order(&cands, &svc.ip).first().cloned();
+        let expect = expect::first(&cands, &svc.ip);
         let actual: Vec<&String> = self
             .announcing
             .get(&svc.ip)
@@ -286,7 +260,7 @@ impl MetallbMonitor {
                     "{} is announced by {:?}, expected exactly {e} (first of {:?} by sha256(node#ip)){}; {}; the router's entry changed {flaps} times; {}",
                     svc.ip,
                     actual,
-                    announce_order(&cands, &svc.ip),
+                    expect::order(&cands, &svc.ip),
                     self.duplicate_note(&svc.ip, now),
                     self.memberlists_note(&actual),
                     self.since()
@@ -341,7 +315,9 @@ impl MetallbMonitor {
             .join(", ")
     }
 
-    /// `membership-merges`: every live speaker's memberlist lists exactly the live speakers.
+    /// `membership-merges`: every live speaker's memberlist lists exactly the live speakers. After
+    /// a departure (the takeover bound in force), a view still listing a speaker that is gone
+    /// breaks `takeover-after-crash`, which promises that the others drop it within that bound.
     fn check_membership(&self) -> Option<Failure> {
         for sp in &self.live {
             let view: BTreeSet<&String> = self.members(sp).collect();
@@ -349,19 +325,38 @@ impl MetallbMonitor {
             if view != want {
                 let api = match self.api_down_since {
                     Some(d) => format!(
-                        "; the API server has been down since {} and {:?} hold the peer IPs in their cache",
+                        "; the API server has been down since {} and {:?} have listed the peer IPs since they started (their cache must outlive the outage)",
                         secs(d),
                         self.cached.intersection(&self.live).collect::<Vec<_>>()
                     ),
                     None => String::new(),
                 };
+                let stale = view.iter().any(|m| !self.live.contains(*m));
+                let (invariant, kind) = if stale && self.settle_why == Unsettled::Departure {
+                    (
+                        crate::metallb::invariants::TAKEOVER_AFTER_CRASH.name,
+                        Kind::Safety,
+                    )
+                } else {
+                    (
+                        crate::metallb::invariants::MEMBERSHIP_MERGES.name,
+                        Kind::Liveness,
+                    )
+                };
                 return Some(Failure {
-                    invariant: crate::metallb::invariants::MEMBERSHIP_MERGES.name,
-                    kind: Kind::Liveness,
+                    invariant,
+                    kind,
                     node: self.names.iter().position(|n| n == sp).map(|i| i as NodeIx),
                     explanation: format!(
-                        "{sp}'s memberlist lists {:?} but the live speakers are {:?}; the segment has been whole and {}{api}",
-                        view, want, self.since()
+                        "{sp}'s memberlist lists {:?} but the live speakers are {:?}{}; the segment has been whole and {}{api}",
+                        view,
+                        want,
+                        if invariant == crate::metallb::invariants::TAKEOVER_AFTER_CRASH.name {
+                            " (a speaker that is gone must be dropped within the takeover bound)"
+                        } else {
+                            ""
+                        },
+                        self.since()
                     ),
                 });
             }
@@ -421,7 +416,9 @@ impl MetallbMonitor {
                     .or_default()
                     .insert(node.clone(), t);
                 self.duplicates(t, ip);
-                let order = announce_order(candidates, ip);
+                let quiet = self.unsettled.is_empty();
+                self.l2.announce(t, ip, &node, self.arp.get(ip), quiet);
+                let order = expect::order(candidates, ip);
                 if order.first() != Some(&node) {
                     return Some(Failure {
                         invariant: crate::metallb::invariants::ANNOUNCER_FIRST_IN_OWN_ORDER.name,
@@ -457,6 +454,8 @@ impl MetallbMonitor {
                 if let Some(m) = self.announcing.get_mut(ip) {
                     m.remove(&node);
                 }
+                self.l2
+                    .withdraw(t, ip, &node, "its own decision: l2-withdraw");
                 self.duplicates(t, ip);
             }
             // Nothing this monitor tracks changed: the last check still holds until the next tick.
@@ -466,9 +465,19 @@ impl MetallbMonitor {
     }
 }
 
+impl MetallbMonitor {
+    /// `arp-follows-announcer`: an announcement the router has not followed in time.
+    fn arp_due(&self, now: u64) -> Option<Failure> {
+        self.l2.due(now, |ip| self.arp.get(ip).cloned())
+    }
+}
+
 impl Monitor for MetallbMonitor {
     fn on_event(&mut self, rec: &Record) -> Option<Failure> {
         let t = rec.t_us;
+        if let Some(f) = self.arp_due(t) {
+            return Some(f);
+        }
         let node = self.names[rec.node as usize].clone();
         let merge = merge_bound_us(self.speakers);
         let takeover = takeover_bound_us(self.speakers);
@@ -483,6 +492,10 @@ impl Monitor for MetallbMonitor {
                 | FaultKind::Latency { .. }
                 | FaultKind::Pause { .. } => {
                     self.unsettled.insert(*id, fault.describe());
+                    self.l2.network_fault();
+                    if let FaultKind::Latency { node, extra_ms } = fault {
+                        self.l2.latency_start(*id, node, extra_ms * 1000);
+                    }
                 }
                 // Informers cannot keep up while the API server is down or slower than its clients'
                 // timeouts: views converge only after it recovers.
@@ -501,6 +514,7 @@ impl Monitor for MetallbMonitor {
                 _ => {}
             },
             Event::FaultEnd { id } => {
+                self.l2.fault_end(*id, t);
                 if self.api_down.remove(id) && self.api_down.is_empty() {
                     self.api_down_since = None;
                     self.views_at = self.views_at.max(t + VIEW_BOUND_US);
@@ -564,6 +578,9 @@ impl Monitor for MetallbMonitor {
                 }
                 self.arp.insert(ip.clone(), to.clone());
                 *self.arp_flaps.entry(ip.clone()).or_default() += 1;
+                if let Some(f) = self.l2.arp_entry(t, ip, to, via) {
+                    return Some(f);
+                }
             }
             _ => return None,
         }
@@ -571,6 +588,9 @@ impl Monitor for MetallbMonitor {
     }
 
     fn on_tick(&mut self, now_us: u64) -> Option<Failure> {
+        if let Some(f) = self.arp_due(now_us) {
+            return Some(f);
+        }
         if self.quiet {
             return None;
         }
