@@ -53,7 +53,7 @@ pub const PROMPT_HANDOVER: Invariant = Invariant::liveness(
 /// The master stays master while nothing disturbs it.
 pub const MASTER_STABLE: Invariant = Invariant::safety(
     "master-stable",
-    "the election key changes holder (is deleted) only when a fault that can end the holder's mastership touched the holder or etcd within the last bound: a pause, crash, isolation or cut between it and etcd, a graceful stop, a crash of its manager, a silent death of one of its tasks or a stall of its elector, or an etcd crash, unavailability, ambiguity, slowness or garbling",
+    "the election key changes holder (is deleted) only when a fault that can end the holder's mastership touched the holder or etcd within the last bound: a pause, crash, isolation or cut between it and etcd, a graceful stop, a crash of its manager, a silent death or a stall of its elector, a watchdog exit of its process, or an etcd crash, unavailability, ambiguity, slowness or garbling",
 )
 .bounded("a fault's effect lingers at most one `etcd_timeout` (a request in flight, 60 s) + `MASTER_TIMEOUT` (the lease it last refreshed, 60 s) + one refresh interval (10 s) = 130 s after it ends")
 .bound_us(MASTER_STABLE_WINDOW_US)

@@ -122,4 +122,24 @@ mod tests {
             assert_eq!(unix_us(bad), None, "{bad}");
         }
     }
+
+    /// A cross-check (the monitor itself never calls the model): every shape Felix writes reads
+    /// back as the instant it was written at.
+    #[test]
+    fn reads_what_felix_writes() {
+        use model::calico::status::{format_time, TimeFormat};
+        for k in 0..5_000i64 {
+            let wall = -86_400_000_000 * 400 + k * 77_777_777_777 + k * k * 1_234;
+            for fmt in [
+                TimeFormat::Zulu,
+                TimeFormat::Naive,
+                TimeFormat::Offset { minutes: 330 },
+                TimeFormat::Offset { minutes: -300 },
+            ] {
+                let s = format_time(wall, fmt);
+                assert_eq!(unix_us(&s), Some(sim::clock::EPOCH_UNIX_US + wall), "{s}");
+                assert_eq!(super::is_naive(&s), fmt == TimeFormat::Naive, "{s}");
+            }
+        }
+    }
 }
