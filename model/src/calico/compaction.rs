@@ -53,7 +53,11 @@ impl Compaction {
                 });
                 // Any error: logged; the next check is a period later.
                 let _ = self.check_request_compaction().await;
-                self.proc.sleep(self.period).await;
+                if self.sw.mutant_compaction_ignores_period {
+                    self.proc.sleep(MASTER_CHECK_INTERVAL).await;
+                } else {
+                    self.proc.sleep(self.period).await;
+                }
             } else {
                 self.proc.sleep(MASTER_CHECK_INTERVAL).await;
             }
@@ -62,7 +66,12 @@ impl Compaction {
 
     /// `check_request_etcd_compaction`.
     async fn check_request_compaction(&self) -> Result<(), EtcdError> {
-        if let Some(kv) = self.etcd.get(COMPACTION_TRIGGER_KEY).await? {
+        let trigger = if self.sw.mutant_compaction_ignores_period {
+            None
+        } else {
+            self.etcd.get(COMPACTION_TRIGGER_KEY).await?
+        };
+        if let Some(kv) = trigger {
             if kv.lease == 0 {
                 return self.write_keys(0).await; // "lost its lease"
             }
@@ -79,7 +88,8 @@ impl Compaction {
                 Err(_) => {} // an etcd error: "Lease expired as we were checking it"
             }
         }
-        if self.sw.compaction_claims_period && !self.claim_period().await? {
+        let claims = self.sw.compaction_claims_period && !self.sw.mutant_compaction_ignores_period;
+        if claims && !self.claim_period().await? {
             return Ok(()); // another master claimed this period first
         }
         let Some(last) = self.etcd.get(COMPACTION_LAST_KEY).await? else {

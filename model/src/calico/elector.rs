@@ -266,6 +266,9 @@ impl<S: ElectionStore> Elector<S> {
             if let Err(u) = self.vote().await {
                 return u;
             }
+            if self.sw.mutant_no_recampaign {
+                std::future::pending::<()>().await;
+            }
             let retry_ms = self.rng.borrow_mut().random_range(1000..2000);
             self.proc.sleep(Duration::from_millis(retry_ms)).await;
         }
@@ -336,10 +339,12 @@ impl<S: ElectionStore> Elector<S> {
         });
         let won = async {
             let (lease, _) = self.etcd.grant(self.timing.ttl_s).await?;
-            let r = self
-                .etcd
-                .txn(Txn::put_if_absent(&self.key, &self.id, lease))
-                .await?;
+            let campaign = if self.sw.mutant_campaign_unguarded {
+                Txn::put(&self.key, &self.id, lease)
+            } else {
+                Txn::put_if_absent(&self.key, &self.id, lease)
+            };
+            let r = self.etcd.txn(campaign).await?;
             Ok::<_, EtcdError>((lease, r.succeeded))
         }
         .await;
@@ -358,7 +363,9 @@ impl<S: ElectionStore> Elector<S> {
         self.write_old_key(lease).await;
         let reason = loop {
             let refreshed = async {
-                self.etcd.keep_alive(lease).await?;
+                if !self.sw.mutant_refresh_skips_keepalive {
+                    self.etcd.keep_alive(lease).await?;
+                }
                 self.etcd
                     .txn(Txn::put_if_value(&self.key, &self.id, lease, &self.id))
                     .await
@@ -396,11 +403,13 @@ impl<S: ElectionStore> Elector<S> {
     /// `_attempt_step_down`: clear the stamp, delete the key if it is still ours (errors ignored).
     async fn step_down(&self) {
         self.shared.clear(&self.proc);
-        let deleted = self
-            .etcd
-            .txn(Txn::delete_if_value(&self.key, &self.id))
-            .await
-            .is_ok_and(|r| r.succeeded);
+        let delete = if self.sw.mutant_step_down_unguarded {
+            Txn::delete(&self.key, false)
+        } else {
+            Txn::delete_if_value(&self.key, &self.id)
+        };
+        let deleted = !self.sw.mutant_step_down_keeps_key
+            && self.etcd.txn(delete).await.is_ok_and(|r| r.succeeded);
         self.proc.emit(CalicoEvent::CalicoStepDown {
             id: self.id.clone(),
             deleted,

@@ -33,8 +33,15 @@ pub fn host_prefix(region: &str) -> String {
     format!("/calico/felix/v2/{region}/host/")
 }
 
-/// Installs Felix as the services of each compute host.
-pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, region: &str) {
+/// Installs Felix as the services of each compute host (`sw`: the mutant that drops its lease).
+pub fn install(
+    world: &World,
+    hosts: &[(NodeIx, FelixConfig)],
+    etcd: &Etcd,
+    region: &str,
+    sw: &super::Switches,
+) {
+    let no_lease = sw.mutant_felix_status_no_lease;
     for (node, cfg) in hosts {
         let (etcd, cfg, prefix) = (etcd.clone(), cfg.clone(), host_prefix(region));
         world.set_services(
@@ -78,7 +85,8 @@ pub fn install(world: &World, hosts: &[(NodeIx, FelixConfig)], etcd: &Etcd, regi
                         };
                         if let Ok(l) = alive {
                             lease = l;
-                            if client.put(&status_key, &value, lease).await.is_ok() {
+                            let key_lease = if no_lease { 0 } else { lease };
+                            if client.put(&status_key, &value, key_lease).await.is_ok() {
                                 first_update = false;
                             }
                         }

@@ -95,6 +95,9 @@ impl Shared {
                 Verdict::NotMaster
             };
         }
+        if sw.mutant_is_master_ignores_age && self.stamp_us.get() > 0 {
+            return Verdict::Master;
+        }
         is_master(self.stamp_us.get(), Self::clock_us(proc, sw))
     }
 }

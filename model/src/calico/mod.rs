@@ -81,6 +81,57 @@ pub struct Switches {
     pub stale_warn_naive_crash: bool,
     /// Bug `calico-stale-warn-in-snapshot`: the stale check also runs during snapshot replay.
     pub stale_warn_in_snapshot: bool,
+    /// Mutant `calico-mutant-campaign-unguarded` (test-only): the campaign puts the election key
+    /// without the `mod_revision == 0` guard, overwriting a key that exists.
+    pub mutant_campaign_unguarded: bool,
+    /// Mutant `calico-mutant-is-master-ignores-age` (test-only): `is_master()` answers yes for
+    /// any set stamp, however old.
+    pub mutant_is_master_ignores_age: bool,
+    /// Mutant `calico-mutant-step-down-unguarded` (test-only): the step-down deletes the
+    /// election key without the `value == id` guard.
+    pub mutant_step_down_unguarded: bool,
+    /// Mutant `calico-mutant-no-recampaign` (test-only): the elector votes only once; after its
+    /// first round ends (lost, failed, timed out) it never campaigns again.
+    pub mutant_no_recampaign: bool,
+    /// Mutant `calico-mutant-step-down-keeps-key` (test-only): the step-down clears the stamp
+    /// but does not delete the key.
+    pub mutant_step_down_keeps_key: bool,
+    /// Mutant `calico-mutant-refresh-skips-keepalive` (test-only): the refresh re-puts the key
+    /// without keeping its lease alive, so the lease runs out a TTL after the win.
+    pub mutant_refresh_skips_keepalive: bool,
+    /// Mutant `calico-mutant-watcher-not-stopped` (test-only): the master-only loop does not
+    /// stop its watcher when `is_master()` turns false.
+    pub mutant_watcher_not_stopped: bool,
+    /// Mutant `calico-mutant-snapshot-flag-unset` (test-only): the pre-snapshot hook does not
+    /// set `processing_snapshot`, so the snapshot's reports are handled as live ones.
+    pub mutant_snapshot_flag_unset: bool,
+    /// Mutant `calico-mutant-stale-warn-unlimited` (test-only): the stale-update warning has no
+    /// rate limit.
+    pub mutant_stale_warn_unlimited: bool,
+    /// Mutant `calico-mutant-watcher-dies-on-unparsable` (test-only): an unparsable `time`
+    /// raises in the agent-status handler instead of being logged and skipped.
+    pub mutant_watcher_dies_on_unparsable: bool,
+    /// Mutant `calico-mutant-stale-warn-missing` (test-only): the stale check never warns.
+    pub mutant_stale_warn_missing: bool,
+    /// Mutant `calico-mutant-stale-threshold-ms` (test-only): the stale threshold is read as
+    /// 300 ms instead of 300 s, so fresh reports are warned about.
+    pub mutant_stale_threshold_ms: bool,
+    /// Mutant `calico-mutant-compaction-ignores-period` (test-only): compaction neither reads nor
+    /// claims the trigger key, nor sleeps a period after a check (it checks every 5 s).
+    pub mutant_compaction_ignores_period: bool,
+    /// Mutant `calico-mutant-watchdog-registers-watcher` (test-only): the watchdog also watches
+    /// the status watcher's greenlet, which runs only while the host is master.
+    pub mutant_watchdog_registers_watcher: bool,
+    /// Mutant `calico-mutant-agent-dedup-by-host` (test-only): the agent-status handler
+    /// de-duplicates on the host alone, not on the key's `mod_revision`: each watcher forwards
+    /// one report per host.
+    pub mutant_agent_dedup_by_host: bool,
+    /// Mutant `calico-mutant-port-write-no-retry` (test-only): a port-status write that failed
+    /// with a database error is dropped, not retried.
+    pub mutant_port_write_no_retry: bool,
+    /// Mutant `calico-mutant-felix-status-no-lease` (test-only): Felix writes its status key
+    /// without its lease, so a dead Felix's last report never goes away.
+    pub mutant_felix_status_no_lease: bool,
 }
 
 /// Deployment options.

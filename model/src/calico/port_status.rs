@@ -201,7 +201,7 @@ impl PortStatus {
             status: status.to_string(),
             ok,
         });
-        if retry {
+        if retry && !self.sw.mutant_port_write_no_retry {
             self.retry_later(host, key.1);
         }
     }

@@ -286,15 +286,23 @@ pub fn check(
             )
         }
         Parsed::Naive(t) => t,
+        Parsed::Invalid if sw.mutant_watcher_dies_on_unparsable => {
+            return Stale::Raised(format!("ValueError: Invalid isoformat string: '{time}'"))
+        }
         Parsed::Invalid => return Stale::Unparsable,
     };
     let lag_us = now_unix_us - then;
-    if lag_us <= STALE_THRESHOLD_US {
+    let threshold_us = if sw.mutant_stale_threshold_ms {
+        STALE_THRESHOLD_US / 1000
+    } else {
+        STALE_THRESHOLD_US
+    };
+    if lag_us <= threshold_us || sw.mutant_stale_warn_missing {
         return Stale::Fresh;
     }
     Stale::Stale {
         lag_us,
-        warned: limiter.allow(mono_us),
+        warned: sw.mutant_stale_warn_unlimited || limiter.allow(mono_us),
     }
 }
 

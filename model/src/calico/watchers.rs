@@ -172,6 +172,8 @@ impl Driver {
                     }
                     Some(_) => {}
                 }
+            } else if self.sw.mutant_watcher_not_stopped {
+                // The watcher is left running.
             } else if let Some(w) = current.take() {
                 w.stop();
                 self.announce(false);
@@ -343,7 +345,8 @@ impl EtcdWatcher {
     }
 
     fn pre_snapshot_hook(&self) -> BTreeMap<String, BTreeSet<String>> {
-        self.processing_snapshot.set(true);
+        self.processing_snapshot
+            .set(!self.driver.sw.mutant_snapshot_flag_unset);
         std::mem::take(&mut *self.endpoints_by_host.borrow_mut())
     }
 
@@ -429,7 +432,8 @@ impl EtcdWatcher {
             return Ok(()); // "Bad JSON data": logged
         };
         self.stale_check(host, report.time.as_deref())?;
-        if self.felix_live_rev.borrow().get(host) == Some(&rev) {
+        let seen = self.felix_live_rev.borrow().get(host).copied();
+        if seen == Some(rev) || (seen.is_some() && self.driver.sw.mutant_agent_dedup_by_host) {
             return Ok(());
         }
         let d = &self.driver;

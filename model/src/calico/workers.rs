@@ -148,6 +148,9 @@ impl Server {
                 } else {
                     Kind::Endpoint
                 };
+                if sw.mutant_watchdog_registers_watcher {
+                    registered.push(kind.watcher_task().into());
+                }
                 let driver = Driver::new(
                     &proc,
                     client,

@@ -402,6 +402,23 @@ pub fn switches(spec: &RunSpec) -> Switches {
         stale_warn_zero_sentinel: has("calico-stale-warn-zero-sentinel"),
         stale_warn_naive_crash: has("calico-stale-warn-naive-crash"),
         stale_warn_in_snapshot: has("calico-stale-warn-in-snapshot"),
+        mutant_campaign_unguarded: has("calico-mutant-campaign-unguarded"),
+        mutant_is_master_ignores_age: has("calico-mutant-is-master-ignores-age"),
+        mutant_step_down_unguarded: has("calico-mutant-step-down-unguarded"),
+        mutant_no_recampaign: has("calico-mutant-no-recampaign"),
+        mutant_step_down_keeps_key: has("calico-mutant-step-down-keeps-key"),
+        mutant_refresh_skips_keepalive: has("calico-mutant-refresh-skips-keepalive"),
+        mutant_watcher_not_stopped: has("calico-mutant-watcher-not-stopped"),
+        mutant_snapshot_flag_unset: has("calico-mutant-snapshot-flag-unset"),
+        mutant_stale_warn_unlimited: has("calico-mutant-stale-warn-unlimited"),
+        mutant_watcher_dies_on_unparsable: has("calico-mutant-watcher-dies-on-unparsable"),
+        mutant_stale_warn_missing: has("calico-mutant-stale-warn-missing"),
+        mutant_stale_threshold_ms: has("calico-mutant-stale-threshold-ms"),
+        mutant_compaction_ignores_period: has("calico-mutant-compaction-ignores-period"),
+        mutant_watchdog_registers_watcher: has("calico-mutant-watchdog-registers-watcher"),
+        mutant_agent_dedup_by_host: has("calico-mutant-agent-dedup-by-host"),
+        mutant_port_write_no_retry: has("calico-mutant-port-write-no-retry"),
+        mutant_felix_status_no_lease: has("calico-mutant-felix-status-no-lease"),
     }
 }
 
@@ -468,8 +485,7 @@ pub fn run(
     );
     let monitor = monitor::CalicoMonitor::new(
         names.clone(),
-        model_cfg.election_key(),
-        model_cfg.felix_prefix(),
+        &model_cfg.region,
         h,
         c,
         model_cfg.compaction_period,
@@ -487,7 +503,7 @@ pub fn run(
     simulate(cfg, Box::new(monitor), move |world| {
         let etcd = Etcd::install(world, etcd_ix, EtcdConfig::default());
         let neutron = model::calico::neutron::install(world, db_ix);
-        model::calico::felix::install(world, &felix, &etcd, &model_cfg.region);
+        model::calico::felix::install(world, &felix, &etcd, &model_cfg.region, &model_cfg.switches);
         model::calico::install(world, &hosts, &etcd, &neutron, model_cfg);
     })
 }

@@ -1,8 +1,14 @@
-//! The election and master-only work: reads the election key's puts and deletes in etcd, lease
-//! expiries and compactions, the electors' stamps, step-downs and dead-pid cleanups, and the
-//! master-only actions of every host; checks `election-key-single-holder`,
-//! `election-deletes-owned`, `master-only-work-legitimate` and `compaction-once-per-period`, and
-//! keeps the acting intervals behind the split-brain headline.
+//! The election and master-only work: checks `election-key-single-holder`,
+//! `election-deletes-owned`, `master-only-work-legitimate` and `compaction-once-per-period` (and,
+//! through `stability`, `master-stable` and `master-only-work-stops`), and keeps the acting
+//! intervals behind the split-brain headline.
+//!
+//! Reads (observations only): the election key's puts and deletes in etcd (`EtcdPut`,
+//! `EtcdDelete` with its cause), lease expiries and compactions (`EtcdCompact`), and the model's
+//! `CalicoStamp`, `CalicoStaleStamp`, `CalicoDeadPidCleanup`, `CalicoStepDown` and
+//! `CalicoMasterOnly` events. The holder is the key's value as etcd stores it; who may delete it
+//! and how long master-only work stays legitimate are derived here from the spec and the model's
+//! constants. Calls no model function.
 
 use super::{secs, work_bound_us, CalicoMonitor, Holder, ACTING_GAP_US};
 use model::calico::CalicoEvent;
@@ -55,6 +61,7 @@ impl CalicoMonitor {
         match e {
             CalicoEvent::CalicoStamp { stamp_us } => {
                 self.stamps[node as usize] = *stamp_us;
+                self.on_stamp(node, *stamp_us, rec.t_us);
                 None
             }
             CalicoEvent::CalicoStaleStamp { .. } => {
@@ -137,6 +144,11 @@ impl CalicoMonitor {
             }
             _ => None,
         };
+        let failure = failure.or_else(|| {
+            self.holder
+                .as_ref()
+                .and_then(|h| self.check_master_stable(h, cause, t))
+        });
         self.release(t);
         failure
     }
@@ -172,13 +184,10 @@ impl CalicoMonitor {
         let node = rec.node;
         let t = rec.t_us;
         self.track_acting(node, t);
-        if self.holds(node) {
-            return None;
-        }
         let last = self.last_held_us.get(&node).copied();
         let legit = last.is_some_and(|l| t.saturating_sub(l) <= bound_us);
-        if legit {
-            return None;
+        if self.holds(node) || legit {
+            return self.check_work_stops(node, pid, worker, in_snapshot, t);
         }
         let name = &self.names[node as usize];
         let held = match last {

@@ -1,8 +1,12 @@
-//! Faults and the liveness obligations they open: reads faults starting (and, in `mod.rs`,
-//! ending), the liveness phase, node pauses, crashes and boots, processes starting and exiting,
-//! and silently dead, finished and raising tasks with the watchdog's restarts; checks
-//! `watchdog-restart-justified` as it happens, and `master-elected` and `prompt-handover` at their
-//! deadlines. Every failure's explanation ends with the node's fault note from here.
+//! Faults and the liveness obligations they open: checks `watchdog-restart-justified` as it
+//! happens, and `master-elected` and `prompt-handover` at their deadlines. Every failure's
+//! explanation ends with the node's fault note from here.
+//!
+//! Reads (observations only): faults starting (and, in `mod.rs`, ending), the liveness phase,
+//! node pauses, crashes and boots, processes starting and exiting, silently dead and finished
+//! tasks (the world's events), and the model's `CalicoWatcherRaised` and `CalicoWatchdogExit`
+//! events. A watchdog exit is justified only by a death the monitor saw (a `TaskDeath`, or an
+//! exception the task raised). Calls no model function.
 
 use super::{secs, CalicoMonitor, Obligation};
 use super::{AGENT_VIEW_BOUND_US, ELECTION_BOUND_US, HANDOVER_BOUND_US};
@@ -68,6 +72,7 @@ impl CalicoMonitor {
         if dur_ms > 0 {
             self.faults.insert(id, fault.clone());
         }
+        self.log_fault(id, fault, dur_ms, t);
         let desc = fault.describe();
         for n in fault.nodes() {
             if let Some(ix) = self.node_of(n) {
@@ -154,6 +159,8 @@ impl CalicoMonitor {
         self.boot_us[node as usize] = t;
         self.alive.retain(|(n, _)| *n != node);
         self.stamps[node as usize] = 0;
+        self.stamp_cleared_us[node as usize] = None;
+        self.agent_snapshot.remove(&node);
         self.acting[node as usize] = None;
     }
 
@@ -199,6 +206,9 @@ impl CalicoMonitor {
         if name == "felix" {
             self.felix_alive[node as usize] = false;
         }
+        if name == "neutron-server/agent-status" {
+            self.agent_snapshot.remove(&node);
+        }
         if name == "neutron-server/manager" && *status == (ExitStatus::Code { code: 1 }) {
             self.reach("elector-exit-on-unexpected-error");
         }
@@ -211,17 +221,30 @@ impl CalicoMonitor {
         match e {
             CalicoEvent::CalicoWatcherRaised { pid, task, error } => {
                 self.raised[node as usize].push((t, *pid, task.clone(), error.clone()));
+                self.died.insert((node, *pid, task.clone()));
+                if task.ends_with("-watcher") {
+                    self.agent_snapshot.remove(&node);
+                }
                 None
             }
             CalicoEvent::CalicoWatchdogExit { pid, task } => {
                 self.reach("watchdog-restart");
+                self.on_task_fault(node, *pid, super::stability::WATCHDOG_EXIT, t, t);
                 let k = (node, *pid, task.clone());
-                (self.ended.contains(&k) && !self.crashed.contains(&k)).then(|| Failure {
+                if self.died.contains(&k) {
+                    return None;
+                }
+                let why = if self.ended.contains(&k) {
+                    "had finished normally (a task meant to finish must not be registered)"
+                } else {
+                    "had neither died nor raised (it never ran in this process, or still ran)"
+                };
+                Some(Failure {
                     invariant: crate::calico::invariants::WATCHDOG_RESTART_JUSTIFIED.name,
                     kind: Kind::Safety,
                     node: Some(node),
                     explanation: format!(
-                        "the watchdog of {}:{pid} exited the process because task '{task}' was dead, but that task had finished normally (a task meant to finish must not be registered)",
+                        "the watchdog of {}:{pid} exited the process because task '{task}' was dead, but that task {why}",
                         self.names[node as usize]
                     ),
                 })

@@ -6,29 +6,43 @@
 //! | `election-key-single-holder` | safety | the election key never changes value while it exists (a campaign put succeeds only if the key was absent) |
 //! | `master-only-work-legitimate` | safety | a host doing master-only work at true time t held the election key (with a live lease) at some time in `[t - bound, t]`. The bound is what upstream's code allows, from the model's constants (`etcd_timeout` T = 60 s): the stamp is taken when the refresh's put answers, at most T after the put was applied; `is_master()` trusts it for `MASTER_TIMEOUT` (60 s); a watcher acts on an answer up to one poll (5 s) old: 125 s for work dispatched from a watch. A stopped watcher still finishes a snapshot whose status and range reads (2 T) were in flight: 245 s. Compaction is recorded when it decides, right after its `is_master()`: 120 s |
 //! | `election-deletes-owned` | safety | a client deletes the election key only when it holds the value, or when the value names a dead process on its own host (dead-pid cleanup) |
+//! | `master-stable` | safety | the election key changes holder (is deleted) only when a fault that can end the holder's mastership touched the holder or etcd within the last 130 s (`etcd_timeout` + `MASTER_TIMEOUT` + one refresh interval): a pause, crash, isolation or cut between the holder and etcd, a graceful stop, a crash of its manager, a silent death or a stall of its elector, a watchdog exit of its process; an etcd crash, unavailability, ambiguity, slowness or garbling |
+//! | `master-only-work-stops` | safety | once a host's elector cleared its stamp (saw mastership end), no process of that host does master-only work more than one poll (5 s) later until the stamp is set again (a snapshot whose reads were in flight: + 2 `etcd_timeout`); excused while the process's master-only loop was stalled or after it died |
 //! | `master-elected` | liveness | once faults stop, a master exists (the key names a live process whose host's stamp is set) within TTL 60 s + watch timeout 20 s + retry jitter 2 s + 3 s of round trips = 85 s |
 //! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services (when the master's elector process still runs: a dead one cannot step down), or of the master's manager being respawned on the same host (dead-pid cleanup) |
 //! | `stale-warning-not-in-snapshot` | safety | no stale-update warning while a watcher replays a snapshot |
 //! | `stale-warning-rate-limited` | safety | at most one stale-update warning per 300 s per watcher instance (each `StatusWatcher` the master-only loop makes has a fresh limiter, status.py line 101 at 87c15906) |
 //! | `watcher-survives-timestamps` | safety | no watcher task dies on a malformed, naive or missing timestamp |
 //! | `stale-report-warned` | safety | a watcher that forwards (outside a snapshot) a report whose `time` is more than 300 s behind its own wall clock has logged a stale warning within the last 300 s |
+//! | `stale-warning-justified` | safety | every stale warning is for a report whose `time` is more than 300 s behind the watcher's wall clock at the warning (the report is the one the same dispatch forwards, or, de-duplicated, the one this watcher forwarded last for that host) |
 //! | `compaction-once-per-period` | safety | compaction never runs twice within one compaction period (etcd itself refuses to go backwards) |
 //! | `watchdog-restart-justified` | safety | the watchdog exits a process only if the dead registered task died unexpectedly (not by finishing) |
 //! | `port-status-converges` (status scenarios) | liveness | 140 s after faults stop, every port whose Felix status has not changed for 30 s shows in Neutron as the spec maps it (up: ACTIVE, down: DOWN, anything else: ERROR) |
-//! | `agent-view-converges` | liveness | 140 s after faults stop (a master within 85 s, then one report interval and slack), Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs |
+//! | `agent-view-converges` | liveness | 140 s after faults stop (a master within 85 s, then one report interval and slack), Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs, and from no host whose Felix does not run |
+//! | `silent-agent-not-reported` (status scenarios) | safety | no report of a compute host is forwarded more than 130 s (report interval + report lease + 10 s) after its Felix last wrote one, unless etcd, or the forwarding host's link to it, or the forwarding host itself (pause, stall of its watcher) had a fault in force since |
 //!
 //! The headline number of a split brain, the overlap of two hosts' master-only work, is computed
 //! from "acting" intervals (a host's consecutive master-only actions less than 8.3 s apart) and
 //! quoted in the causal sentence.
 //!
 //! The checks live by concern, each file's header saying what it reads: `election` (the election
-//! key in etcd, the electors' stamps, master-only work and compaction), `status` (the status path:
-//! Felix's reports through the agent-status watcher to Neutron, stale-update warnings, port
-//! statuses) and `faults` (faults in force, nodes, processes and tasks, and the liveness
-//! obligations they open). This file holds the bounds, the monitor's state and the dispatch of each
-//! event to its concern.
+//! key in etcd, the electors' stamps, master-only work and compaction), `stability` (the faults
+//! that can end a mastership or delay a watcher: `master-stable`, `master-only-work-stops`,
+//! `silent-agent-not-reported`), `status` (the status path: Felix's reports through the
+//! agent-status watcher to Neutron, stale-update warnings, port statuses), `felix_time` (the
+//! monitor's own reading of a report's timestamp) and `faults` (faults in force, nodes, processes
+//! and tasks, and the liveness obligations they open). This file holds the bounds, the monitor's
+//! state and the dispatch of each event to its concern.
+//!
+//! Independence: the monitor reads the model's events (`model::calico::CalicoEvent`, observations
+//! only) and the world's, and the model's constants (`MASTER_TIMEOUT`, `REFRESH_INTERVAL`,
+//! `ETCD_TIMEOUT`, `MASTER_CHECK_INTERVAL`, `RETRY_MAX`, `REPORT_INTERVAL`, `REPORT_TTL_S`,
+//! `ROUND_TRIP_INTERVAL`, `AGENT_DOWN_TIME`, the stale threshold and interval, `COMPACTION_PERIOD`)
+//! to derive bounds; it calls no model function. The key names are built here from the region as
+//! the spec gives them.
 
-use model::calico::felix::REPORT_INTERVAL;
+use model::calico::felix::{REPORT_INTERVAL, REPORT_TTL_S};
+use model::calico::neutron::AGENT_DOWN_TIME;
 use model::calico::watchers::ROUND_TRIP_INTERVAL;
 use model::calico::CalicoEvent;
 use model::calico::{
@@ -41,6 +55,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod election;
 mod faults;
+mod felix_time;
+mod stability;
 mod status;
 
 const S: u64 = 1_000_000;
@@ -67,8 +83,27 @@ pub fn work_bound_us(worker: &str, in_snapshot: bool) -> u64 {
 /// (2 x the refresh interval), it retries after the jitter, plus 3 s of round trips.
 pub const ELECTION_BOUND_US: u64 =
     us(MASTER_TIMEOUT) + 2 * us(REFRESH_INTERVAL) + us(RETRY_MAX) + 3 * S;
-/// See the table above.
-pub const HANDOVER_BOUND_US: u64 = 10 * S;
+/// See the table above: one refresh interval of slack for a handover of a few round trips.
+pub const HANDOVER_BOUND_US: u64 = us(REFRESH_INTERVAL);
+/// `master-stable`: how long a fault's effect on a mastership lingers after the fault ends: a
+/// request in flight answers or times out within `etcd_timeout`, the lease it last refreshed runs
+/// out `MASTER_TIMEOUT` later, plus one refresh interval.
+pub const MASTER_STABLE_WINDOW_US: u64 =
+    us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT) + us(REFRESH_INTERVAL);
+/// Timer granularity: the master-only loop's 5 s sleep ends on the scheduler's next step.
+const TIMER_SLACK_US: u64 = 10_000;
+/// `master-only-work-stops`: one poll of `is_master()` after the stamp was cleared.
+pub const WORK_STOPS_BOUND_US: u64 = us(MASTER_CHECK_INTERVAL) + TIMER_SLACK_US;
+/// `master-only-work-stops` for work dispatched from a snapshot: + the status and range reads
+/// that were in flight when the watcher was stopped.
+pub const WORK_STOPS_SNAPSHOT_BOUND_US: u64 = WORK_STOPS_BOUND_US + 2 * us(ETCD_TIMEOUT);
+/// `silent-agent-not-reported`: Felix keeps its lease alive once more without a put (one report
+/// interval), the lease then lasts its TTL, plus 10 s for etcd clock steps and round trips.
+pub const SILENT_AGENT_BOUND_US: u64 = us(REPORT_INTERVAL) + REPORT_TTL_S as u64 * S + 10 * S;
+/// The stale threshold (`STALE_STATUS_WARN_SECS`).
+pub const STALE_THRESHOLD_US: u64 = model::calico::status::STALE_THRESHOLD_US as u64;
+/// The stale warning's rate limit (`STALE_STATUS_WARN_INTERVAL_SECS`).
+pub const STALE_WARN_INTERVAL_US: u64 = model::calico::status::STALE_WARN_INTERVAL_US;
 /// Two actions of one host less than this apart belong to one acting interval.
 pub(crate) const ACTING_GAP_US: u64 = us(MASTER_CHECK_INTERVAL) + us(ROUND_TRIP_INTERVAL);
 
@@ -81,7 +116,7 @@ pub const AGENT_VIEW_CONVERGES: &str = crate::calico::invariants::AGENT_VIEW_CON
 /// See the table above.
 pub const PORT_STATUS_CONVERGES: &str = crate::calico::invariants::PORT_STATUS_CONVERGES.name;
 /// Neutron's `agent_down_time`.
-const AGENT_DOWN_US: u64 = 75 * S;
+const AGENT_DOWN_US: u64 = us(AGENT_DOWN_TIME);
 
 /// Every coverage point the Calico monitor can report.
 pub const ALL_POINTS: &[&str] = &[
@@ -117,6 +152,33 @@ struct Holder {
     pid: u32,
     since_us: u64,
     lease: i64,
+}
+
+/// A fault of the schedule as the stability checks read it: when it was in force.
+struct FaultSpan {
+    start_us: u64,
+    /// When it ended (`None`: still in force); an instantaneous fault ends as it starts.
+    end_us: Option<u64>,
+    fault: FaultKind,
+}
+
+/// A silent death (`end_us` = `u64::MAX`: for good) or a stall of one task of one process.
+struct TaskFault {
+    node: NodeIx,
+    pid: u32,
+    task: String,
+    start_us: u64,
+    end_us: u64,
+}
+
+/// A stale-update warning waiting for the report it was about: the forward that the same dispatch
+/// emits next, or, if the report was de-duplicated, the last one this watcher forwarded.
+struct PendingWarning {
+    node: NodeIx,
+    pid: u32,
+    host: String,
+    local_us: i64,
+    t_us: u64,
 }
 
 struct Obligation {
@@ -160,7 +222,21 @@ pub struct CalicoMonitor {
     resyncs: BTreeSet<(NodeIx, u32)>,
     compaction_period_us: u64,
     last_compaction_us: Option<u64>,
-    heard_us: Vec<Option<u64>>,
+    /// Neutron's last receipt of a report, per agent host name (true time).
+    heard_us: BTreeMap<String, u64>,
+    /// Per Felix host name: true time of its last status put in etcd.
+    report_put_us: BTreeMap<String, u64>,
+    /// Nodes whose agent-status watcher is replaying a snapshot (between its start and end).
+    agent_snapshot: BTreeSet<NodeIx>,
+    pending_warning: Option<PendingWarning>,
+    /// Per agent-status watcher instance (node, pid) and host: the `time` it forwarded last.
+    forwarded_time: BTreeMap<(NodeIx, u32, String), String>,
+    /// Per node: when its elector last cleared the stamp (None: set, or never cleared).
+    stamp_cleared_us: Vec<Option<u64>>,
+    fault_log: BTreeMap<u32, FaultSpan>,
+    task_faults: Vec<TaskFault>,
+    /// Tasks that died unexpectedly: silently, or on an exception (node, pid, task).
+    died: BTreeSet<(NodeIx, u32, String)>,
     felix_alive: Vec<bool>,
     agent_view_deadline: Option<u64>,
     ports: crate::calico::ports::PortView,
@@ -173,13 +249,13 @@ pub struct CalicoMonitor {
 }
 
 impl CalicoMonitor {
-    /// A monitor for nodes `names` (hosts then etcd) and the election key `key`; `catalog` lists
-    /// the coverage points the scenario declares.
+    /// A monitor for nodes `names` (hosts, computes, etcd, the Neutron DB) of a deployment in
+    /// `region` (the election key and Felix's status prefix are built from it as the spec names
+    /// them); `catalog` lists the coverage points the scenario declares.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         names: Vec<String>,
-        key: String,
-        felix_prefix: String,
+        region: &str,
         hosts: usize,
         computes: usize,
         compaction_period: std::time::Duration,
@@ -188,7 +264,7 @@ impl CalicoMonitor {
     ) -> Self {
         let n = names.len();
         CalicoMonitor {
-            felix_prefix,
+            felix_prefix: format!("/calico/felix/v2/{region}/host/"),
             computes: if check_agent_view {
                 hosts..hosts + computes
             } else {
@@ -203,7 +279,15 @@ impl CalicoMonitor {
             resyncs: BTreeSet::new(),
             compaction_period_us: compaction_period.as_micros() as u64,
             last_compaction_us: None,
-            heard_us: vec![None; n],
+            heard_us: BTreeMap::new(),
+            report_put_us: BTreeMap::new(),
+            agent_snapshot: BTreeSet::new(),
+            pending_warning: None,
+            forwarded_time: BTreeMap::new(),
+            stamp_cleared_us: vec![None; n],
+            fault_log: BTreeMap::new(),
+            task_faults: Vec::new(),
+            died: BTreeSet::new(),
             felix_alive: vec![false; n],
             agent_view_deadline: None,
             ports: Default::default(),
@@ -211,7 +295,7 @@ impl CalicoMonitor {
             dead_tasks: vec![Vec::new(); n],
             raised: vec![Vec::new(); n],
             names,
-            key,
+            key: format!("/calico/openstack/v2/{region}/neutron_election"),
             holder: None,
             last_held_us: BTreeMap::new(),
             winners: BTreeSet::new(),
@@ -275,11 +359,17 @@ impl Monitor for CalicoMonitor {
         if !self.computes.is_empty() {
             self.ports.observe(&self.felix_prefix, t, &rec.event);
         }
+        if let Some(f) = self.resolve_pending_warning(Some(rec)) {
+            return Some(f);
+        }
         let out = match &rec.event {
             // Faults, nodes, processes and tasks (faults.rs).
             Event::FaultStart { id, fault, dur_ms } => self.on_fault_start(*id, *dur_ms, fault, t),
             Event::FaultEnd { id } => {
                 self.faults.remove(id);
+                if let Some(span) = self.fault_log.get_mut(id) {
+                    span.end_us = Some(t);
+                }
                 None
             }
             Event::LivenessPhase => {
@@ -310,6 +400,15 @@ impl Monitor for CalicoMonitor {
             }
             Event::TaskDeath { pid, task } => {
                 self.dead_tasks[node as usize].push((t, *pid, task.clone()));
+                self.on_task_fault(node, *pid, task, t, u64::MAX);
+                None
+            }
+            Event::TaskStall {
+                pid,
+                task,
+                until_ms,
+            } => {
+                self.on_task_fault(node, *pid, task, t, until_ms * 1000);
                 None
             }
             Event::TaskEnd { pid, task } => {
@@ -348,6 +447,8 @@ impl Monitor for CalicoMonitor {
                 if key.starts_with(&self.felix_prefix) && key.ends_with("/status") =>
             {
                 self.status_put_us.insert(*rev, t);
+                let host = key[self.felix_prefix.len()..key.len() - "/status".len()].to_string();
+                self.report_put_us.insert(host, t);
                 None
             }
             Event::EtcdCompact { client, .. } => self.on_compact(client, t),
@@ -365,6 +466,9 @@ impl Monitor for CalicoMonitor {
 
     fn on_tick(&mut self, now_us: u64) -> Option<Failure> {
         self.now_us = now_us;
+        if let Some(f) = self.resolve_pending_warning(None) {
+            return Some(f);
+        }
         self.check_obligations_met();
         if let Some(f) = self.master_elected_overdue(now_us) {
             return Some(f);

@@ -1,15 +1,20 @@
-//! The status path: reads the agent-status watcher's snapshots, restarts, stale-update warnings,
-//! skipped timestamps, crashes and forwarded reports (with Felix's status puts in etcd, recorded
-//! in `mod.rs`, for their age), the port-status resyncs and writes, and Neutron's agent
-//! heartbeats; checks `stale-warning-not-in-snapshot`, `stale-warning-rate-limited`,
-//! `watcher-survives-timestamps` and `stale-report-warned` as they happen, and
-//! `agent-view-converges` and `port-status-converges` at the status deadline.
+//! The status path: checks `stale-warning-not-in-snapshot`, `stale-warning-rate-limited`,
+//! `watcher-survives-timestamps`, `stale-report-warned` and `stale-warning-justified` as they
+//! happen, and `agent-view-converges` and `port-status-converges` at the status deadline.
+//!
+//! Reads (observations only): the agent-status watcher's `CalicoSnapshot` (start and end: the
+//! monitor's own notion of "replaying a snapshot"), `CalicoWatcher`, `CalicoStaleWarning`,
+//! `CalicoUnparsableTime`, `CalicoTaskCrash` and `CalicoAgentForward` events, the resync and
+//! port-write events, Neutron's `NeutronAgentHeard`, and Felix's status puts in etcd (recorded in
+//! `mod.rs`). A report's age is computed here from its `time` (read by `felix_time`, the monitor's
+//! own parser) and the watcher host's wall clock in the event record; the warning's own `lag_ms`
+//! and `in_snapshot` fields are not trusted. Calls no model function.
 
-use super::{secs, CalicoMonitor, AGENT_DOWN_US, AGENT_VIEW_BOUND_US};
+use super::{felix_time, secs, CalicoMonitor, PendingWarning, AGENT_DOWN_US, AGENT_VIEW_BOUND_US};
 use super::{AGENT_VIEW_CONVERGES, PORT_STATUS_CONVERGES};
-use model::calico::status::{parse_time, Parsed, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US};
+use super::{STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US};
 use model::calico::CalicoEvent;
-use sim::event::Record;
+use sim::event::{Event, Record};
 use sim::{Failure, Kind, NodeIx};
 
 impl CalicoMonitor {
@@ -17,37 +22,41 @@ impl CalicoMonitor {
     pub(super) fn on_status_event(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
         let (t, node) = (rec.t_us, rec.node);
         match e {
-            CalicoEvent::CalicoSnapshot {
-                done: false,
-                worker,
-                ..
-            } if worker == "agent-status" => {
+            CalicoEvent::CalicoSnapshot { done, worker, .. } if worker == "agent-status" => {
+                if *done {
+                    self.agent_snapshot.remove(&node);
+                    return None;
+                }
+                self.agent_snapshot.insert(node);
                 let pid = self.forwarder_pid(node);
                 if !self.snapshots.insert((node, pid)) {
                     self.reach("snapshot-replayed");
                 }
                 None
             }
-            // Each StatusWatcher instance has its own limiter (status.py line 101 at 87c15906).
+            // Each StatusWatcher instance has its own limiter and de-duplication map (status.py
+            // lines 93, 101 at 87c15906).
             CalicoEvent::CalicoWatcher {
                 worker,
                 running: true,
             } if worker == "agent-status" => {
                 let pid = self.forwarder_pid(node);
                 self.last_warning.remove(&(node, pid));
+                self.forwarded_time
+                    .retain(|(n, p, _), _| (*n, *p) != (node, pid));
                 None
             }
-            CalicoEvent::CalicoStaleWarning {
-                host,
-                lag_ms,
-                in_snapshot,
-            } => self.on_stale_warning(rec, host, *lag_ms, *in_snapshot),
+            CalicoEvent::CalicoStaleWarning { host, lag_ms, .. } => {
+                self.on_stale_warning(rec, host, *lag_ms)
+            }
             CalicoEvent::CalicoUnparsableTime { .. } => {
                 self.reach("unparsable-time-skipped");
                 None
             }
             CalicoEvent::CalicoTaskCrash { pid, task, error } => {
                 self.crashed.insert((node, *pid, task.clone()));
+                self.died.insert((node, *pid, task.clone()));
+                self.agent_snapshot.remove(&node);
                 Some(Failure {
                     invariant: crate::calico::invariants::WATCHER_SURVIVES_TIMESTAMPS.name,
                     kind: Kind::Safety,
@@ -60,11 +69,8 @@ impl CalicoMonitor {
                 })
             }
             CalicoEvent::CalicoAgentForward {
-                host,
-                rev,
-                in_snapshot,
-                time,
-            } => self.on_forward(rec, host, *rev, *in_snapshot, time),
+                host, rev, time, ..
+            } => self.on_forward(rec, host, *rev, time),
             CalicoEvent::CalicoResync { pid, .. } => {
                 if !self.resyncs.insert((node, *pid)) {
                     self.reach("periodic-resync");
@@ -76,42 +82,37 @@ impl CalicoMonitor {
                 None
             }
             CalicoEvent::NeutronAgentHeard { host } => {
-                if let Some(n) = self.node_of(host) {
-                    self.heard_us[n as usize] = Some(t);
-                }
+                self.heard_us.insert(host.clone(), t);
                 None
             }
             _ => None,
         }
     }
 
-    fn on_stale_warning(
-        &mut self,
-        rec: &Record,
-        host: &str,
-        lag_ms: i64,
-        in_snapshot: bool,
-    ) -> Option<Failure> {
+    /// A stale-update warning: not while a snapshot replays (the monitor's own tracking), at most
+    /// one per interval per watcher instance; then it waits for its report
+    /// (`stale-warning-justified`, [`CalicoMonitor::resolve_pending_warning`]).
+    fn on_stale_warning(&mut self, rec: &Record, host: &str, lag_ms: i64) -> Option<Failure> {
         let (node, t) = (rec.node, rec.t_us);
         if t - self.boot_us[node as usize] < STALE_WARN_INTERVAL_US {
             self.reach("warning-on-young-host");
         }
         let name = &self.names[node as usize];
-        if in_snapshot {
+        if self.agent_snapshot.contains(&node) {
             return Some(Failure {
                 invariant: crate::calico::invariants::STALE_WARNING_NOT_IN_SNAPSHOT.name,
                 kind: Kind::Safety,
                 node: Some(node),
                 explanation: format!(
-                    "{name} logged a stale-update warning for {host} ({} old) while replaying a snapshot, where old timestamps are expected",
+                    "{name} logged a stale-update warning for {host} ({} old by its account) while replaying a snapshot, where old timestamps are expected",
                     secs(lag_ms.max(0) as u64 * 1000)
                 ),
             });
         }
         let pid = self.forwarder_pid(node);
         let prev = self.last_warning.insert((node, pid), t);
-        match prev {
-            Some(p) if t - p < STALE_WARN_INTERVAL_US => Some(Failure {
+        if let Some(p) = prev.filter(|p| t - p < STALE_WARN_INTERVAL_US) {
+            return Some(Failure {
                 invariant: crate::calico::invariants::STALE_WARNING_RATE_LIMITED.name,
                 kind: Kind::Safety,
                 node: Some(node),
@@ -122,9 +123,64 @@ impl CalicoMonitor {
                     secs(t - p),
                     secs(STALE_WARN_INTERVAL_US)
                 ),
-            }),
-            _ => None,
+            });
         }
+        self.pending_warning = Some(PendingWarning {
+            node,
+            pid,
+            host: host.to_string(),
+            local_us: rec.local_us,
+            t_us: t,
+        });
+        None
+    }
+
+    /// `stale-warning-justified`: the warning's report is the one the same dispatch forwards
+    /// next (the next events of its node: the master-only record, then the forward), or, when
+    /// the handler de-duplicated it, the one this watcher instance forwarded last for the host
+    /// (the same `mod_revision`: status.py lines 212-217). `rec` is the event after the warning
+    /// (`None`: a tick, so nothing followed).
+    pub(super) fn resolve_pending_warning(&mut self, rec: Option<&Record>) -> Option<Failure> {
+        let w = self.pending_warning.as_ref()?;
+        let forwarded = match rec.and_then(|r| (r.node == w.node).then_some(&r.event)) {
+            Some(e @ Event::System(_)) => match e.system::<CalicoEvent>() {
+                Some(CalicoEvent::CalicoMasterOnly { .. }) => return None,
+                Some(CalicoEvent::CalicoAgentForward { host, time, .. }) if *host == w.host => {
+                    Some(time.clone())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let w = self.pending_warning.take()?;
+        let time = forwarded.or_else(|| {
+            self.forwarded_time
+                .get(&(w.node, w.pid, w.host.clone()))
+                .cloned()
+        })?;
+        let now = sim::clock::EPOCH_UNIX_US + w.local_us;
+        let lag = felix_time::unix_us(&time).map(|then| now - then);
+        if lag.is_some_and(|l| l > STALE_THRESHOLD_US as i64) {
+            return None;
+        }
+        let name = &self.names[w.node as usize];
+        let age = match lag {
+            Some(l) if l >= 0 => format!("only {} behind its clock", secs(l as u64)),
+            Some(l) => format!("{} AHEAD of its clock", secs(l.unsigned_abs())),
+            None => "unreadable".to_string(),
+        };
+        Some(Failure {
+            invariant: crate::calico::invariants::STALE_WARNING_JUSTIFIED.name,
+            kind: Kind::Safety,
+            node: Some(w.node),
+            explanation: format!(
+                "{name}:{} logged a stale-update warning at {} for {}'s report stamped {time}, which is {age} (threshold {})",
+                w.pid,
+                secs(w.t_us),
+                w.host,
+                secs(STALE_THRESHOLD_US)
+            ),
+        })
     }
 
     /// The live agent-status watcher process on a node (warnings carry no pid).
@@ -132,36 +188,34 @@ impl CalicoMonitor {
         self.agent_watchers.get(&node).copied().unwrap_or(0)
     }
 
-    fn on_forward(
-        &mut self,
-        rec: &Record,
-        host: &str,
-        rev: i64,
-        in_snapshot: bool,
-        time: &str,
-    ) -> Option<Failure> {
+    /// A report forwarded to Neutron: remembered for the de-duplicated warnings, checked against
+    /// Felix's last write (`silent-agent-not-reported`) and, outside a snapshot, against the
+    /// watcher's clock (`stale-report-warned`).
+    fn on_forward(&mut self, rec: &Record, host: &str, rev: i64, time: &str) -> Option<Failure> {
         let (node, t) = (rec.node, rec.t_us);
+        let pid = self.forwarder_pid(node);
+        self.forwarded_time
+            .insert((node, pid, host.to_string()), time.to_string());
+        let in_snapshot = self.agent_snapshot.contains(&node);
         if let Some(put) = self.status_put_us.get(&rev) {
-            if !in_snapshot && t - put > STALE_THRESHOLD_US as u64 {
+            if !in_snapshot && t - put > STALE_THRESHOLD_US {
                 self.reach("backlog-over-300s");
             }
+        }
+        if let Some(f) = self.check_silent_agent(node, host, t) {
+            return Some(f);
         }
         if in_snapshot {
             return None;
         }
-        let then = match parse_time(time) {
-            Parsed::Aware(x) => x,
-            Parsed::Naive(x) => {
-                self.reach("naive-timestamp-processed");
-                x
-            }
-            Parsed::Invalid => return None,
-        };
+        if felix_time::is_naive(time) {
+            self.reach("naive-timestamp-processed");
+        }
+        let then = felix_time::unix_us(time)?;
         let lag = sim::clock::EPOCH_UNIX_US + rec.local_us - then;
-        if lag <= STALE_THRESHOLD_US {
+        if lag <= STALE_THRESHOLD_US as i64 {
             return None;
         }
-        let pid = self.forwarder_pid(node);
         let warned = self
             .last_warning
             .get(&(node, pid))
@@ -191,20 +245,38 @@ impl CalicoMonitor {
     }
 
     /// `agent-view-converges`: Neutron has heard within `agent_down_time` from every compute host
-    /// whose Felix runs.
+    /// whose Felix runs (shown up), and from no host whose Felix does not run (shown down).
     fn agent_view_converged(&self, now_us: u64) -> Option<Failure> {
-        let down: Vec<String> = self
+        let recent = |h: Option<&u64>| h.is_some_and(|&h| now_us - h < AGENT_DOWN_US);
+        let mut wrong: Vec<String> = self
             .computes
             .clone()
-            .filter(|&c| {
-                self.felix_alive[c] && self.heard_us[c].is_none_or(|h| now_us - h >= AGENT_DOWN_US)
-            })
-            .map(|c| match self.heard_us[c] {
-                Some(h) => format!("{} (last heard {} ago)", self.names[c], secs(now_us - h)),
-                None => format!("{} (never heard)", self.names[c]),
+            .filter(|&c| self.felix_alive[c] && !recent(self.heard_us.get(&self.names[c])))
+            .map(|c| match self.heard_us.get(&self.names[c]) {
+                Some(h) => format!(
+                    "{} down (last heard {} ago)",
+                    self.names[c],
+                    secs(now_us - h)
+                ),
+                None => format!("{} down (never heard)", self.names[c]),
             })
             .collect();
-        if down.is_empty() {
+        let running = |host: &str| {
+            self.node_of(host)
+                .is_some_and(|n| self.felix_alive[n as usize])
+        };
+        wrong.extend(
+            self.heard_us
+                .iter()
+                .filter(|(host, &h)| recent(Some(&h)) && !running(host))
+                .map(|(host, h)| {
+                    format!(
+                        "{host} up although no Felix runs there (heard {} ago)",
+                        secs(now_us - h)
+                    )
+                }),
+        );
+        if wrong.is_empty() {
             return None;
         }
         let node = self.holder.as_ref().and_then(|h| h.node);
@@ -214,9 +286,9 @@ impl CalicoMonitor {
             kind: Kind::Liveness,
             node,
             explanation: format!(
-                "{} after faults stopped, Neutron still shows running agents as down: {}; {}{}",
+                "{} after faults stopped, Neutron's view of the agents is wrong: {}; {}{}",
                 secs(AGENT_VIEW_BOUND_US),
-                down.join(", "),
+                wrong.join(", "),
                 self.describe_master_state(),
                 note
             ),
