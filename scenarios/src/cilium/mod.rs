@@ -491,8 +491,9 @@ pub fn run(
         LIVENESS_MS,
     );
     let fix = |name: &str| spec.fixes.iter().any(|f| f == name);
+    let bug = |name: &str| spec.bugs.iter().any(|b| b == name);
     let sw = Switches {
-        no_handshake: spec.bugs.iter().any(|b| b == "cilium-no-handshake"),
+        no_handshake: bug("cilium-no-handshake"),
         adopt_release_ips: fix("cilium-adopt-release-ips"),
         exit_on_lost_lead: fix("cilium-exit-on-lost-lead"),
         readd_released_ip: fix("cilium-readd-released-ip"),
@@ -501,6 +502,17 @@ pub fn run(
         readd_after_resync: fix("cilium-readd-after-resync"),
         fence_cloud: fix("cilium-fence-cloud"),
         hold_unknown_release: fix("cilium-hold-unknown-release"),
+        mutant_release_unacked: bug("cilium-mutant-release-unacked"),
+        mutant_no_delay: bug("cilium-mutant-no-delay"),
+        mutant_unassign_by_count: bug("cilium-mutant-unassign-by-count"),
+        mutant_ack_allocated: bug("cilium-mutant-ack-allocated"),
+        mutant_allocate_held: bug("cilium-mutant-allocate-held"),
+        mutant_mark_used: bug("cilium-mutant-mark-used"),
+        mutant_keep_released_entry: bug("cilium-mutant-keep-released-entry"),
+        mutant_keep_aborted: bug("cilium-mutant-keep-aborted"),
+        mutant_never_mark: bug("cilium-mutant-never-mark"),
+        mutant_no_allocation: bug("cilium-mutant-no-allocation"),
+        mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
     };
     let node_names: Vec<String> = names[..n].to_vec();
     let mut monitor = CiliumMonitor::new(names.clone(), (o.enis * ENI_CAPACITY) as usize, coverage);
