@@ -98,7 +98,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::NO_RELEASE_IN_USE),
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-clock-skew",
         about: "the operator's unassign call names the interface's lowest addresses, as many as were acknowledged, instead of the acknowledged IPs",
     },
     Switch {
@@ -106,7 +106,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::AGENT_ANSWERS_TRUTHFULLY),
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-split-brain",
         about: "the agent answers ready-for-release for a marked IP in its pool even when a pod holds it",
     },
     Switch {
@@ -114,7 +114,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::AGENT_ALLOCATES_FROM_POOL),
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-clock-skew",
         about: "the agent hands out IPs whatever their release-ips state (marked, acknowledged or released)",
     },
     Switch {
@@ -138,7 +138,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::HANDSHAKE_ENTRIES_CLEAR),
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-silent-task-death",
         about: "the agent keeps the release-ips entries the operator dropped (aborted or refused releases) and writes them back",
     },
     Switch {
@@ -146,7 +146,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::RELEASED_ENTRIES_CLEAR),
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-silent-task-death",
         about: "a released entry whose IP the cloud gave back to the node is never dropped, whatever issue 39981 fix is on",
     },
     Switch {
@@ -162,7 +162,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::EXCESS_RELEASED),
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-clock-skew",
         about: "the operator never marks an IP: the handshake never starts and no excess IP is released",
     },
 ];
