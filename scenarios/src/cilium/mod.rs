@@ -17,16 +17,22 @@
 //! | invariant | kind | what it checks |
 //! |---|---|---|
 //! | `no-release-in-use` | safety | when the cloud unassigns IP X of node N, no pod on N uses X |
-//! | `release-acknowledged` | safety | an operator running the handshake unassigns X only after seeing `ready-for-release` for X, and after X was excess for 180 s on its clock |
+//! | `release-acknowledged` | safety | an operator running the handshake decides to unassign X only when the CiliumNode version it decided on holds `ready-for-release` for X, and once its IPAM has run for 180 s on its monotonic clock |
 //! | `agent-allocates-from-pool` | safety | the agent hands a pod only an IP assigned to its node in the cloud, never one in `marked-for-release`, `ready-for-release` or `released` |
-//! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP it has not allocated |
-//! | `operator-marks-unused` | safety | the operator never marks an IP that is in the `used` set it observed |
-//! | `released-entries-clear` | liveness | at the same deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
-//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, on every node whose agent and the operator run all their tasks, no pod still waits for an IP while an unused IP is held in a handshake state, or while the node has room (pods holding IPs < interfaces x capacity) |
+//! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP no pod on its node holds |
+//! | `operator-marks-unused` | safety | the operator never marks an IP that the CiliumNode version it decided on lists as used |
+//! | `handshake-entries-clear` | liveness | [`CLEANUP_BOUND_US`] after faults stop (or after the entry is due, if later), no CiliumNode holds an entry whose IP left the node in the cloud, that the agent refused, or whose release the leading operator aborted |
+//! | `released-entries-clear` | liveness | at the `pods-get-ips` deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
+//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity) |
+//! | `excess-released` | liveness | an IP that stays a release candidate (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs) is unassigned [`RELEASE_PIPELINE_US`] after its clock starts: the later of [`RECOVERY_US`] after faults stop, its becoming a candidate, the last change of its node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls |
 //!
-//! A task that died silently stays dead (no Cilium mechanism restarts it; the liveness phase heals
-//! faults and restarts crashed processes, not dead tasks in live ones), so nodes it starves are
-//! reported by the scenario's coverage, not by `pods-get-ips`.
+//! The monitor computes each expectation itself (`monitor/`: it calls no model function). The
+//! liveness invariants hold on nodes whose agent and the operators run all their tasks, while an
+//! operator process exists: a task that died silently stays dead (no Cilium mechanism restarts
+//! it; the liveness phase heals faults and restarts crashed processes, not dead tasks in live
+//! ones), and an operator node whose supervisor was killed at the end of a graceful restart's
+//! grace period has no operator once its orphaned process exits; nodes they starve are reported
+//! by the scenario's coverage, not by the liveness invariants.
 
 use crate::cilium::fault_choice::FaultChoice;
 use crate::scenario::RunSpec;
@@ -115,6 +121,10 @@ pub const RELEASE_PIPELINE_US: u64 = AGENT_WRITE_US
     + RESYNC_US
     + RESYNC_US
     + 10 * S;
+
+// Every liveness bound runs out within the liveness phase (the checks happen in it).
+const _: () =
+    assert!(CLEANUP_BOUND_US < LIVENESS_MS * 1000 && EXCESS_BOUND_US < LIVENESS_MS * 1000);
 
 /// Bound of `excess-released` after faults stop: [`RECOVERY_US`] + [`RELEASE_PIPELINE_US`]
 /// (counted from a later start when the IP became a candidate later, the node's addresses

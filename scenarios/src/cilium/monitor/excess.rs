@@ -63,7 +63,9 @@ pub(super) fn candidates(
 }
 
 /// Whether a fault can make the leading operator's cloud calls fail (and so leave a node's pool
-/// maintainer in its backoff): any fault of the cloud, and a cut, delay or pause of an operator.
+/// maintainer in its backoff): any fault naming the cloud (its service failing, a cut between it
+/// and others), and an operator cut off from everything, delayed or paused. (A cut between an
+/// operator and the API server alone cannot.)
 fn can_fail_cloud_calls(f: &FaultKind, operators: &[Short]) -> bool {
     use FaultKind::*;
     let nodes = f.nodes();
@@ -73,11 +75,7 @@ fn can_fail_cloud_calls(f: &FaultKind, operators: &[Short]) -> bool {
     let operator = nodes
         .iter()
         .any(|n| operators.iter().any(|o| o.as_str() == *n));
-    operator
-        && matches!(
-            f,
-            Partition { .. } | Simplex { .. } | Isolate { .. } | Latency { .. } | Pause { .. }
-        )
+    operator && matches!(f, Isolate { .. } | Latency { .. } | Pause { .. })
 }
 
 /// How long each node's release candidates have stayed candidates after faults stopped.

@@ -51,7 +51,7 @@ impl CiliumMonitor {
         let i = i?;
         let (pod, since) = *self.nodes[i].pod_ips.get(&key.1)?;
         let view = match self.decisions.get(&key) {
-            Some((t, rv, _)) => match self.api.version(i, *rv) {
+            Some((t, rv, _)) => match self.api.version(i, *rv).filter(|v| v.status_write) {
                 Some(v) => format!(
                     "the operator decided at {} from {instance}'s status at resourceVersion {rv}, written by {} at {} ({} before the pod got the IP), whose used IPs did not include {ip}",
                     secs(*t),
@@ -171,7 +171,7 @@ impl CiliumMonitor {
         if !self.api.used_at(i, rv).contains(&ip) {
             return None;
         }
-        let written = match self.api.version(i, rv) {
+        let written = match self.api.version(i, rv).filter(|v| v.status_write) {
             Some(v) => format!(", written by {} at {}", v.client, secs(v.t_us)),
             None => String::new(),
         };
