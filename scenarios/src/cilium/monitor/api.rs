@@ -16,7 +16,13 @@ use std::rc::Rc;
 /// The API server, once the scenario's deployment has installed it.
 pub(crate) type ApiSlot = Rc<RefCell<Option<Kube>>>;
 
-/// One stored version of a CiliumNode.
+/// `status.ipam.used` of a version: its IPs, in order.
+pub(super) type Used = Rc<[Short]>;
+/// `status.ipam.release-ips` of a version: (IP, state), in IP order.
+pub(super) type ReleaseIps = Rc<[(Short, Short)]>;
+
+/// One stored version of a CiliumNode: what the checks read of it (shared with the previous
+/// version when unchanged, so that a run's history stays small).
 pub(super) struct Version {
     /// When it was written (true µs).
     pub(super) t_us: u64,
@@ -24,8 +30,8 @@ pub(super) struct Version {
     pub(super) client: sim::event::Text,
     /// Whether the write was a status write (not a spec write, which keeps the status).
     pub(super) status_write: bool,
-    /// Its status part.
-    status: Rc<Body>,
+    used: Used,
+    release_ips: ReleaseIps,
 }
 
 /// Every stored version of each node's CiliumNode (versions before the first write are the
@@ -34,6 +40,7 @@ pub(super) struct ApiView {
     slot: ApiSlot,
     /// Per node index: resourceVersion -> the version.
     versions: Vec<BTreeMap<u64, Version>>,
+    empty: ReleaseIps,
 }
 
 impl ApiView {
@@ -41,6 +48,7 @@ impl ApiView {
         ApiView {
             slot: ApiSlot::default(),
             versions: (0..nodes).map(|_| BTreeMap::new()).collect(),
+            empty: Rc::new([]),
         }
     }
 
@@ -69,15 +77,27 @@ impl ApiView {
         if obj.rv != rv {
             return; // a later write already replaced it (never within one event)
         }
-        self.versions[i].insert(
-            rv,
-            Version {
-                t_us,
-                client: client.clone(),
-                status_write: part == "status",
-                status: obj.status.clone(),
-            },
-        );
+        let prev = self.versions[i].values().next_back();
+        let used = used(&obj.status);
+        let used = match prev {
+            Some(p) if *p.used == *used => p.used.clone(),
+            _ => used.into(),
+        };
+        let release_ips = release_ips(&obj.status);
+        let release_ips = match prev {
+            Some(p) if *p.release_ips == *release_ips => p.release_ips.clone(),
+            _ => release_ips.into(),
+        };
+        let status_write = part == "status";
+        let client = client.clone();
+        let v = Version {
+            t_us,
+            client,
+            status_write,
+            used,
+            release_ips,
+        };
+        self.versions[i].insert(rv, v);
     }
 
     /// The version `rv` of node `i` (none: the seeded object, or an unknown version).
@@ -94,49 +114,54 @@ impl ApiView {
             .map(|v| (v.t_us, v.client.as_str()))
     }
 
-    /// `status.ipam.used` of node `i` at version `rv` (the seeded object's is empty).
-    pub(super) fn used_at(&self, i: usize, rv: u64) -> Vec<Short> {
+    /// Whether `status.ipam.used` of node `i` at version `rv` lists `ip` (the seeded object's
+    /// is empty).
+    pub(super) fn used_at(&self, i: usize, rv: u64, ip: &Short) -> bool {
         self.version(i, rv)
-            .map(|v| used(&v.status))
-            .unwrap_or_default()
+            .is_some_and(|v| v.used.binary_search(ip).is_ok())
     }
 
-    /// `status.ipam.release-ips` of node `i` at version `rv` (the seeded object's is empty).
-    pub(super) fn release_ips_at(&self, i: usize, rv: u64) -> BTreeMap<Short, Short> {
-        self.version(i, rv)
-            .map(|v| release_ips(&v.status))
-            .unwrap_or_default()
+    /// The state of `ip` in `status.ipam.release-ips` of node `i` at version `rv` (the seeded
+    /// object's is empty).
+    pub(super) fn release_state_at(&self, i: usize, rv: u64, ip: &Short) -> Option<Short> {
+        let v = self.version(i, rv)?;
+        let k = v.release_ips.binary_search_by(|(x, _)| x.cmp(ip)).ok()?;
+        Some(v.release_ips[k].1)
     }
 
     /// `status.ipam.release-ips` of node `i` as the API server holds it now.
-    pub(super) fn release_ips_now(&self, i: usize) -> BTreeMap<Short, Short> {
+    pub(super) fn release_ips_now(&self, i: usize) -> ReleaseIps {
         self.versions[i]
             .values()
             .next_back()
-            .map(|v| release_ips(&v.status))
-            .unwrap_or_default()
+            .map_or_else(|| self.empty.clone(), |v| v.release_ips.clone())
     }
 }
 
-/// The IPs of a status part's `used` map.
+/// The IPs of a status part's `used` map, in order.
 fn used(body: &Body) -> Vec<Short> {
     if let Some(st) = body.typed::<Status>() {
         return st.used.keys().copied().collect();
     }
-    keys(&body.json()["used"])
+    let mut v = keys(&body.json()["used"]);
+    v.sort();
+    v
 }
 
-/// A status part's `release_ips` map.
-fn release_ips(body: &Body) -> BTreeMap<Short, Short> {
+/// A status part's `release_ips` map, in IP order.
+fn release_ips(body: &Body) -> Vec<(Short, Short)> {
     if let Some(st) = body.typed::<Status>() {
-        return st.release_ips.clone();
+        return st.release_ips.iter().map(|(a, b)| (*a, *b)).collect();
     }
     let Some(m) = body.json()["release_ips"].as_object() else {
-        return BTreeMap::new();
+        return Vec::new();
     };
-    m.iter()
+    let mut v: Vec<(Short, Short)> = m
+        .iter()
         .filter_map(|(ip, s)| Some((Short::new(ip).ok()?, Short::new(s.as_str()?).ok()?)))
-        .collect()
+        .collect();
+    v.sort();
+    v
 }
 
 /// The keys of a JSON object (none if it is not one).

@@ -7,6 +7,7 @@
 //! constants; calls no model function.
 
 use super::super::{CLEANUP_BOUND_US, PODS_BOUND_US, RELEASE_PIPELINE_US};
+use super::api::ReleaseIps;
 use super::CiliumMonitor;
 use crate::cilium::invariants::{
     EXCESS_RELEASED, HANDSHAKE_ENTRIES_CLEAR, PODS_GET_IPS, RELEASED_ENTRIES_CLEAR,
@@ -15,13 +16,14 @@ use model::cilium::{DO_NOT_RELEASE, MARKED, READY, RELEASED};
 use sim::units::show_secs as secs;
 use sim::{Failure, Kind, Short};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// The `release-ips` entries of every CiliumNode, and per IP the events after which its entry
 /// must go. An entry comes back legitimately only through a new mark (which forgets them); a
 /// new leader that adopts an entry continues it.
 pub(super) struct Entries {
-    /// Per node index: IP -> its state, as the API server holds `release-ips` now.
-    now: Vec<BTreeMap<Short, Short>>,
+    /// Per node index: (IP, its state), as the API server holds `release-ips` now.
+    now: Vec<ReleaseIps>,
     /// Per node index: IP -> when an operator last marked it.
     marked: Vec<BTreeMap<Short, u64>>,
     /// Per node index: IP -> when the leading operator aborted its handshake, since its last mark.
@@ -33,7 +35,7 @@ pub(super) struct Entries {
 impl Entries {
     pub(super) fn new(nodes: usize) -> Self {
         Entries {
-            now: (0..nodes).map(|_| BTreeMap::new()).collect(),
+            now: (0..nodes).map(|_| ReleaseIps::from([])).collect(),
             marked: (0..nodes).map(|_| BTreeMap::new()).collect(),
             aborted: (0..nodes).map(|_| BTreeMap::new()).collect(),
             refused: (0..nodes).map(|_| BTreeMap::new()).collect(),
@@ -41,8 +43,11 @@ impl Entries {
     }
 
     /// Node `i`'s CiliumNode was written at `t_us`; its `release-ips` is now `fresh`.
-    pub(super) fn on_write(&mut self, i: usize, fresh: BTreeMap<Short, Short>, t_us: u64) {
-        for (ip, state) in &fresh {
+    pub(super) fn on_write(&mut self, i: usize, fresh: ReleaseIps, t_us: u64) {
+        if Rc::ptr_eq(&fresh, &self.now[i]) {
+            return; // unchanged (most writes)
+        }
+        for (ip, state) in fresh.iter() {
             if state.as_str() == DO_NOT_RELEASE {
                 self.refused[i].entry(*ip).or_insert(t_us);
             }
@@ -127,7 +132,7 @@ impl CiliumMonitor {
             if !self.all_tasks_run(i) {
                 continue;
             }
-            for (ip, state) in &self.entries.now[i] {
+            for (ip, state) in self.entries.now[i].iter() {
                 let Some((due, why)) = self.entry_due(i, ip, *state) else {
                     continue;
                 };

@@ -46,20 +46,26 @@ pub(super) fn candidates(
     in_use: impl Fn(&Short) -> bool,
     excess: usize,
 ) -> Vec<Short> {
-    let mut free: BTreeMap<Short, Vec<Short>> = BTreeMap::new();
-    for (ip, eni) in assigned {
-        if !in_use(ip) {
-            free.entry(*eni).or_default().push(*ip);
+    if excess == 0 {
+        return Vec::new(); // most calls
+    }
+    // (interface, its free addresses): a node has a few interfaces, a linear search finds one.
+    let mut free: Vec<(Short, Vec<Short>)> = Vec::new();
+    for (ip, eni) in assigned.iter().filter(|(ip, _)| !in_use(ip)) {
+        match free.iter_mut().find(|(e, _)| e == eni) {
+            Some((_, ips)) => ips.push(*ip),
+            None => free.push((*eni, vec![*ip])),
         }
     }
-    let mut best: Vec<Short> = Vec::new();
-    for ips in free.values() {
+    free.sort_by_key(|(e, _)| *e);
+    let mut best: &[Short] = &[];
+    for (_, ips) in &free {
         let n = ips.len().min(excess);
         if n > best.len() {
-            best = ips[..n].to_vec();
+            best = &ips[..n];
         }
     }
-    best
+    best.to_vec()
 }
 
 /// Whether a fault can make the leading operator's cloud calls fail (and so leave a node's pool
@@ -145,7 +151,6 @@ impl Progress {
         if reset {
             since.clear();
         }
-        let fresh: BTreeSet<Short> = fresh.into_iter().collect();
         since.retain(|ip, _| fresh.contains(ip));
         for ip in fresh {
             since.entry(ip).or_insert(t_us);

@@ -168,7 +168,7 @@ impl CiliumMonitor {
         self.marked.insert(key);
         let i = self.index(n)?;
         self.entries.mark(i, ip, rec.t_us);
-        if !self.api.used_at(i, rv).contains(&ip) {
+        if !self.api.used_at(i, rv, &ip) {
             return None;
         }
         let written = match self.api.version(i, rv).filter(|v| v.status_write) {
@@ -201,7 +201,7 @@ impl CiliumMonitor {
             return None; // bug `cilium-no-handshake`: no states at all
         }
         let op = rec.node as usize;
-        let state = self.api.release_ips_at(i, rv).get(&ip).copied();
+        let state = self.api.release_state_at(i, rv, &ip);
         let up_us = self.ipam_started[op].map(|s| self.clocks[op].read(rec.t_us) - s);
         let delay_us = RELEASE_DELAY.as_micros() as u64;
         let acked = state.is_some_and(|s| s.as_str() == READY);
