@@ -88,11 +88,14 @@ struct Agent {
     answered: Cell<bool>,
     /// Fix `cilium-restore-before-ack`.
     restore_first: bool,
+    /// The run's switches (the agent's mutants).
+    sw: Switches,
 }
 
 /// Installs kubelet and the Cilium agent as the services of `node` (CiliumNode `name`).
 pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw: &Switches) {
     let restore_first = sw.restore_before_ack;
+    let sw = sw.clone();
     let kube = kube.clone();
     world.set_services(
         node,
@@ -103,6 +106,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw:
             kubelet.spawn("pods", async move { run_workload(&p, &w, &pd).await });
             // kubelet restarts the agent (new pid) whenever it exits.
             let (k, p, pd, name) = (kube.clone(), kubelet.clone(), pods.clone(), host.name());
+            let sw = sw.clone();
             kubelet.spawn("agent-supervisor", async move {
                 loop {
                     let proc = p.spawn_child("cilium-agent");
@@ -126,6 +130,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw:
                         restored: Cell::new(false),
                         answered: Cell::new(false),
                         restore_first,
+                        sw: sw.clone(),
                     });
                     let a = agent.clone();
                     let restore_ms = workload.restore_ms;
@@ -311,11 +316,26 @@ impl Agent {
     fn answer_observed(&self) {
         let release_ips = &*self.observed_release.borrow();
         let answering = self.started.get() && (!self.restore_first || self.restored.get());
-        let view = if answering {
+        let mut view = if answering && self.sw.mutant_ack_allocated {
+            answer_all(
+                release_ips,
+                &self.spec.borrow().pool,
+                &BTreeMap::<Short, ()>::new(),
+            )
+        } else if answering {
             answer_all(release_ips, &self.spec.borrow().pool, &self.used.borrow())
         } else {
             release_ips.clone()
         };
+        if self.sw.mutant_keep_released_entry {
+            let released = release_ips.iter().filter(|(_, s)| s.as_str() == RELEASED);
+            view.extend(released.map(|(ip, s)| (*ip, *s)));
+        }
+        if self.sw.mutant_keep_aborted {
+            let old = self.view.borrow();
+            let dropped = old.iter().filter(|(ip, _)| !release_ips.contains_key(*ip));
+            view.extend(dropped.map(|(ip, s)| (*ip, *s)).collect::<Vec<_>>());
+        }
         {
             let old = self.view.borrow();
             for (ip, s) in &view {
@@ -390,7 +410,12 @@ impl Agent {
                 let enis = self.enis.borrow();
                 // An IP whose interface the status does not list yet cannot be handed out
                 // ("unable to find ENI"); the pod waits for a later attempt.
-                allocatable(&spec.pool, &used, &view)
+                let nothing = BTreeMap::new();
+                let view = match self.sw.mutant_allocate_held {
+                    true => &nothing,
+                    false => &*view,
+                };
+                allocatable(&spec.pool, &used, view)
                     .take(pending.len())
                     .take_while(|ip| spec.pool.get(ip).is_some_and(|e| enis.contains(e)))
                     .collect()

@@ -97,6 +97,41 @@ pub struct Switches {
     /// real cloud APIs offer nothing like it, client-go's documentation says no fencing is given,
     /// leaderelection.go 17-20).
     pub fence_cloud: bool,
+    /// Mutant `cilium-mutant-release-unacked` (test-only): an IP the operator marks is put on
+    /// the release list of the same pass, without waiting for the agent's answer.
+    pub mutant_release_unacked: bool,
+    /// Mutant `cilium-mutant-no-delay` (test-only): the operator's `excess-ip-release-delay` is
+    /// zero, so it marks and releases IPs as soon as they are excess.
+    pub mutant_no_delay: bool,
+    /// Mutant `cilium-mutant-unassign-by-count` (test-only): the operator's unassign call names
+    /// the interface's lowest addresses, as many as were acknowledged, instead of the
+    /// acknowledged IPs (as if release went by count, like assignment).
+    pub mutant_unassign_by_count: bool,
+    /// Mutant `cilium-mutant-ack-allocated` (test-only): the agent answers `ready-for-release`
+    /// for a marked IP in its pool whether or not it has allocated it.
+    pub mutant_ack_allocated: bool,
+    /// Mutant `cilium-mutant-allocate-held` (test-only): the agent hands out IPs whatever their
+    /// `release-ips` state (marked, acknowledged or released).
+    pub mutant_allocate_held: bool,
+    /// Mutant `cilium-mutant-mark-used` (test-only): the operator picks release candidates without
+    /// excluding the IPs its observed status lists as used.
+    pub mutant_mark_used: bool,
+    /// Mutant `cilium-mutant-keep-released-entry` (test-only): the agent never deletes a
+    /// `released` entry, even once its IP has left the pool.
+    pub mutant_keep_released_entry: bool,
+    /// Mutant `cilium-mutant-keep-aborted` (test-only): the agent keeps the entries of its
+    /// `release-ips` view that the operator dropped (aborted releases, refused ones) and writes
+    /// them back.
+    pub mutant_keep_aborted: bool,
+    /// Mutant `cilium-mutant-never-mark` (test-only): the operator never marks an IP, so the
+    /// handshake never starts and no excess IP is released.
+    pub mutant_never_mark: bool,
+    /// Mutant `cilium-mutant-no-allocation` (test-only): the operator never assigns IPs to a node
+    /// that needs them.
+    pub mutant_no_allocation: bool,
+    /// Mutant `cilium-mutant-keep-readded-released` (test-only): a `released` entry whose IP came
+    /// back to the node is never dropped, whatever issue #39981 fix is on.
+    pub mutant_keep_readded_released: bool,
 }
 
 /// `spec` of a CiliumNode.

@@ -145,7 +145,8 @@ fn upstream_cilium_eni_prepare_ip_release_interface_choice() {
     let addr = |e: usize, k: usize| Short::from_fmt(format_args!("10.0.{e}.{}", 10 + k)).unwrap();
     let eni = |e: usize| Short::from_fmt(format_args!("eni-{e}")).unwrap();
     // (addresses on eni-0, on eni-1, used on eni-0, excess) -> (interface, count) chosen.
-    let cases: [((usize, usize, usize, usize), Option<(usize, usize)>); 8] = [
+    type Case = ((usize, usize, usize, usize), Option<(usize, usize)>);
+    let cases: [Case; 8] = [
         ((4, 10, 0, 3), Some((0, 3))),   // both cover 3: the first
         ((4, 10, 0, 5), Some((1, 5))),   // 4 < 5
         ((4, 10, 0, 12), Some((1, 10))), // neither covers it: the most

@@ -136,9 +136,9 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "cilium-silent-task-death",
         seeds: &[1068, 1495],
         signature: Signature {
-            invariants: &["no-release-in-use"],
-            describe: "the status the operator decided from was written by a restarted agent, and the operator still led",
-            test: |e| restarted_writer(e) && !e.contains("was deposed"),
+            invariants: &["agent-answers-truthfully", "no-release-in-use"],
+            describe: "a restarted agent answered ready-for-release for an IP a pod holds, or (when that answer is not seen first) the status the operator decided from was written by a restarted agent, and the operator still led",
+            test: |e| (restarted_answerer(e) || restarted_writer(e)) && !e.contains("was deposed"),
         },
         summary: "A pod gets IP X; before the agent's rate-limited status write (15 s, or never while its status writer is dead) reports X as used, the operator marks X, and the agent is restarted. The restarted agent's endpoint restore cannot take X back because X is marked for release, so the pod keeps X while the agent no longer counts it; on the next CiliumNode event the agent answers ready-for-release, and the operator unassigns X under the pod. Restore also runs after IPAM has started, so an answer can come before restore at all.",
         upstream: &[
@@ -271,5 +271,15 @@ fn restarted_writer(e: &str) -> bool {
         .nth(1)
         .and_then(|w| w.split(' ').next())
         .and_then(|w| w.rsplit(':').next())
+        .is_some_and(|pid| pid != "1001")
+}
+
+/// In an `agent-answers-truthfully` sentence: whether the answering agent is a restarted one (not
+/// its node's first agent process, pid 1001).
+fn restarted_answerer(e: &str) -> bool {
+    e.split(" answered ready-for-release")
+        .next()
+        .and_then(|a| a.split(':').nth(1))
+        .and_then(|a| a.split(',').next())
         .is_some_and(|pid| pid != "1001")
 }

@@ -1,45 +1,75 @@
-//! Cilium's invariants (checked by `monitor`).
+//! Cilium's invariants (checked by `monitor`): one per promise of the excess-IP release handshake
+//! (issue 29), each with the upstream behaviour it stands for and, for liveness, a bound computed
+//! from the model's constants (`scenarios::cilium`: [`CLEANUP_BOUND_US`], [`PODS_BOUND_US`],
+//! [`EXCESS_BOUND_US`]). Every one has a mutant that trips it (`switches.rs`).
 
+use super::{CLEANUP_BOUND_US, EXCESS_BOUND_US, PODS_BOUND_US};
 use crate::invariant::Invariant;
 
 /// No IP is unassigned while a pod uses it.
 pub const NO_RELEASE_IN_USE: Invariant = Invariant::safety(
     "no-release-in-use",
     "when the cloud unassigns IP X of node N, no pod on N uses X",
-);
+)
+.upstream("the handshake's purpose (PR #17939, issue #13412): the operator unassigns an IP (pkg/ipam/node.go handleIPRelease, EC2 UnassignPrivateIpAddresses) only once the agent has confirmed that no pod uses it");
 /// The operator releases only acknowledged, long-excess IPs.
 pub const RELEASE_ACKNOWLEDGED: Invariant = Invariant::safety(
     "release-acknowledged",
-    "an operator running the handshake unassigns X only after seeing `ready-for-release` for X, and after X was excess for 180 s on its (monotonic) clock",
+    "an operator running the handshake decides to unassign X only when the CiliumNode version it decided on holds `ready-for-release` for X, and only once its IPAM has run for the release delay on its monotonic clock (it cannot have timed X for 180 s before)",
 )
-.bounded("180 s");
+.bounded("180 s (`excess-ip-release-delay`)")
+.bound_us(model::cilium::RELEASE_DELAY.as_micros() as u64)
+.upstream("pkg/ipam/node.go handleIPRelease/handleIPReleaseResponse @ed90dd5 (l. 758-776, 797-898): an IP is released only after `excess-ip-release-delay` and on an observed `ready-for-release`");
 /// The agent allocates only from its pool.
 pub const AGENT_ALLOCATES_FROM_POOL: Invariant = Invariant::safety(
     "agent-allocates-from-pool",
     "the agent gives a pod only an IP the cloud assigns to its node, never one in `marked-for-release`, `ready-for-release` or `released`",
-);
+)
+.upstream("pkg/ipam/crd.go allocate/allocateNext @ed90dd5 (l. 522-524, 581-583): isIPInReleaseHandshake makes a marked, acknowledged or released IP unallocatable; only pool IPs are handed out");
 /// The agent acknowledges only unallocated IPs.
 pub const AGENT_ANSWERS_TRUTHFULLY: Invariant = Invariant::safety(
     "agent-answers-truthfully",
-    "the agent answers `ready-for-release` only for an IP it has not allocated",
-);
+    "the agent answers `ready-for-release` only for an IP no pod on its node uses",
+)
+.upstream("pkg/ipam/crd.go updateLocalNodeResource @ed90dd5 (l. 428-442): an allocated IP gets `do-not-release`, only a free one `ready-for-release`");
 /// The operator never marks an IP it saw in use.
 pub const OPERATOR_MARKS_UNUSED: Invariant = Invariant::safety(
     "operator-marks-unused",
-    "the operator never marks an IP in the `used` set it observed",
-);
+    "the operator never marks an IP that the CiliumNode version it decided on lists in `status.ipam.used`",
+)
+.upstream("pkg/aws/eni/node.go PrepareIPRelease @ed90dd5 (l. 131-198): release candidates skip the addresses in the observed `status.ipam.used`");
+/// Handshake entries clear once their IP left the node or their release was called off.
+pub const HANDSHAKE_ENTRIES_CLEAR: Invariant = Invariant::liveness(
+    "handshake-entries-clear",
+    "the longest of the operator's chain (Lease take-over, the maintainer's longest backoff, a resync) and the informers' re-watch, then the agent's rate-limited write, and 20 s for requests",
+    "after faults stop, every `release-ips` entry in a CiliumNode whose IP has left the node in the cloud, whose answer is `do-not-release`, or whose release the leading operator aborted, is gone within the bound (on nodes whose agent and operators run all their tasks)",
+)
+.bound_us(CLEANUP_BOUND_US)
+.upstream("pkg/ipam/crd.go updateLocalNodeResource @ed90dd5 (l. 371-375: a released entry goes once its IP left the pool); pkg/ipam/node.go abortNoLongerExcessIPs and handleIPReleaseResponse (l. 735-776: aborted and refused entries are dropped, PR #18330)");
 /// Released entries clear once their IP came back.
 pub const RELEASED_ENTRIES_CLEAR: Invariant = Invariant::liveness(
     "released-entries-clear",
     "as `pods-get-ips`",
     "no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981)",
-);
-/// Pods get IPs after faults stop.
+)
+.bound_us(PODS_BOUND_US)
+.upstream("newer operator/pkg/ipam/nodemanager/node.go abortNoLongerExcessIPs @35b06d5a: a released entry whose IP is back in the pool is removed (issue #39981, PR #42276)");
+/// Pods get IPs after faults stop while their node has room.
 pub const PODS_GET_IPS: Invariant = Invariant::liveness(
     "pods-get-ips",
-    "427 s (derived: lease take-over, the maintainer's 5-min backoff, a resync, the agent's start and status write)",
-    "on nodes whose agent and operator run all their tasks, no pod waits while an unused IP is held in a handshake state or while the node has room",
-);
+    "lease take-over, the maintainer's 5-min backoff, a resync, the agent's start and status write",
+    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node's interfaces have room (pods holding IPs < interfaces x capacity)",
+)
+.bound_us(PODS_BOUND_US)
+.upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity, and handshake states never starve it");
+/// Excess IPs are released after faults stop.
+pub const EXCESS_RELEASED: Invariant = Invariant::liveness(
+    "excess-released",
+    "the informers' re-watch or a Lease take-over, then the agent's status write, a resync to time the IP, the release delay, a resync to mark it, a resync to release it, and 10 s for requests; counted from the later of faults stopping, the IP entering the excess, the last change of the node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls",
+    "an IP that stays among its node's release candidates (upstream's excess count and pick, computed by the monitor from the cloud's assignments and the pods' IPs) is unassigned within the bound",
+)
+.bound_us(EXCESS_BOUND_US)
+.upstream("pkg/ipam/node.go calculateExcessIPs and handleIPRelease @ed90dd5 (l. 347-378, 797-898) with pkg/aws/eni/node.go PrepareIPRelease: an IP excess for `excess-ip-release-delay` is marked, acknowledged and released at the next 1-minute resyncs");
 
 /// Every Cilium invariant.
 pub static INVARIANTS: &[Invariant] = &[
@@ -48,6 +78,8 @@ pub static INVARIANTS: &[Invariant] = &[
     AGENT_ALLOCATES_FROM_POOL,
     AGENT_ANSWERS_TRUTHFULLY,
     OPERATOR_MARKS_UNUSED,
+    HANDSHAKE_ENTRIES_CLEAR,
     RELEASED_ENTRIES_CLEAR,
     PODS_GET_IPS,
+    EXCESS_RELEASED,
 ];

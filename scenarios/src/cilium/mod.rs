@@ -17,16 +17,22 @@
 //! | invariant | kind | what it checks |
 //! |---|---|---|
 //! | `no-release-in-use` | safety | when the cloud unassigns IP X of node N, no pod on N uses X |
-//! | `release-acknowledged` | safety | an operator running the handshake unassigns X only after seeing `ready-for-release` for X, and after X was excess for 180 s on its clock |
+//! | `release-acknowledged` | safety | an operator running the handshake decides to unassign X only when the CiliumNode version it decided on holds `ready-for-release` for X, and once its IPAM has run for 180 s on its monotonic clock |
 //! | `agent-allocates-from-pool` | safety | the agent hands a pod only an IP assigned to its node in the cloud, never one in `marked-for-release`, `ready-for-release` or `released` |
-//! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP it has not allocated |
-//! | `operator-marks-unused` | safety | the operator never marks an IP that is in the `used` set it observed |
-//! | `released-entries-clear` | liveness | at the same deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
-//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, on every node whose agent and the operator run all their tasks, no pod still waits for an IP while an unused IP is held in a handshake state, or while the node has room (pods holding IPs < interfaces x capacity) |
+//! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP no pod on its node holds |
+//! | `operator-marks-unused` | safety | the operator never marks an IP that the CiliumNode version it decided on lists as used |
+//! | `handshake-entries-clear` | liveness | [`CLEANUP_BOUND_US`] after faults stop (or after the entry is due, if later), no CiliumNode holds an entry whose IP left the node in the cloud, that the agent refused, or whose release the leading operator aborted |
+//! | `released-entries-clear` | liveness | at the `pods-get-ips` deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
+//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity) |
+//! | `excess-released` | liveness | an IP that stays a release candidate (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs) is unassigned [`RELEASE_PIPELINE_US`] after its clock starts: the later of [`RECOVERY_US`] after faults stop, its becoming a candidate, the last change of its node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls |
 //!
-//! A task that died silently stays dead (no Cilium mechanism restarts it; the liveness phase heals
-//! faults and restarts crashed processes, not dead tasks in live ones), so nodes it starves are
-//! reported by the scenario's coverage, not by `pods-get-ips`.
+//! The monitor computes each expectation itself (`monitor/`: it calls no model function). The
+//! liveness invariants hold on nodes whose agent and the operators run all their tasks, while an
+//! operator process exists: a task that died silently stays dead (no Cilium mechanism restarts
+//! it; the liveness phase heals faults and restarts crashed processes, not dead tasks in live
+//! ones), and an operator node whose supervisor was killed at the end of a graceful restart's
+//! grace period has no operator once its orphaned process exits; nodes they starve are reported
+//! by the scenario's coverage, not by the liveness invariants.
 
 use crate::cilium::fault_choice::FaultChoice;
 use crate::scenario::RunSpec;
@@ -47,7 +53,27 @@ pub const FAULT_WINDOW_MS: u64 = 600_000;
 pub const LIVENESS_MS: u64 = PODS_BOUND_US / 1000 + 30_000;
 /// Interfaces' capacity.
 pub const ENI_CAPACITY: u32 = 10;
+/// One second (µs).
 const S: u64 = 1_000_000;
+/// A new leader's take-over after faults stop: the lease duration, the widest acquire wait, one
+/// request (client-go's `acquire` loop, sim::leaderelection).
+pub const TAKEOVER_US: u64 = {
+    use sim::leaderelection::{LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD};
+    (LEASE_DURATION.as_micros()
+        + RETRY_PERIOD.as_micros() * 22 / 10
+        + RENEW_DEADLINE.as_micros() / 2) as u64
+};
+/// An informer whose watch stream died in a partition re-watches within this after it heals: its
+/// idle timer, then a health ping that gets no ack (`sim::kube::run_informer`).
+pub const REWATCH_US: u64 =
+    (model::cilium::INFORMER_IDLE.as_micros() + sim::kube::PING_TIMEOUT.as_micros()) as u64;
+/// The longest a node's pool maintainer waits after its last failed pass (node_manager.go:312-330).
+const BACKOFF_US: u64 = model::cilium::operator::ipam::BACKOFF_MAX_US;
+/// The operator's resync period (µs).
+const RESYNC_US: u64 = model::cilium::OPERATOR_RESYNC.as_micros() as u64;
+/// The agent's status write period (µs).
+const AGENT_WRITE_US: u64 = model::cilium::AGENT_UPDATE_RATE.as_micros() as u64;
+
 /// Bound of `pods-get-ips` after faults stop.
 ///
 /// Derived from the code's constants, the longest chain after faults stop: a new leader takes
@@ -56,15 +82,54 @@ const S: u64 = 1_000_000;
 /// next resync, the operator's writes, the agent's start poll and restore, and its
 /// rate-limited status write; 20 s for the requests between.
 pub const PODS_BOUND_US: u64 = {
-    use sim::leaderelection::{LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD};
-    let takeover = LEASE_DURATION.as_micros()
-        + RETRY_PERIOD.as_micros() * 22 / 10
-        + RENEW_DEADLINE.as_micros() / 2;
-    let operator = model::cilium::operator::ipam::BACKOFF_MAX_US as u128
-        + model::cilium::OPERATOR_RESYNC.as_micros();
-    let agent = 5 * S as u128 + 3 * S as u128 + model::cilium::AGENT_UPDATE_RATE.as_micros();
-    (takeover + operator + agent) as u64 + 20 * S
+    let agent = 5 * S + 3 * S + AGENT_WRITE_US;
+    TAKEOVER_US + BACKOFF_US + RESYNC_US + agent + 20 * S
 };
+
+/// Bound of `handshake-entries-clear` after faults stop (or after the entry is due to go, if
+/// later): the longer of the informers' re-watch and the operator's chain (a take-over, the
+/// maintainer's longest backoff, then the resync whose pass releases, aborts or drops the entry
+/// and whose writes carry it away), then the agent's rate-limited write (it removes a released
+/// entry once the pool lost the IP); 20 s for the requests between.
+pub const CLEANUP_BOUND_US: u64 = {
+    let operator = TAKEOVER_US + BACKOFF_US + RESYNC_US;
+    let slowest = if REWATCH_US > operator {
+        REWATCH_US
+    } else {
+        operator
+    };
+    slowest + AGENT_WRITE_US + 20 * S
+};
+
+/// After faults stop, the operator and the agent act on current state within this: the longer of
+/// a Lease take-over and an informer's re-watch.
+pub const RECOVERY_US: u64 = if REWATCH_US > TAKEOVER_US {
+    REWATCH_US
+} else {
+    TAKEOVER_US
+};
+
+/// How long after an IP becomes a release candidate (once the operator and agent work, see
+/// [`RECOVERY_US`]) it is unassigned: the agent's status write shows the pods' IPs (15 s), the
+/// next resync times it (60 s), the release delay (180 s) runs out and the first resync after
+/// it marks it (60 s), the agent answers within its write period (15 s, before the next
+/// resync), the next resync releases it (60 s); 10 s for requests (node.go:797-898,
+/// node_manager.go:231-249).
+pub const RELEASE_PIPELINE_US: u64 = AGENT_WRITE_US
+    + RESYNC_US
+    + model::cilium::RELEASE_DELAY.as_micros() as u64
+    + RESYNC_US
+    + RESYNC_US
+    + 10 * S;
+
+// Every liveness bound runs out within the liveness phase (the checks happen in it).
+const _: () =
+    assert!(CLEANUP_BOUND_US < LIVENESS_MS * 1000 && EXCESS_BOUND_US < LIVENESS_MS * 1000);
+
+/// Bound of `excess-released` after faults stop: [`RECOVERY_US`] + [`RELEASE_PIPELINE_US`]
+/// (counted from a later start when the IP became a candidate later, the node's addresses
+/// changed, or a fault could have left the maintainer in its backoff).
+pub const EXCESS_BOUND_US: u64 = RECOVERY_US + RELEASE_PIPELINE_US;
 
 /// The options a seed draws for a Cilium scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -505,8 +570,9 @@ pub fn run(
         LIVENESS_MS,
     );
     let fix = |name: &str| spec.fixes.iter().any(|f| f == name);
+    let bug = |name: &str| spec.bugs.iter().any(|b| b == name);
     let sw = Switches {
-        no_handshake: spec.bugs.iter().any(|b| b == "cilium-no-handshake"),
+        no_handshake: bug("cilium-no-handshake"),
         adopt_release_ips: fix("cilium-adopt-release-ips"),
         exit_on_lost_lead: fix("cilium-exit-on-lost-lead"),
         readd_released_ip: fix("cilium-readd-released-ip"),
@@ -515,9 +581,27 @@ pub fn run(
         readd_after_resync: fix("cilium-readd-after-resync"),
         fence_cloud: fix("cilium-fence-cloud"),
         hold_unknown_release: fix("cilium-hold-unknown-release"),
+        mutant_release_unacked: bug("cilium-mutant-release-unacked"),
+        mutant_no_delay: bug("cilium-mutant-no-delay"),
+        mutant_unassign_by_count: bug("cilium-mutant-unassign-by-count"),
+        mutant_ack_allocated: bug("cilium-mutant-ack-allocated"),
+        mutant_allocate_held: bug("cilium-mutant-allocate-held"),
+        mutant_mark_used: bug("cilium-mutant-mark-used"),
+        mutant_keep_released_entry: bug("cilium-mutant-keep-released-entry"),
+        mutant_keep_aborted: bug("cilium-mutant-keep-aborted"),
+        mutant_never_mark: bug("cilium-mutant-never-mark"),
+        mutant_no_allocation: bug("cilium-mutant-no-allocation"),
+        mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
     };
     let node_names: Vec<String> = names[..n].to_vec();
-    let mut monitor = CiliumMonitor::new(names.clone(), (o.enis * ENI_CAPACITY) as usize, coverage);
+    let watermarks = monitor::Watermarks {
+        pre: PRE_ALLOCATE,
+        min: o.min_allocate as usize,
+        maw: o.max_above_watermark as usize,
+    };
+    let capacity = (o.enis * ENI_CAPACITY) as usize;
+    let mut monitor = CiliumMonitor::new(names.clone(), n, capacity, watermarks, coverage);
+    let api = monitor.api_slot();
     let (o2, names2) = (o.clone(), names.clone());
     // Initial pools: pre-allocate IPs on eni-0 of every node (the cloud's picks for this seed,
     // replayed here on a copy of its subnet so that the monitor knows them).
@@ -532,12 +616,13 @@ pub fn run(
         .collect();
     for (i, ips) in initial.iter().enumerate() {
         for ip in ips {
-            monitor.assigned_at_start(i, short(ip));
+            monitor.assigned_at_start(i, short(ip), sim::cloud::eni_name(0));
         }
     }
     simulate(cfg, Box::new(monitor), move |world| {
         let idx = |name: &str| names2.iter().position(|x| x == name).unwrap() as NodeIx;
         let kube = sim::kube::Kube::install(world, idx("apiserver"));
+        *api.borrow_mut() = Some(kube.clone()); // the monitor reads the CiliumNodes it stores
         let cloud = sim::cloud::Cloud::install_with(
             world,
             idx("cloud"),

@@ -1,4 +1,5 @@
-//! Cilium's `--bug` and `--fix` switches.
+//! Cilium's `--bug`, `--fix` and mutant switches (a mutant is passed with `--bug`; each names the
+//! invariant it trips and the scenario that catches it: `scenarios/tests/mutants.rs`).
 
 use crate::scenario::{Switch, SwitchKind};
 
@@ -75,5 +76,93 @@ pub static SWITCHES: &[Switch] = &[
         system: "cilium",
         scenario: "cilium-clock-skew",
         about: "issue 39981's clean-up done safely: drop a released entry only when a cloud describe that started after the release lists the IP on the node again, not when the CiliumNode's spec pool (not yet rewritten) still lists it",
+    },
+    Switch {
+        name: "cilium-mutant-release-unacked",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::RELEASE_ACKNOWLEDGED),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the operator releases an IP in the pass that marks it, without waiting for the agent's ready-for-release",
+    },
+    Switch {
+        name: "cilium-mutant-no-delay",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::RELEASE_ACKNOWLEDGED),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the operator's excess-ip-release-delay is zero: it marks and releases IPs as soon as they are excess",
+    },
+    Switch {
+        name: "cilium-mutant-unassign-by-count",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::NO_RELEASE_IN_USE),
+        system: "cilium",
+        scenario: "cilium-clock-skew",
+        about: "the operator's unassign call names the interface's lowest addresses, as many as were acknowledged, instead of the acknowledged IPs",
+    },
+    Switch {
+        name: "cilium-mutant-ack-allocated",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::AGENT_ANSWERS_TRUTHFULLY),
+        system: "cilium",
+        scenario: "cilium-split-brain",
+        about: "the agent answers ready-for-release for a marked IP in its pool even when a pod holds it",
+    },
+    Switch {
+        name: "cilium-mutant-allocate-held",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::AGENT_ALLOCATES_FROM_POOL),
+        system: "cilium",
+        scenario: "cilium-clock-skew",
+        about: "the agent hands out IPs whatever their release-ips state (marked, acknowledged or released)",
+    },
+    Switch {
+        name: "cilium-mutant-mark-used",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::OPERATOR_MARKS_UNUSED),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the operator picks release candidates without excluding the IPs its observed status lists as used",
+    },
+    Switch {
+        name: "cilium-mutant-keep-released-entry",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::HANDSHAKE_ENTRIES_CLEAR),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the agent never deletes a released entry, even once its IP has left the pool",
+    },
+    Switch {
+        name: "cilium-mutant-keep-aborted",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::HANDSHAKE_ENTRIES_CLEAR),
+        system: "cilium",
+        scenario: "cilium-silent-task-death",
+        about: "the agent keeps the release-ips entries the operator dropped (aborted or refused releases) and writes them back",
+    },
+    Switch {
+        name: "cilium-mutant-keep-readded-released",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::RELEASED_ENTRIES_CLEAR),
+        system: "cilium",
+        scenario: "cilium-silent-task-death",
+        about: "a released entry whose IP the cloud gave back to the node is never dropped, whatever issue 39981 fix is on",
+    },
+    Switch {
+        name: "cilium-mutant-no-allocation",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::PODS_GET_IPS),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the operator never assigns IPs to a node that needs them",
+    },
+    Switch {
+        name: "cilium-mutant-never-mark",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::EXCESS_RELEASED),
+        system: "cilium",
+        scenario: "cilium-clock-skew",
+        about: "the operator never marks an IP: the handshake never starts and no excess IP is released",
     },
 ];

@@ -364,7 +364,7 @@ impl Ipam {
                 recalculate(n, st.cache.get(node), &self.cfg);
             }
             let mut order: Vec<(&Short, &NodeState)> = st.nodes.iter().collect();
-            order.sort_by(|a, b| (b.1.needed, b.1.excess).cmp(&(a.1.needed, a.1.excess)));
+            order.sort_by_key(|e| std::cmp::Reverse((e.1.needed, e.1.excess)));
             order.into_iter().map(|(k, _)| *k).collect()
         };
         let mut followups = BTreeSet::new();
@@ -486,10 +486,13 @@ impl Ipam {
             if self.cfg.release_excess {
                 n.release.remove_stale_release_ips(&observed);
             }
-            let release = (self.cfg.release_excess && n.excess > 0).then(|| {
-                prepare_ip_release(&status.enis, &status.used, n.excess).unwrap_or_default()
-            });
-            release
+            let nobody = BTreeMap::<Short, Short>::new();
+            let used = match self.cfg.switches.mutant_mark_used {
+                true => &nobody,
+                false => &status.used,
+            };
+            (self.cfg.release_excess && n.excess > 0)
+                .then(|| prepare_ip_release(&status.enis, used, n.excess).unwrap_or_default())
         };
         let allocation = release.is_none() && self.state.borrow().nodes[&node].needed > 0;
         if release.is_none() && !allocation {
@@ -497,19 +500,34 @@ impl Ipam {
             return Pass::Idle;
         }
         let (eni, list) = release.clone().unwrap_or_default();
-        let step = {
+        let mut step = {
             let mut st = self.state.borrow_mut();
             let n = st.nodes.get_mut(&node).expect("checked");
             let observed = observed_release(n);
-            n.release.handle_ip_release(
+            let sw = &self.cfg.switches;
+            let delay_us = match sw.mutant_no_delay {
+                true => 0,
+                false => RELEASE_DELAY.as_micros() as u64,
+            };
+            let mut step = n.release.handle_ip_release(
                 release.as_ref().map(|r| r.1.as_slice()),
                 &observed,
                 now,
-                RELEASE_DELAY.as_micros() as u64,
+                delay_us,
                 no_handshake,
-                self.cfg.switches.keep_released,
-            )
+                sw.keep_released,
+            );
+            if sw.mutant_never_mark {
+                for ip in step.marked.drain(..) {
+                    n.release.status.remove(&ip);
+                }
+            }
+            step
         };
+        if self.cfg.switches.mutant_release_unacked {
+            let marked = step.marked.iter().map(|ip| (*ip, MARKED.to_string(), 0));
+            step.to_release.extend(marked.collect::<Vec<_>>());
+        }
         for ip in &step.aborted {
             self.emit_abort(node, *ip);
         }
@@ -561,7 +579,7 @@ impl Ipam {
                 excess,
                 &mut observed,
                 &pool,
-                sw.readd_released_ip || sw.readd_after_resync,
+                (sw.readd_released_ip || sw.readd_after_resync) && !sw.mutant_keep_readded_released,
             );
             n.dropped
                 .extend(before.into_iter().filter(|ip| !observed.contains_key(ip)));
@@ -583,6 +601,17 @@ impl Ipam {
     /// `released`; on an error the local state stays and the pass failed.
     async fn release(&self, node: Short, eni: Short, step: &ReleaseStep, rv: u64) -> Pass {
         let ips: Vec<Short> = step.to_release.iter().map(|r| r.0).collect();
+        let mut sent = ips.clone();
+        if self.cfg.switches.mutant_unassign_by_count {
+            let st = self.state.borrow();
+            let lowest = st.cache.get(&node).and_then(|ifs| ifs.get(&eni));
+            sent = lowest
+                .into_iter()
+                .flatten()
+                .take(ips.len())
+                .copied()
+                .collect();
+        }
         for (ip, seen, timed) in &step.to_release {
             self.proc.emit(CiliumEvent::CiliumRelease {
                 node: node.into(),
@@ -593,7 +622,7 @@ impl Ipam {
                 handshake: !self.cfg.switches.no_handshake,
             });
         }
-        match self.cloud.unassign(&node, &eni, ips.clone()).await {
+        match self.cloud.unassign(&node, &eni, sent).await {
             Ok(()) => {
                 if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
                     if self.cfg.switches.no_handshake {
@@ -627,6 +656,9 @@ impl Ipam {
         let Some(ifs) = cache else {
             return Pass::Failed;
         };
+        if self.cfg.switches.mutant_no_allocation {
+            return Pass::Idle;
+        }
         let needed = self.state.borrow().nodes[&node].needed;
         let cap = self.cfg.eni_capacity as usize;
         let Some((eni, held)) = ifs.iter().find(|(_, ips)| ips.len() < cap) else {
