@@ -30,9 +30,10 @@
 //! liveness invariants hold on nodes whose agent and the operators run all their tasks, while an
 //! operator process exists: a task that died silently stays dead (no Cilium mechanism restarts
 //! it; the liveness phase heals faults and restarts crashed processes, not dead tasks in live
-//! ones), and an operator node whose supervisor was killed at the end of a graceful restart's
-//! grace period has no operator once its orphaned process exits; nodes they starve are reported
-//! by the scenario's coverage, not by the liveness invariants.
+//! ones); nodes they starve are reported by the scenario's coverage, not by the liveness
+//! invariants. (The operator-exists scope dates from a harness bug, fixed: a graceful restart's
+//! stop used to leave the operator process without its supervisor, so no operator ran again once
+//! it exited; the supervisor now stops its operator and exits, as a deleted pod does.)
 
 use crate::cilium::fault_choice::FaultChoice;
 use crate::scenario::RunSpec;

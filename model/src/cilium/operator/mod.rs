@@ -78,7 +78,19 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, cloud: &Cloud, cfg: Ope
                 loop {
                     let proc = s.spawn_child("cilium-operator");
                     start(&proc, &k, &c, &cfg);
-                    proc.wait_exit().await;
+                    let exited = Box::pin(proc.wait_exit());
+                    let stopped = Box::pin(s.terminated());
+                    if let futures::future::Either::Right(_) =
+                        futures::future::select(exited, stopped).await
+                    {
+                        // The pod is deleted (a graceful stop of the node's services): the
+                        // operator gets its SIGTERM and shuts down cleanly, and nothing respawns
+                        // it here; the node's services start afresh when the stop ends.
+                        s.terminate(proc.pid());
+                        proc.wait_exit().await;
+                        s.exit(0);
+                        return;
+                    }
                     s.sleep(Duration::from_secs(2)).await;
                 }
             });
