@@ -146,7 +146,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::RELEASED_ENTRIES_CLEAR),
         system: "cilium",
-        scenario: "cilium-silent-task-death",
+        scenario: "cilium-swarm",
         about: "a released entry whose IP the cloud gave back to the node is never dropped, whatever issue 39981 fix is on",
     },
     Switch {
