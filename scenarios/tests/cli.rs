@@ -575,7 +575,8 @@ fn shard_auto_under_kubernetes_and_gitlab_equals_unsharded() {
         &args(&dir).iter().map(String::as_str).collect::<Vec<_>>(),
     ));
     assert!(whole["failures"].as_u64().unwrap() > 1, "{whole}");
-    let engines: [(&str, fn(u64) -> Vec<(&'static str, String)>); 2] = [
+    type Vars = fn(u64) -> Vec<(&'static str, String)>;
+    let engines: [(&str, Vars); 2] = [
         ("k8s", |k| {
             vec![
                 ("JOB_COMPLETION_INDEX", (k - 1).to_string()),

@@ -109,9 +109,12 @@ mod tests {
         assert_eq!(resolve("2/3", None, &env(&[])).unwrap(), (2, 3));
     }
 
+    /// The environment, `--shards`, and the start of the expected message.
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a str);
+
     #[test]
     fn missing_or_malformed_variables_are_bad_input() {
-        let cases: &[(&[(&str, &str)], Option<&str>, &str)] = &[
+        let cases: &[Case] = &[
             (&[], None, "neither JOB_COMPLETION_INDEX"),
             (
                 &[("JOB_COMPLETION_INDEX", "0")],
