@@ -9,6 +9,13 @@
 //! [`GARP_EVERY`] for [`GARP_FOR`], and an answer to every ARP request for the IP. A speaker that
 //! stops being first withdraws (stops answering). The controller re-evaluates every service whenever
 //! the member list or an informer view changes.
+//!
+//! Upstream (metallb/metallb at 7938d3f): `speaker/layer2_controller.go` `ShouldAnnounce`
+//! (l. 88-133) and `sortL2Candidates` (l. 187-197); `internal/layer2/announcer.go` `SetBalancer`
+//! (l. 258-260), `spamLoop` (l. 169-182: the first gratuitous ARP right away), `DeleteBalancer`
+//! (l. 291-299) and `shouldAnnounce` (l. 237-255); `internal/layer2/arp.go` `processRequest`
+//! (l. 100-107). One known difference: upstream restarts the gratuitous-ARP burst on every
+//! `SetBalancer` of an announced IP (every resync), the model only when it starts announcing.
 
 use super::memberlist::Memberlist;
 use super::*;
