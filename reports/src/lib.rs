@@ -7,7 +7,9 @@
 //! master, holds the election key; Cilium: IPs held in the release handshake; a standby operator
 //! active), and instants as marks (task deaths, crashes, clock steps, releases, the violation).
 //! Dense marks are aggregated into counted buckets. A second rendering places each node's row on its
-//! own wall clock (the "local time" toggle). `--seeds N` reports the distribution of each family's
+//! own wall clock (the "local time" toggle). A violation's headline is the violated invariant's own
+//! measure, as its monitor measured it, with the bound it was held to (the family's measure follows
+//! as context). `--seeds N` reports the distribution of each family's
 //! headline number: the overlap of two hosts doing master-only work (against the longest pause and
 //! the largest clock skew) for Calico, the time from excess to release for Cilium, the longest
 //! duplicate-announcer window (two or more speakers answering ARP for one IP) for MetalLB.
@@ -42,9 +44,36 @@ pub struct RunInfo {
     pub replay: String,
     /// Length of the fault window (s).
     pub fault_window_s: f64,
-    /// Each invariant of the system with its bound in words (the headline of a violation shows
-    /// the violated one's).
-    pub bounds: Vec<(String, String)>,
+    /// Each invariant of the system (a report of a violation headlines the violated one's
+    /// measure, with its bound).
+    pub invariants: Vec<InvariantInfo>,
+}
+
+/// What a report needs to know about one invariant of the system.
+#[derive(Clone, Debug)]
+pub struct InvariantInfo {
+    /// Its name, as violations carry it.
+    pub name: String,
+    /// Its headline measure (what the measured value is).
+    pub measure: String,
+    /// Its bound from the catalog (simulated microseconds), if it has one.
+    pub bound_us: Option<u64>,
+    /// How that bound is derived, in words.
+    pub bound: String,
+}
+
+impl InvariantInfo {
+    /// The bound a violation was held to (the monitor's `applied_us` where it gave one, else the
+    /// catalog's), with the derivation.
+    fn bound_text(&self, applied_us: Option<u64>) -> Option<String> {
+        let number = applied_us.or(self.bound_us).map(sim::units::show_secs);
+        match (number, self.bound.as_str()) {
+            (Some(n), "") => Some(n),
+            (Some(n), words) => Some(format!("{n}; {words}")),
+            (None, "") => None,
+            (None, words) => Some(words.to_string()),
+        }
+    }
 }
 
 /// A fault as the report lists it.
@@ -118,7 +147,8 @@ pub struct ViolationRow {
     pub replay: String,
 }
 
-/// The family's headline number for one run.
+/// The headline number of one run: the violated invariant's own measure, or (for a passing run, or
+/// a violation outside the catalog) the family's.
 #[derive(Clone, Debug, Serialize)]
 pub struct Headline {
     /// What it measures.
@@ -127,10 +157,22 @@ pub struct Headline {
     pub value_s: Option<f64>,
     /// The violated invariant's bound, when the headline is that invariant's measure.
     pub bound: Option<String>,
+    /// The family's measure, when the headline is the violated invariant's (context).
+    pub family: Option<FamilyMeasure>,
     /// The longest pause and the largest clock skew of the run (s), its context.
     pub longest_pause_s: f64,
     /// The largest clock step in the schedule or wall clock offset a row saw (s, absolute).
     pub largest_skew_s: f64,
+}
+
+/// A family's measure of a run (Calico: the longest overlap of two hosts doing master-only work;
+/// MetalLB: the longest duplicate-announcer window; ...).
+#[derive(Clone, Debug, Serialize)]
+pub struct FamilyMeasure {
+    /// What it measures.
+    pub name: String,
+    /// Seconds (none: nothing to measure in this run).
+    pub value_s: Option<f64>,
 }
 
 /// Everything a single-run report shows.
@@ -178,13 +220,9 @@ pub trait ReportLens: Send {
     /// Sees one record of the run, in order: `node` is its node's name, `t` its true time (s).
     fn observe(&mut self, rec: &Record, node: &str, t: f64, rows: &mut Rows);
     /// The headline measure's name and, if this run measured it, its value (s), once the run has
-    /// ended at `end` (s).
+    /// ended at `end` (s). A report of a violation headlines the violated invariant's own measure
+    /// instead (the monitor measures it, [`sim::Measured`]).
     fn headline(&mut self, end: f64) -> (String, Option<f64>);
-    /// The violated invariant's own measure, if it has one: its name and value (s). A report of a
-    /// violation headlines this instead of the system's measure.
-    fn violation_measure(&mut self, _v: &Violation) -> Option<(String, Option<f64>)> {
-        None
-    }
 }
 
 /// The lens of a system that adds nothing: the world's rows only, no headline measure.
@@ -238,25 +276,25 @@ pub fn build(info: &RunInfo, outcome: &Outcome, lens: &mut dyn ReportLens) -> Re
     let own = outcome
         .violation
         .as_ref()
-        .and_then(|v| lens.violation_measure(v).map(|m| (m, v)));
-    let (name, value_s, bound) = match own {
-        Some(((name, value), v)) => {
-            let bound = info
-                .bounds
-                .iter()
-                .find(|(i, _)| *i == v.invariant)
-                .map(|(_, b)| b.clone());
-            (name, value, bound)
-        }
-        None => {
-            let (name, value) = lens.headline(end);
-            (name, value, None)
-        }
+        .and_then(|v| Some((info.invariants.iter().find(|i| i.name == v.invariant)?, v)));
+    let (family, family_value) = lens.headline(end);
+    let (name, value_s, bound, family) = match own {
+        Some((i, v)) => (
+            i.measure.clone(),
+            v.measured.map(|m| secs(m.value_us)),
+            i.bound_text(v.measured.and_then(|m| m.bound_us)),
+            Some(FamilyMeasure {
+                name: family,
+                value_s: family_value,
+            }),
+        ),
+        None => (family, family_value, None, None),
     };
     let headline = Headline {
         name,
         value_s,
         bound,
+        family,
         longest_pause_s: longest_pause_s(&info.schedule),
         largest_skew_s: largest_skew_s(&info.schedule, &nodes),
     };
@@ -431,6 +469,26 @@ mod tests {
     use super::*;
     use sim::Kind;
 
+    /// A violation is held to the bound its monitor applied (a snapshot's 245 s rather than the
+    /// catalog's 125 s), shown with the catalog's derivation; without one, the catalog's.
+    #[test]
+    fn the_bound_shown_is_the_one_applied() {
+        let i = InvariantInfo {
+            name: "x".into(),
+            measure: "m".into(),
+            bound_us: Some(125_000_000),
+            bound: "why".into(),
+        };
+        assert_eq!(i.bound_text(Some(245_000_000)).unwrap(), "245.000 s; why");
+        assert_eq!(i.bound_text(None).unwrap(), "125.000 s; why");
+        let unbounded = InvariantInfo {
+            bound_us: None,
+            bound: String::new(),
+            ..i
+        };
+        assert_eq!(unbounded.bound_text(None), None);
+    }
+
     #[test]
     fn headline_names_everything() {
         let v = Violation {
@@ -440,6 +498,7 @@ mod tests {
             sim_time_ms: 1500,
             node: Some("h1".into()),
             explanation: "because".into(),
+            measured: None,
         };
         assert_eq!(
             headline(&v),

@@ -195,8 +195,9 @@ const PAGE: &str = r#"<!doctype html>
 <input type="radio" name="view" id="view-local"> <label for="view-local">each node's local time</label>
 {{ legend|safe }}
 <div class="views"><div class="true-view">{{ svg_true|safe }}</div><div class="local-view">{{ svg_local|safe }}</div></div>
-<h2>{{ r.headline.name|capitalize }}</h2>
-<p>{% if r.headline.value_s is not none %}{{ "%.3f"|format(r.headline.value_s) }} s{% else %}nothing to measure in this run{% endif %}{% if r.headline.bound %} (bound: {{ r.headline.bound }}){% endif %} (longest pause {{ "%.1f"|format(r.headline.longest_pause_s) }} s, largest clock skew {{ "%.1f"|format(r.headline.largest_skew_s) }} s)</p>
+<h2>{{ r.headline.name|sentence }}</h2>
+<p>{% if r.headline.value_s is not none %}{{ "%.3f"|format(r.headline.value_s) }} s{% elif r.violation %}not measured in this violation (see its explanation){% else %}nothing to measure in this run{% endif %}{% if r.headline.bound %} (bound: {{ r.headline.bound }}){% endif %} (longest pause {{ "%.1f"|format(r.headline.longest_pause_s) }} s, largest clock skew {{ "%.1f"|format(r.headline.largest_skew_s) }} s)</p>
+{% if r.headline.family %}<p>{{ r.headline.family.name|sentence }}: {% if r.headline.family.value_s is not none %}{{ "%.3f"|format(r.headline.family.value_s) }} s{% else %}nothing to measure in this run{% endif %}</p>{% endif %}
 <h2>Fault schedule</h2>
 <table><tr><th>at</th><th>for</th><th>fault</th></tr>{% for f in r.faults %}<tr><td>{{ "%.3f"|format(f.at_s) }} s</td><td>{% if f.dur_s > 0 %}{{ "%.3f"|format(f.dur_s) }} s{% endif %}</td><td>{{ f.what }}</td></tr>{% endfor %}</table>
 <h2>Coverage</h2>
@@ -217,7 +218,9 @@ Replay: `{{ r.violation.replay }}`
 {% endif %}
 {% if r.bugs %}Bugs: `{{ r.bugs|join("`, `") }}`. {% endif %}{% if r.fixes %}Fixes: `{{ r.fixes|join("`, `") }}`. {% endif %}Trace `{{ r.trace_hash }}`.
 
-**{{ r.headline.name|capitalize }}:** {% if r.headline.value_s is not none %}{{ "%.3f"|format(r.headline.value_s) }} s{% else %}n/a{% endif %}{% if r.headline.bound %} (bound: {{ r.headline.bound }}){% endif %} (longest pause {{ "%.1f"|format(r.headline.longest_pause_s) }} s, largest clock skew {{ "%.1f"|format(r.headline.largest_skew_s) }} s)
+**{{ r.headline.name|sentence }}:** {% if r.headline.value_s is not none %}{{ "%.3f"|format(r.headline.value_s) }} s{% else %}n/a{% endif %}{% if r.headline.bound %} (bound: {{ r.headline.bound }}){% endif %} (longest pause {{ "%.1f"|format(r.headline.longest_pause_s) }} s, largest clock skew {{ "%.1f"|format(r.headline.largest_skew_s) }} s){% if r.headline.family %}
+
+{{ r.headline.family.name|sentence }}: {% if r.headline.family.value_s is not none %}{{ "%.3f"|format(r.headline.family.value_s) }} s{% else %}n/a{% endif %}.{% endif %}
 
 ### Fault schedule
 
@@ -236,8 +239,17 @@ Replay: `{{ r.violation.replay }}`
 {% for c in r.coverage %}- {% if c[1] %}[x]{% else %}[ ]{% endif %} {{ c[0] }}
 {% endfor %}"#;
 
+/// The first letter upper-cased, the rest as written (`capitalize` would lower-case "IP").
+fn sentence(s: String) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 fn env() -> Environment<'static> {
     let mut e = Environment::new();
+    e.add_filter("sentence", sentence);
     e.add_template("page", PAGE).expect("page template");
     e.add_template("md", MD).expect("markdown template");
     e.add_template("dist", DIST).expect("distribution template");
@@ -338,7 +350,7 @@ const DIST: &str = r#"<!doctype html>
 <script>window.onerror=function(){var b=document.body;b.dataset.errors=String(+b.dataset.errors+1);};</script>
 <h1>{{ d.scenario }} &middot; {{ d.seeds|length }} seeds</h1>
 <div>{% if d.bugs %}bugs: <code>{{ d.bugs|join(", ") }}</code> {% endif %}{% if d.fixes %}fixes: <code>{{ d.fixes|join(", ") }}</code> {% endif %}{{ d.failures }} failing seed(s)</div>
-<h2>{{ d.headline|capitalize }}</h2>
+<h2>{{ d.headline|sentence }}</h2>
 <p>median {% if d.median_s is not none %}{{ "%.3f"|format(d.median_s) }} s{% else %}n/a{% endif %}, 90th percentile {% if d.p90_s is not none %}{{ "%.3f"|format(d.p90_s) }} s{% else %}n/a{% endif %}, max {% if d.max_s is not none %}{{ "%.3f"|format(d.max_s) }} s{% else %}n/a{% endif %} (red: a seed that violated an invariant)</p>
 <div id="charts">{{ by_pause|safe }} {{ by_skew|safe }}</div>
 {{ detail|safe }}
@@ -353,7 +365,7 @@ const DIST_MD: &str = r#"## faultline: {{ d.scenario }} over {{ d.seeds|length }
 
 {% if d.bugs %}Bugs: `{{ d.bugs|join("`, `") }}`. {% endif %}{% if d.fixes %}Fixes: `{{ d.fixes|join("`, `") }}`. {% endif %}{{ d.failures }} failing seed(s).
 
-**{{ d.headline|capitalize }}:** median {% if d.median_s is not none %}{{ "%.3f"|format(d.median_s) }} s{% else %}n/a{% endif %}, 90th percentile {% if d.p90_s is not none %}{{ "%.3f"|format(d.p90_s) }} s{% else %}n/a{% endif %}, max {% if d.max_s is not none %}{{ "%.3f"|format(d.max_s) }} s{% else %}n/a{% endif %}.
+**{{ d.headline|sentence }}:** median {% if d.median_s is not none %}{{ "%.3f"|format(d.median_s) }} s{% else %}n/a{% endif %}, 90th percentile {% if d.p90_s is not none %}{{ "%.3f"|format(d.p90_s) }} s{% else %}n/a{% endif %}, max {% if d.max_s is not none %}{{ "%.3f"|format(d.max_s) }} s{% else %}n/a{% endif %}.
 
 | seed | {{ d.headline }} (s) | longest pause (s) | largest skew (s) | violation |
 |---|---|---|---|---|

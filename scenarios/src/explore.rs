@@ -403,6 +403,7 @@ fn crash_outcome(msg: String) -> Outcome {
             sim_time_ms: 0,
             node: None,
             explanation: format!("the harness panicked: {msg}"),
+            measured: None,
         }),
         events: 0,
         sim_time_ms: 0,

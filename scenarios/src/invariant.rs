@@ -28,6 +28,38 @@ pub struct Invariant {
     pub meaning: &'static str,
     /// The upstream behaviour it stands for (what users of the real system rely on).
     pub upstream: &'static str,
+    /// Its headline measure: what a report of its violation shows first, with the bound (the
+    /// monitor fills in the value, [`sim::Measured`]).
+    pub measure: &'static str,
+    /// How the measure relates to the bound when the invariant is violated.
+    pub breach: Breach,
+}
+
+/// How a violated invariant's measure relates to its bound (checked against every mutant's
+/// violation in `tests/mutants.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Breach {
+    /// Unbounded: any occurrence is a violation; the measure is its context.
+    Occurs,
+    /// Violated when the measure reaches the bound (a deadline passed: something took or lasted
+    /// too long).
+    Exceeds,
+    /// Violated when the measure is at most the bound (two things too close together, a lag too
+    /// small to justify a warning).
+    Within,
+}
+
+impl Breach {
+    /// Whether `value_us` against `bound_us` is a violation of this kind.
+    pub fn breached(self, value_us: u64, bound_us: Option<u64>) -> bool {
+        match (self, bound_us) {
+            (Breach::Occurs, None) => true,
+            (Breach::Exceeds, Some(b)) => value_us >= b,
+            (Breach::Within, Some(b)) => value_us <= b,
+            _ => false,
+        }
+    }
 }
 
 fn as_secs<S: Serializer>(us: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
@@ -47,6 +79,17 @@ impl Invariant {
             bound: "",
             meaning,
             upstream: "",
+            measure: "",
+            breach: Breach::Occurs,
+        }
+    }
+
+    /// Its headline measure and how a violation relates it to the bound.
+    pub const fn measure(self, breach: Breach, measure: &'static str) -> Invariant {
+        Invariant {
+            measure,
+            breach,
+            ..self
         }
     }
 
@@ -82,6 +125,8 @@ impl Invariant {
             bound,
             meaning,
             upstream: "",
+            measure: "",
+            breach: Breach::Occurs,
         }
     }
 
@@ -114,15 +159,16 @@ pub fn docs(reg: &crate::Registry) -> String {
 /// The invariants of `invariants` as a Markdown table (the docs' tables are this output).
 pub fn markdown(invariants: &[&Invariant]) -> String {
     let mut out = String::from(
-        "| invariant | kind | bound | what it checks | upstream behaviour |\n|---|---|---|---|---|\n",
+        "| invariant | kind | bound | what it checks | headline measure | upstream behaviour |\n|---|---|---|---|---|---|\n",
     );
     for i in invariants {
         out += &format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} |\n",
             i.name,
             i.kind,
             i.bound_text(),
             i.meaning,
+            i.measure,
             i.upstream
         );
     }

@@ -231,11 +231,31 @@ fn join_once_report_shows_the_duplicate_announcer_window() {
             && explanation.contains("more than one has answered"),
         "{explanation}"
     );
-    // The check fires only once the network has been whole for the convergence bound (157 s or
-    // more), so the duplicate outlived the partition by at least that long.
-    let window = json["headline"]["value_s"].as_f64().unwrap();
+    // The headline is the invariant's own measure: the check fires only once the network has
+    // been whole for the convergence bound (157 s or more), and the report shows that bound.
+    let h = &json["headline"];
+    assert_eq!(
+        h["name"],
+        scenarios::metallb::invariants::SINGLE_ANNOUNCER.measure,
+        "{h}"
+    );
+    let since = h["value_s"].as_f64().unwrap();
+    let bound: f64 = h["bound"]
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        bound >= 157.0 && since >= bound,
+        "measure {since} s, bound {bound} s"
+    );
+    // So the duplicate outlived the partition by at least that long: the family's measure.
+    let window = h["family"]["value_s"].as_f64().unwrap();
     assert!(window >= 157.0, "duplicate window {window} s");
-    assert!(json["headline"]["name"]
+    assert!(h["family"]["name"]
         .as_str()
         .unwrap()
         .contains("duplicate-announcer"));

@@ -32,7 +32,7 @@ pub mod world;
 
 pub use event::{Event, NodeIx, Record};
 pub use fault::{Fault, FaultKind, Schedule};
-pub use monitor::{Failure, Kind, Monitor, Violation};
+pub use monitor::{Failure, Kind, Measured, Monitor, Violation};
 pub use runtime::{Outcome, SimConfig};
 pub use short::Short;
 pub use world::{Host, NetSpec, NodeSpec, Proc, World};

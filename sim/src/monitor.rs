@@ -41,6 +41,39 @@ pub struct Failure {
     pub node: Option<NodeIx>,
     /// One sentence built from the events that explains the failure.
     pub explanation: String,
+    /// The invariant's own measure in this failure (see [`Measured`]), if it has a value here.
+    pub measured: Option<Measured>,
+}
+
+/// The value of a violated invariant's headline measure (what the scenario's catalog names, e.g.
+/// "time from the host last holding the election key to its master-only work") and the bound the
+/// monitor applied, so a report shows how far past its bound the run went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The measure (simulated microseconds).
+    pub value_us: u64,
+    /// The bound the monitor held it to here (simulated microseconds), for a bounded invariant:
+    /// the catalog's, or the one of this case where the bound depends on it (the kind of work, the
+    /// cluster's size).
+    pub bound_us: Option<u64>,
+}
+
+impl Measured {
+    /// A measure held to `bound_us`.
+    pub fn bounded(value_us: u64, bound_us: u64) -> Option<Measured> {
+        Some(Measured {
+            value_us,
+            bound_us: Some(bound_us),
+        })
+    }
+
+    /// A measure of an invariant without a bound (any occurrence is a violation).
+    pub fn unbounded(value_us: u64) -> Option<Measured> {
+        Some(Measured {
+            value_us,
+            bound_us: None,
+        })
+    }
 }
 
 /// A violation as recorded for a run.
@@ -58,6 +91,9 @@ pub struct Violation {
     pub node: Option<String>,
     /// The causal sentence.
     pub explanation: String,
+    /// The invariant's own measure, when the monitor had a value for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
 }
 
 /// A scenario's invariant checker. Implementations keep their own ground-truth view, built only

@@ -8,9 +8,9 @@
 //! - `writes-resume` (liveness): after faults stop, a write is taken within [`WRITES_BOUND_US`].
 
 use super::model::{LockEvent, LOCK_KEY, TTL_S};
-use scenarios::invariant::Invariant;
+use scenarios::invariant::{Breach, Invariant};
 use sim::event::{Event, Record};
-use sim::{Failure, Kind, Monitor, NodeIx};
+use sim::{Failure, Kind, Measured, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// After faults stop, a write must be taken within: the old lease's TTL (its holder may be gone),
@@ -21,13 +21,19 @@ pub const WRITES_BOUND_US: u64 = (3 * TTL_S as u64 + 5 + 2) * 1_000_000;
 pub const NO_SPLIT_BRAIN_WRITE: Invariant = Invariant::safety(
     "no-split-brain-write",
     "the storage never takes a write from a leader older than one whose write it already took (epochs: etcd's creation revisions of the lock key)",
+)
+.measure(
+    Breach::Occurs,
+    "time since the storage took the newer leader's write",
 );
 /// Writes resume after faults stop.
 pub const WRITES_RESUME: Invariant = Invariant::liveness(
     "writes-resume",
     "3 TTLs + an etcd request timeout + two write periods (25 s)",
     "after faults stop, the storage takes a write",
-);
+)
+.bound_us(WRITES_BOUND_US)
+.measure(Breach::Exceeds, "time after faults stopped without a write");
 /// The fenced lock's invariants.
 pub static INVARIANTS: &[Invariant] = &[NO_SPLIT_BRAIN_WRITE, WRITES_RESUME];
 
@@ -40,8 +46,8 @@ pub struct FencedMonitor {
     names: Vec<String>,
     /// Replica -> the revision at which it last created the lock key (etcd's record).
     epoch: BTreeMap<String, i64>,
-    /// The newest epoch whose write the storage took, and its writer.
-    newest: Option<(i64, String)>,
+    /// The newest epoch whose write the storage took, its writer, and when it took it.
+    newest: Option<(i64, String, u64)>,
     /// When a write must have been taken by (set when faults stop).
     deadline: Option<u64>,
     reached: BTreeSet<&'static str>,
@@ -71,10 +77,11 @@ impl FencedMonitor {
             return Some(split_brain(
                 node,
                 format!("the storage took a write from {writer}, which never held the lock"),
+                None,
             ));
         };
         match &self.newest {
-            Some((newest, by)) if *newest > epoch => Some(split_brain(
+            Some((newest, by, at)) if *newest > epoch => Some(split_brain(
                 node,
                 format!(
                     "at {} the storage took a write from {writer} (leader since revision {epoch}, \
@@ -83,21 +90,23 @@ impl FencedMonitor {
                     sim::units::show_secs(t),
                     token.map_or("none".into(), |t| t.to_string())
                 ),
+                Measured::unbounded(t - at),
             )),
             _ => {
-                self.newest = Some((epoch, writer.to_string()));
+                self.newest = Some((epoch, writer.to_string(), t));
                 None
             }
         }
     }
 }
 
-fn split_brain(node: Option<NodeIx>, explanation: String) -> Failure {
+fn split_brain(node: Option<NodeIx>, explanation: String, measured: Option<Measured>) -> Failure {
     Failure {
         invariant: NO_SPLIT_BRAIN_WRITE.name,
         kind: Kind::Safety,
         node,
         explanation,
+        measured,
     }
 }
 
@@ -144,6 +153,7 @@ impl Monitor for FencedMonitor {
                     "no write taken within {} s after faults stopped",
                     WRITES_BOUND_US / 1_000_000
                 ),
+                measured: Measured::bounded(now_us - d + WRITES_BOUND_US, WRITES_BOUND_US),
             }
         })
     }

@@ -10,14 +10,15 @@ use super::monitor::{
     SILENT_AGENT_BOUND_US, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US, WATCH_WORK_BOUND_US,
     WORK_STOPS_BOUND_US,
 };
-use crate::invariant::Invariant;
+use crate::invariant::{Breach, Invariant};
 
 /// The election key never changes value while it exists.
 pub const ELECTION_KEY_SINGLE_HOLDER: Invariant = Invariant::safety(
     "election-key-single-holder",
     "the election key never changes value while it exists",
 )
-.upstream("one master at a time: the campaign's put is guarded by mod_revision == 0 and the refresh's by value == id (election.py Elector._become_master, lines 276-278, 306-312)");
+.upstream("one master at a time: the campaign's put is guarded by mod_revision == 0 and the refresh's by value == id (election.py Elector._become_master, lines 276-278, 306-312)")
+.measure(Breach::Occurs, "how long the overwritten holder had held the key");
 /// Master-only work only from a host that recently held the key.
 pub const MASTER_ONLY_WORK_LEGITIMATE: Invariant = Invariant::safety(
     "master-only-work-legitimate",
@@ -27,13 +28,15 @@ pub const MASTER_ONLY_WORK_LEGITIMATE: Invariant = Invariant::safety(
     "stamp lag of one `etcd_timeout` (60 s) + `MASTER_TIMEOUT` 60 s + one 5 s poll = 125 s for work from a watch; + 2 x 60 s for a snapshot whose reads were in flight when the watcher was stopped (245 s); compaction, recorded when it decides: 120 s",
 )
 .bound_us(WATCH_WORK_BOUND_US)
-.upstream("only the master does master-only work: every master-only loop asks is_master(), which trusts the elector's stamp for MASTER_TIMEOUT (mech_calico.py CalicoMechanismDriver.is_master, lines 580-601; watch_status_updates, 678-728; do_periodic_compaction, 1324-1351)");
+.upstream("only the master does master-only work: every master-only loop asks is_master(), which trusts the elector's stamp for MASTER_TIMEOUT (mech_calico.py CalicoMechanismDriver.is_master, lines 580-601; watch_status_updates, 678-728; do_periodic_compaction, 1324-1351)")
+.measure(Breach::Exceeds, "time from the host last holding the election key to its master-only work");
 /// Only the holder (or a same-host dead-pid cleanup) deletes the key.
 pub const ELECTION_DELETES_OWNED: Invariant = Invariant::safety(
     "election-deletes-owned",
     "only the holder, or a same-host dead-pid cleanup, deletes the key",
 )
-.upstream("deletes of the election key are guarded by the value the deleter expects: its own id on step-down, the dead process's id in the dead-pid cleanup (election.py Elector._attempt_step_down, lines 370-377; _check_master_process, 223-259)");
+.upstream("deletes of the election key are guarded by the value the deleter expects: its own id on step-down, the dead process's id in the dead-pid cleanup (election.py Elector._attempt_step_down, lines 370-377; _check_master_process, 223-259)")
+.measure(Breach::Occurs, "how long the deleted holder had held the key");
 /// A master exists after faults stop.
 pub const MASTER_ELECTED: Invariant = Invariant::liveness(
     "master-elected",
@@ -41,7 +44,8 @@ pub const MASTER_ELECTED: Invariant = Invariant::liveness(
     "a master (the key names a live process whose host's stamp is set) exists after faults stop",
 )
 .bound_us(ELECTION_BOUND_US)
-.upstream("a lost master is replaced: a DELETE (or lease expiry) on the watched key, or a watch timeout, sends every elector back to campaign (election.py Elector._run, lines 116-151; _vote, 153-221)");
+.upstream("a lost master is replaced: a DELETE (or lease expiry) on the watched key, or a watch timeout, sends every elector back to campaign (election.py Elector._run, lines 116-151; _vote, 153-221)")
+.measure(Breach::Exceeds, "time without a master after faults stopped");
 /// A master soon after a graceful stop or a same-host respawn.
 pub const PROMPT_HANDOVER: Invariant = Invariant::liveness(
     "prompt-handover",
@@ -49,7 +53,8 @@ pub const PROMPT_HANDOVER: Invariant = Invariant::liveness(
     "with no other fault active, a master exists soon after a graceful stop of the master's services (if its elector still runs) or a same-host respawn of a dead master",
 )
 .bound_us(HANDOVER_BOUND_US)
-.upstream("stopping the elector deletes its key at once, and a respawned process deletes the key naming its dead predecessor, so the others campaign at once (election.py Elector.stop, lines 379-391, and _attempt_step_down, 370-377; _check_master_process, 223-259)");
+.upstream("stopping the elector deletes its key at once, and a respawned process deletes the key naming its dead predecessor, so the others campaign at once (election.py Elector.stop, lines 379-391, and _attempt_step_down, 370-377; _check_master_process, 223-259)")
+.measure(Breach::Exceeds, "time without a master after the graceful stop or the respawn");
 /// The master stays master while nothing disturbs it.
 pub const MASTER_STABLE: Invariant = Invariant::safety(
     "master-stable",
@@ -57,7 +62,8 @@ pub const MASTER_STABLE: Invariant = Invariant::safety(
 )
 .bounded("a fault's effect lingers at most one `etcd_timeout` (a request in flight, 60 s) + `MASTER_TIMEOUT` (the lease it last refreshed, 60 s) + one refresh interval (10 s) = 130 s after it ends")
 .bound_us(MASTER_STABLE_WINDOW_US)
-.upstream("a master keeps its key: it refreshes lease and key every interval (10 s) for a TTL of 60 s, and gives up only on an etcd error, a failed compare or a stop (election.py Elector._become_master, lines 296-335)");
+.upstream("a master keeps its key: it refreshes lease and key every interval (10 s) for a TTL of 60 s, and gives up only on an etcd error, a failed compare or a stop (election.py Elector._become_master, lines 296-335)")
+.measure(Breach::Exceeds, "time from the end of the last fault that could end the holder's mastership (or the run's start) to the key's loss");
 /// A host stops master-only work soon after its own elector saw mastership end.
 pub const MASTER_ONLY_WORK_STOPS: Invariant = Invariant::safety(
     "master-only-work-stops",
@@ -65,13 +71,15 @@ pub const MASTER_ONLY_WORK_STOPS: Invariant = Invariant::safety(
 )
 .bounded("one `MASTER_CHECK_INTERVAL_SECS` poll (5 s) for work from a watch and compaction; + 2 x `etcd_timeout` (the status and range reads in flight) for a snapshot = 125 s")
 .bound_us(WORK_STOPS_BOUND_US)
-.upstream("a cleared stamp makes is_master() false at once, and watch_status_updates stops the watcher at its next poll; the watcher returns at the first event after stop() (mech_calico.py is_master, lines 586-588; watch_status_updates, 719-728; etcdutils.py EtcdWatcher.start, 336-344)");
+.upstream("a cleared stamp makes is_master() false at once, and watch_status_updates stops the watcher at its next poll; the watcher returns at the first event after stop() (mech_calico.py is_master, lines 586-588; watch_status_updates, 719-728; etcdutils.py EtcdWatcher.start, 336-344)")
+.measure(Breach::Exceeds, "time from the host's elector clearing its stamp to the master-only work");
 /// No stale warning while a snapshot replays.
 pub const STALE_WARNING_NOT_IN_SNAPSHOT: Invariant = Invariant::safety(
     "stale-warning-not-in-snapshot",
     "no stale-update warning while replaying a snapshot (the monitor tracks snapshots from the watcher's snapshot start and end)",
 )
-.upstream("the stale check is skipped while processing_snapshot is set (status.py StatusWatcher._check_for_stale_status, lines 140-145; _pre_snapshot_hook, 103-109)");
+.upstream("the stale check is skipped while processing_snapshot is set (status.py StatusWatcher._check_for_stale_status, lines 140-145; _pre_snapshot_hook, 103-109)")
+.measure(Breach::Occurs, "the warned report's age by the watcher's account");
 /// At most one warning per 300 s per watcher.
 pub const STALE_WARNING_RATE_LIMITED: Invariant = Invariant::safety(
     "stale-warning-rate-limited",
@@ -79,13 +87,15 @@ pub const STALE_WARNING_RATE_LIMITED: Invariant = Invariant::safety(
 )
 .bounded("`STALE_STATUS_WARN_INTERVAL_SECS` 300 s")
 .bound_us(STALE_WARN_INTERVAL_US)
-.upstream("one stale-status warning per STALE_STATUS_WARN_INTERVAL_SECS on the monotonic clock (status.py StatusWatcher._check_for_stale_status, lines 173-177)");
+.upstream("one stale-status warning per STALE_STATUS_WARN_INTERVAL_SECS on the monotonic clock (status.py StatusWatcher._check_for_stale_status, lines 173-177)")
+.measure(Breach::Within, "time between the watcher's two warnings");
 /// No watcher dies on a timestamp.
 pub const WATCHER_SURVIVES_TIMESTAMPS: Invariant = Invariant::safety(
     "watcher-survives-timestamps",
     "no watcher task dies on a malformed, naive or missing timestamp",
 )
-.upstream("a missing time is skipped, an unparsable one logged and skipped, a naive one taken as UTC (status.py StatusWatcher._check_for_stale_status, lines 147-167)");
+.upstream("a missing time is skipped, an unparsable one logged and skipped, a naive one taken as UTC (status.py StatusWatcher._check_for_stale_status, lines 147-167)")
+.measure(Breach::Occurs, "how long the process had run when its task died");
 /// A stale report comes with a warning.
 pub const STALE_REPORT_WARNED: Invariant = Invariant::safety(
     "stale-report-warned",
@@ -93,7 +103,8 @@ pub const STALE_REPORT_WARNED: Invariant = Invariant::safety(
 )
 .bounded("`STALE_STATUS_WARN_SECS` 300 s")
 .bound_us(STALE_THRESHOLD_US)
-.upstream("a report more than STALE_STATUS_WARN_SECS old by the watcher's wall clock logs a warning (rate-limited) (status.py StatusWatcher._check_for_stale_status, lines 169-187; _on_status_set, 202-217)");
+.upstream("a report more than STALE_STATUS_WARN_SECS old by the watcher's wall clock logs a warning (rate-limited) (status.py StatusWatcher._check_for_stale_status, lines 169-187; _on_status_set, 202-217)")
+.measure(Breach::Exceeds, "how far the forwarded report's time is behind the watcher's clock");
 /// A stale warning only for a stale report.
 pub const STALE_WARNING_JUSTIFIED: Invariant = Invariant::safety(
     "stale-warning-justified",
@@ -101,7 +112,8 @@ pub const STALE_WARNING_JUSTIFIED: Invariant = Invariant::safety(
 )
 .bounded("`STALE_STATUS_WARN_SECS` 300 s")
 .bound_us(STALE_THRESHOLD_US)
-.upstream("the warning fires only when lag > STALE_STATUS_WARN_SECS (status.py StatusWatcher._check_for_stale_status, lines 169-171)");
+.upstream("the warning fires only when lag > STALE_STATUS_WARN_SECS (status.py StatusWatcher._check_for_stale_status, lines 169-171)")
+.measure(Breach::Within, "how far the warned report's time is behind the watcher's clock (0 if ahead)");
 /// No two compactions within a period.
 pub const COMPACTION_ONCE_PER_PERIOD: Invariant = Invariant::safety(
     "compaction-once-per-period",
@@ -109,13 +121,15 @@ pub const COMPACTION_ONCE_PER_PERIOD: Invariant = Invariant::safety(
 )
 .bounded("one `etcd_compaction_period_mins` (default 60 min; the status scenarios draw 1 to 10 min)")
 .bound_us(model::calico::COMPACTION_PERIOD.as_micros() as u64)
-.upstream("compaction at most once per period: the trigger key with a lease of one period, and a period's sleep after each check (mech_calico.py do_periodic_compaction, lines 1324-1351; check_request_etcd_compaction, 1413-1607)");
+.upstream("compaction at most once per period: the trigger key with a lease of one period, and a period's sleep after each check (mech_calico.py do_periodic_compaction, lines 1324-1351; check_request_etcd_compaction, 1413-1607)")
+.measure(Breach::Within, "time between the two compactions");
 /// The watchdog exits only for a task that died.
 pub const WATCHDOG_RESTART_JUSTIFIED: Invariant = Invariant::safety(
     "watchdog-restart-justified",
     "the watchdog exits a process only for a registered task that died unexpectedly (silently, or on an exception), not one that finished or never ran",
 )
-.upstream("PR 12456's mutual watchdog restarts a process whose long-running task died; a task meant to finish must not be registered (seed document 000)");
+.upstream("PR 12456's mutual watchdog restarts a process whose long-running task died; a task meant to finish must not be registered (seed document 000)")
+.measure(Breach::Occurs, "how long the process had run when the watchdog exited it");
 /// Neutron's view of the agents converges.
 pub const AGENT_VIEW_CONVERGES: Invariant = Invariant::liveness(
     "agent-view-converges",
@@ -123,7 +137,8 @@ pub const AGENT_VIEW_CONVERGES: Invariant = Invariant::liveness(
     "(status scenarios) after faults stop, Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs (shown up), and from no host whose Felix does not run (shown down)",
 )
 .bound_us(AGENT_VIEW_BOUND_US)
-.upstream("each new Felix report reaches Neutron as report_state, and Neutron marks an agent down after agent_down_time without one (status.py AgentStatusWatcher._on_status_set, lines 202-217; mech_calico.py on_felix_alive, 730-740)");
+.upstream("each new Felix report reaches Neutron as report_state, and Neutron marks an agent down after agent_down_time without one (status.py AgentStatusWatcher._on_status_set, lines 202-217; mech_calico.py on_felix_alive, 730-740)")
+.measure(Breach::Exceeds, "time after faults stopped with Neutron's view of the agents still wrong");
 /// A silent agent stops being reported alive.
 pub const SILENT_AGENT_NOT_REPORTED: Invariant = Invariant::safety(
     "silent-agent-not-reported",
@@ -131,7 +146,8 @@ pub const SILENT_AGENT_NOT_REPORTED: Invariant = Invariant::safety(
 )
 .bounded("Felix's report interval (30 s, a lease kept alive without a put) + its report lease (90 s) + 10 s of slack (etcd clock steps, round trips) = 130 s")
 .bound_us(SILENT_AGENT_BOUND_US)
-.upstream("Felix's status key has a 90 s lease, so a dead Felix's report disappears and is not forwarded again; Neutron then shows the agent down (status.py AgentStatusWatcher._on_status_del, lines 219-231)");
+.upstream("Felix's status key has a 90 s lease, so a dead Felix's report disappears and is not forwarded again; Neutron then shows the agent down (status.py AgentStatusWatcher._on_status_del, lines 219-231)")
+.measure(Breach::Exceeds, "time from Felix's last report write to the forward");
 /// Neutron's port statuses converge.
 pub const PORT_STATUS_CONVERGES: Invariant = Invariant::liveness(
     "port-status-converges",
@@ -139,7 +155,8 @@ pub const PORT_STATUS_CONVERGES: Invariant = Invariant::liveness(
     "(status scenarios) after faults stop, every port whose Felix status has not changed for 30 s shows in Neutron as the spec maps it (up: ACTIVE, down: DOWN, else ERROR)",
 )
 .bound_us(AGENT_VIEW_BOUND_US)
-.upstream("every change of an endpoint's status is queued and written to Neutron, a failed write retried after 5 s (mech_calico.py on_port_status_changed, lines 741-834; _try_to_update_port_status, 862-943; _retry_port_status_update, 945-952)");
+.upstream("every change of an endpoint's status is queued and written to Neutron, a failed write retried after 5 s (mech_calico.py on_port_status_changed, lines 741-834; _try_to_update_port_status, 862-943; _retry_port_status_update, 945-952)")
+.measure(Breach::Exceeds, "time after faults stopped with a port status still wrong");
 
 /// Every Calico invariant.
 pub static INVARIANTS: &[Invariant] = &[

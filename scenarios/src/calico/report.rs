@@ -12,8 +12,6 @@ use std::collections::BTreeMap;
 pub struct CalicoLens {
     election_key: String,
     holder: Option<String>,
-    /// Host -> when it last stopped holding the election key (s).
-    held_until: BTreeMap<String, f64>,
     /// Host -> (start, last) of its current acting interval (s).
     acting: BTreeMap<String, (f64, f64)>,
     overlap: f64,
@@ -24,7 +22,6 @@ impl Default for CalicoLens {
         CalicoLens {
             election_key: model::calico::Config::default().election_key(),
             holder: None,
-            held_until: BTreeMap::new(),
             acting: BTreeMap::new(),
             overlap: 0.0,
         }
@@ -37,7 +34,6 @@ impl CalicoLens {
             return;
         }
         if let Some(h) = self.holder.take() {
-            self.held_until.insert(h.clone(), t);
             if let Some(r) = rows.get(&h) {
                 r.end("holder", t);
             }
@@ -105,25 +101,6 @@ impl ReportLens for CalicoLens {
             }
             _ => {}
         }
-    }
-
-    /// For master-only work without mastership: how long after the host last held the election
-    /// key the work was done (its bound is the invariant's).
-    fn violation_measure(&mut self, v: &sim::Violation) -> Option<(String, Option<f64>)> {
-        if v.invariant != super::invariants::MASTER_ONLY_WORK_LEGITIMATE.name {
-            return None;
-        }
-        let host = v.node.as_ref()?;
-        let at = v.sim_time_ms as f64 / 1000.0;
-        let since = match (&self.holder, self.held_until.get(host)) {
-            (Some(h), _) if h == host => Some(0.0),
-            (_, Some(until)) => Some(at - until),
-            _ => None,
-        };
-        Some((
-            format!("time from {host} last holding the election key to its master-only work"),
-            since,
-        ))
     }
 
     fn headline(&mut self, _end: f64) -> (String, Option<f64>) {

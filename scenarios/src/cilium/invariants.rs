@@ -4,14 +4,15 @@
 //! [`EXCESS_BOUND_US`]). Every one has a mutant that trips it (`switches.rs`).
 
 use super::{CLEANUP_BOUND_US, EXCESS_BOUND_US, PODS_BOUND_US};
-use crate::invariant::Invariant;
+use crate::invariant::{Breach, Invariant};
 
 /// No IP is unassigned while a pod uses it.
 pub const NO_RELEASE_IN_USE: Invariant = Invariant::safety(
     "no-release-in-use",
     "when the cloud unassigns IP X of node N, no pod on N uses X",
 )
-.upstream("the handshake's purpose (PR #17939, issue #13412): the operator unassigns an IP (pkg/ipam/node.go handleIPRelease, EC2 UnassignPrivateIpAddresses) only once the agent has confirmed that no pod uses it");
+.upstream("the handshake's purpose (PR #17939, issue #13412): the operator unassigns an IP (pkg/ipam/node.go handleIPRelease, EC2 UnassignPrivateIpAddresses) only once the agent has confirmed that no pod uses it")
+.measure(Breach::Occurs, "how long the pod had used the IP when the cloud unassigned it");
 /// The operator releases only acknowledged, long-excess IPs.
 pub const RELEASE_ACKNOWLEDGED: Invariant = Invariant::safety(
     "release-acknowledged",
@@ -19,25 +20,29 @@ pub const RELEASE_ACKNOWLEDGED: Invariant = Invariant::safety(
 )
 .bounded("180 s (`excess-ip-release-delay`)")
 .bound_us(model::cilium::RELEASE_DELAY.as_micros() as u64)
-.upstream("pkg/ipam/node.go handleIPRelease/handleIPReleaseResponse @ed90dd5 (l. 758-776, 797-898): an IP is released only after `excess-ip-release-delay` and on an observed `ready-for-release`");
+.upstream("pkg/ipam/node.go handleIPRelease/handleIPReleaseResponse @ed90dd5 (l. 758-776, 797-898): an IP is released only after `excess-ip-release-delay` and on an observed `ready-for-release`")
+.measure(Breach::Within, "how long the operator's IPAM had run on its monotonic clock when it decided (a release also needs ready-for-release; without it the value has no bound)");
 /// The agent allocates only from its pool.
 pub const AGENT_ALLOCATES_FROM_POOL: Invariant = Invariant::safety(
     "agent-allocates-from-pool",
     "the agent gives a pod only an IP the cloud assigns to its node, never one in `marked-for-release`, `ready-for-release` or `released`",
 )
-.upstream("pkg/ipam/crd.go allocate/allocateNext @ed90dd5 (l. 522-524, 581-583): isIPInReleaseHandshake makes a marked, acknowledged or released IP unallocatable; only pool IPs are handed out");
+.upstream("pkg/ipam/crd.go allocate/allocateNext @ed90dd5 (l. 522-524, 581-583): isIPInReleaseHandshake makes a marked, acknowledged or released IP unallocatable; only pool IPs are handed out")
+.measure(Breach::Occurs, "time since the IP left the node's pool (the cloud unassigned it, or the agent's entry took its handshake state)");
 /// The agent acknowledges only unallocated IPs.
 pub const AGENT_ANSWERS_TRUTHFULLY: Invariant = Invariant::safety(
     "agent-answers-truthfully",
     "the agent answers `ready-for-release` only for an IP no pod on its node uses",
 )
-.upstream("pkg/ipam/crd.go updateLocalNodeResource @ed90dd5 (l. 428-442): an allocated IP gets `do-not-release`, only a free one `ready-for-release`");
+.upstream("pkg/ipam/crd.go updateLocalNodeResource @ed90dd5 (l. 428-442): an allocated IP gets `do-not-release`, only a free one `ready-for-release`")
+.measure(Breach::Occurs, "how long the pod had held the IP when the agent answered ready-for-release");
 /// The operator never marks an IP it saw in use.
 pub const OPERATOR_MARKS_UNUSED: Invariant = Invariant::safety(
     "operator-marks-unused",
     "the operator never marks an IP that the CiliumNode version it decided on lists in `status.ipam.used`",
 )
-.upstream("pkg/aws/eni/node.go PrepareIPRelease @ed90dd5 (l. 131-198): release candidates skip the addresses in the observed `status.ipam.used`");
+.upstream("pkg/aws/eni/node.go PrepareIPRelease @ed90dd5 (l. 131-198): release candidates skip the addresses in the observed `status.ipam.used`")
+.measure(Breach::Occurs, "age of the CiliumNode version the operator decided on");
 /// Handshake entries clear once their IP left the node or their release was called off.
 pub const HANDSHAKE_ENTRIES_CLEAR: Invariant = Invariant::liveness(
     "handshake-entries-clear",
@@ -45,7 +50,8 @@ pub const HANDSHAKE_ENTRIES_CLEAR: Invariant = Invariant::liveness(
     "after faults stop, every `release-ips` entry in a CiliumNode whose IP has left the node in the cloud, whose answer is `do-not-release`, or whose release the leading operator aborted, is gone within the bound (on nodes whose agent and operators run all their tasks)",
 )
 .bound_us(CLEANUP_BOUND_US)
-.upstream("pkg/ipam/crd.go updateLocalNodeResource @ed90dd5 (l. 371-375: a released entry goes once its IP left the pool); pkg/ipam/node.go abortNoLongerExcessIPs and handleIPReleaseResponse (l. 735-776: aborted and refused entries are dropped, PR #18330)");
+.upstream("pkg/ipam/crd.go updateLocalNodeResource @ed90dd5 (l. 371-375: a released entry goes once its IP left the pool); pkg/ipam/node.go abortNoLongerExcessIPs and handleIPReleaseResponse (l. 735-776: aborted and refused entries are dropped, PR #18330)")
+.measure(Breach::Exceeds, "time the entry outlived its cause (counted from faults stopping at the earliest)");
 /// Released entries clear once their IP came back.
 pub const RELEASED_ENTRIES_CLEAR: Invariant = Invariant::liveness(
     "released-entries-clear",
@@ -53,7 +59,8 @@ pub const RELEASED_ENTRIES_CLEAR: Invariant = Invariant::liveness(
     "no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981)",
 )
 .bound_us(PODS_BOUND_US)
-.upstream("newer operator/pkg/ipam/nodemanager/node.go abortNoLongerExcessIPs @35b06d5a: a released entry whose IP is back in the pool is removed (issue #39981, PR #42276)");
+.upstream("newer operator/pkg/ipam/nodemanager/node.go abortNoLongerExcessIPs @35b06d5a: a released entry whose IP is back in the pool is removed (issue #39981, PR #42276)")
+.measure(Breach::Exceeds, "time after faults stopped with a released entry for an IP back in its node's pool");
 /// Pods get IPs after faults stop while their node has room.
 pub const PODS_GET_IPS: Invariant = Invariant::liveness(
     "pods-get-ips",
@@ -61,7 +68,8 @@ pub const PODS_GET_IPS: Invariant = Invariant::liveness(
     "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node's interfaces have room (pods holding IPs < interfaces x capacity)",
 )
 .bound_us(PODS_BOUND_US)
-.upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity, and handshake states never starve it");
+.upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity, and handshake states never starve it")
+.measure(Breach::Exceeds, "longest wait of a pod for an IP");
 /// Excess IPs are released after faults stop.
 pub const EXCESS_RELEASED: Invariant = Invariant::liveness(
     "excess-released",
@@ -69,7 +77,8 @@ pub const EXCESS_RELEASED: Invariant = Invariant::liveness(
     "an IP that stays among its node's release candidates (upstream's excess count and pick, computed by the monitor from the cloud's assignments and the pods' IPs) is unassigned within the bound",
 )
 .bound_us(EXCESS_BOUND_US)
-.upstream("pkg/ipam/node.go calculateExcessIPs and handleIPRelease @ed90dd5 (l. 347-378, 797-898) with pkg/aws/eni/node.go PrepareIPRelease: an IP excess for `excess-ip-release-delay` is marked, acknowledged and released at the next 1-minute resyncs");
+.upstream("pkg/ipam/node.go calculateExcessIPs and handleIPRelease @ed90dd5 (l. 347-378, 797-898) with pkg/aws/eni/node.go PrepareIPRelease: an IP excess for `excess-ip-release-delay` is marked, acknowledged and released at the next 1-minute resyncs")
+.measure(Breach::Exceeds, "time the IP stayed a release candidate after its clock started");
 
 /// Every Cilium invariant.
 pub static INVARIANTS: &[Invariant] = &[

@@ -31,10 +31,15 @@ fn report_from(spec: &RunSpec, outcome: &sim::Outcome, replay: String) -> report
         schedule: spec.schedule.clone(),
         replay,
         fault_window_s: sc.fault_window_ms as f64 / 1000.0,
-        bounds: sc
+        invariants: sc
             .invariants
             .iter()
-            .map(|i| (i.name.to_string(), i.bound_text()))
+            .map(|i| reports::InvariantInfo {
+                name: i.name.into(),
+                measure: i.measure.into(),
+                bound_us: i.bound_us,
+                bound: i.bound.into(),
+            })
             .collect(),
     };
     reports::build(&info, outcome, &mut *sc.lens())

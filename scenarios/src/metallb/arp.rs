@@ -17,7 +17,7 @@
 use super::expect::FRAME_US_MAX;
 use super::invariants::{ANNOUNCER_WITHDRAWS, ARP_FOLLOWS_ANNOUNCER};
 use sim::units::show_secs as secs;
-use sim::{Failure, Kind};
+use sim::{Failure, Kind, Measured};
 use std::collections::BTreeMap;
 
 /// A speaker that started announcing an IP and that the router has not yet pointed at.
@@ -136,6 +136,7 @@ impl ArpOracle {
                 w.why,
                 secs(w.deadline_us)
             ),
+            measured: Measured::bounded(t - w.at_us, w.deadline_us - w.at_us),
         })
     }
 
@@ -152,6 +153,7 @@ impl ArpOracle {
                 secs(p.deadline_us),
                 entry(ip)
             ),
+            measured: Measured::bounded(now - p.since_us, p.deadline_us - p.since_us),
         })
     }
 }

@@ -4,7 +4,7 @@
 //! Upstream commits cited: metallb/metallb 7938d3f, hashicorp/memberlist 1b4c746.
 
 use super::expect::{merge_bound_us, takeover_bound_us, FRAME_US_MAX, SPEAKERS_MIN};
-use crate::invariant::Invariant;
+use crate::invariant::{Breach, Invariant};
 
 /// One announcer per IP once views converge.
 pub const SINGLE_ANNOUNCER: Invariant = Invariant::safety(
@@ -13,7 +13,8 @@ pub const SINGLE_ANNOUNCER: Invariant = Invariant::safety(
 )
 .bounded("join period 60 s + a 10 s join timeout per speaker + maximum suspicion 24 s + a probe round + the router's 30 s ARP refresh + 10 s: 157 s for 3 speakers, 201 s for 7")
 .bound_us(merge_bound_us(SPEAKERS_MIN))
-.upstream("every speaker computes the same candidates from its memberlist and Node views and only the first announces: metallb speaker/layer2_controller.go ShouldAnnounce (l. 88-133), internal/speakerlist/speakerlist.go UsableSpeakers (l. 303-320)");
+.upstream("every speaker computes the same candidates from its memberlist and Node views and only the first announces: metallb speaker/layer2_controller.go ShouldAnnounce (l. 88-133), internal/speakerlist/speakerlist.go UsableSpeakers (l. 303-320)")
+.measure(Breach::Exceeds, "time since the change the segment must converge after (a heal, a join, a restart)");
 
 /// The same, sooner, after a speaker is gone.
 pub const TAKEOVER_AFTER_CRASH: Invariant = Invariant::safety(
@@ -22,7 +23,8 @@ pub const TAKEOVER_AFTER_CRASH: Invariant = Invariant::safety(
 )
 .bounded("a probe round + 1 s + maximum suspicion 24 s + 2 s of gossip + the 5 s ARP burst: 35 s for 3 speakers")
 .bound_us(takeover_bound_us(SPEAKERS_MIN))
-.upstream("memberlist declares an unanswering member dead after its suspicion timeout (memberlist util.go suspicionTimeout l. 70-75, state.go suspectNode l. 1221-1222) and the NodeLeave event forces a resync in which the next candidate announces (speakerlist.go memberlistWatchEvents l. 339-349)");
+.upstream("memberlist declares an unanswering member dead after its suspicion timeout (memberlist util.go suspicionTimeout l. 70-75, state.go suspectNode l. 1221-1222) and the NodeLeave event forces a resync in which the next candidate announces (speakerlist.go memberlistWatchEvents l. 339-349)")
+.measure(Breach::Exceeds, "time since the speaker's departure");
 
 /// Memberships merge after heal.
 pub const MEMBERSHIP_MERGES: Invariant = Invariant::liveness(
@@ -31,21 +33,24 @@ pub const MEMBERSHIP_MERGES: Invariant = Invariant::liveness(
     "every live speaker's memberlist lists exactly the live speakers, also while the API server is down (the IP cache exists for that)",
 )
 .bound_us(merge_bound_us(SPEAKERS_MIN))
-.upstream("every minute each speaker joins the cached speaker IPs that are not members, and a failed refresh keeps the old cache: speakerlist.go joinMembers (l. 225-242), mlJoin (l. 258-287), updateSpeakerIPs (l. 181-200)");
+.upstream("every minute each speaker joins the cached speaker IPs that are not members, and a failed refresh keeps the old cache: speakerlist.go joinMembers (l. 225-242), mlJoin (l. 258-287), updateSpeakerIPs (l. 181-200)")
+.measure(Breach::Exceeds, "time since the change the segment must converge after (a heal, a join, a restart)");
 
 /// A speaker announces only when first in its own ordering.
 pub const ANNOUNCER_FIRST_IN_OWN_ORDER: Invariant = Invariant::safety(
     "announcer-first-in-own-order",
     "a speaker announces only if it is first in the sha256(node#ip) ordering (computed by the monitor) of the candidates it reports",
 )
-.upstream("candidates sorted by sha256(node + \"#\" + ip), compared as bytes; the first announces: speaker/layer2_controller.go sortL2Candidates (l. 187-197), ShouldAnnounce (l. 122-129)");
+.upstream("candidates sorted by sha256(node + \"#\" + ip), compared as bytes; the first announces: speaker/layer2_controller.go sortL2Candidates (l. 187-197), ShouldAnnounce (l. 122-129)")
+.measure(Breach::Occurs, "how long the speaker had been announcing the IP (0: it just started)");
 
 /// Nothing is announced from an ineligible node.
 pub const ANNOUNCER_ELIGIBLE: Invariant = Invariant::safety(
     "announcer-eligible",
     "nothing is announced from an excluded or NetworkUnavailable node, for a service without endpoints, or for a Local service from a node without one of its endpoints",
 )
-.upstream("speaker/layer2_controller.go speakersForAds skips NetworkUnavailable and exclude-from-external-load-balancers nodes (l. 320-328); ShouldAnnounce needs an active endpoint (l. 89-92) and, for traffic policy Local, one on the node (l. 111-113)");
+.upstream("speaker/layer2_controller.go speakersForAds skips NetworkUnavailable and exclude-from-external-load-balancers nodes (l. 320-328); ShouldAnnounce needs an active endpoint (l. 89-92) and, for traffic policy Local, one on the node (l. 111-113)")
+.measure(Breach::Occurs, "how long the speaker had been announcing the IP (0: it just started)");
 
 /// The router follows a new announcer by its gratuitous ARP.
 pub const ARP_FOLLOWS_ANNOUNCER: Invariant = Invariant::safety(
@@ -54,7 +59,8 @@ pub const ARP_FOLLOWS_ANNOUNCER: Invariant = Invariant::safety(
 )
 .bounded("the largest one-way latency a seed draws (5 ms) + the 1 ms minimum of a simulated sleep: 6 ms")
 .bound_us(FRAME_US_MAX)
-.upstream("SetBalancer queues the IP for gratuitous ARPs and the spam loop sends the first one right away, then every 1.1 s for 5 s: internal/layer2/announcer.go SetBalancer (l. 258-260), spamLoop (l. 169-182: \"Spam right away\")");
+.upstream("SetBalancer queues the IP for gratuitous ARPs and the spam loop sends the first one right away, then every 1.1 s for 5 s: internal/layer2/announcer.go SetBalancer (l. 258-260), spamLoop (l. 169-182: \"Spam right away\")")
+.measure(Breach::Exceeds, "time from the speaker starting to announce the IP with the router still not pointing at it");
 
 /// A speaker stops answering for an IP as soon as it withdraws it.
 pub const ANNOUNCER_WITHDRAWS: Invariant = Invariant::safety(
@@ -63,7 +69,8 @@ pub const ANNOUNCER_WITHDRAWS: Invariant = Invariant::safety(
 )
 .bounded("one frame's flight (6 ms) + any latency spike in force on its node when it withdrew or before")
 .bound_us(FRAME_US_MAX)
-.upstream("ShouldAnnounce's notOwner makes the speaker call DeleteBalancer, which drops the IP at once, and the ARP responder asks on every request whether to answer: speaker/main.go handleService (l. 474-476), internal/layer2/announcer.go DeleteBalancer (l. 291-299), shouldAnnounce (l. 237-255), arp.go processRequest (l. 100-107); gratuitous ARPs stop too (announcer.go gratuitous l. 208-212)");
+.upstream("ShouldAnnounce's notOwner makes the speaker call DeleteBalancer, which drops the IP at once, and the ARP responder asks on every request whether to answer: speaker/main.go handleService (l. 474-476), internal/layer2/announcer.go DeleteBalancer (l. 291-299), shouldAnnounce (l. 237-255), arp.go processRequest (l. 100-107); gratuitous ARPs stop too (announcer.go gratuitous l. 208-212)")
+.measure(Breach::Exceeds, "time from the speaker's withdrawal to the router switching to it");
 
 /// Every MetalLB invariant.
 pub static INVARIANTS: &[Invariant] = &[

@@ -16,7 +16,7 @@ use super::{MetallbOptions, ServiceOpt};
 use model::metallb::MetallbEvent;
 use sim::event::{Event, Record};
 use sim::units::show_secs as secs;
-use sim::{Failure, FaultKind, Kind, Monitor, NodeIx};
+use sim::{Failure, FaultKind, Kind, Measured, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Why the segment must converge again.
@@ -43,7 +43,7 @@ pub struct MetallbMonitor {
     cached: BTreeSet<String>,
     /// Speakers whose join loop died silently since they started.
     loop_dead: BTreeSet<String>,
-    /// IP -> speakers announcing it (since when).
+    /// IP -> speakers announcing it (since when they started).
     announcing: BTreeMap<String, BTreeMap<String, u64>>,
     /// IP -> the router's entry.
     arp: BTreeMap<String, String>,
@@ -195,7 +195,7 @@ impl MetallbMonitor {
             }
         }
         // Membership (checked while the API server is down too: the cache must suffice).
-        self.check_membership()
+        self.check_membership(now)
     }
 
     /// The convergence invariant in force: the settle bound last set by a crash or a leave is
@@ -218,6 +218,12 @@ impl MetallbMonitor {
             self.settle_reason,
             secs(self.settle_from)
         )
+    }
+
+    /// The convergence checks' measure at `now`: how long since the change the segment must
+    /// converge after, held to the bound that change set.
+    fn settled_measure(&self, now: u64) -> Option<Measured> {
+        Measured::bounded(now - self.settle_from, self.settle_at - self.settle_from)
     }
 
     /// The members `speaker`'s memberlist counts (alive or suspect).
@@ -250,6 +256,7 @@ impl MetallbMonitor {
                     "{} has no candidate (no live eligible speaker with a serving endpoint) but {:?} announce it; {}",
                     svc.ip, actual, self.since()
                 ),
+                measured: self.settled_measure(now),
             }),
             None => None,
             Some(e) if actual.len() != 1 || actual[0] != e => Some(Failure {
@@ -265,6 +272,7 @@ impl MetallbMonitor {
                     self.memberlists_note(&actual),
                     self.since()
                 ),
+                measured: self.settled_measure(now),
             }),
             Some(e) if self.arp.get(&svc.ip) != Some(e) => Some(Failure {
                 invariant,
@@ -276,6 +284,7 @@ impl MetallbMonitor {
                     self.arp.get(&svc.ip),
                     self.since()
                 ),
+                measured: self.settled_measure(now),
             }),
             Some(_) => None,
         }
@@ -318,7 +327,7 @@ impl MetallbMonitor {
     /// `membership-merges`: every live speaker's memberlist lists exactly the live speakers. After
     /// a departure (the takeover bound in force), a view still listing a speaker that is gone
     /// breaks `takeover-after-crash`, which promises that the others drop it within that bound.
-    fn check_membership(&self) -> Option<Failure> {
+    fn check_membership(&self, now: u64) -> Option<Failure> {
         for sp in &self.live {
             let view: BTreeSet<&String> = self.members(sp).collect();
             let want: BTreeSet<&String> = self.live.iter().collect();
@@ -358,6 +367,7 @@ impl MetallbMonitor {
                         },
                         self.since()
                     ),
+                    measured: self.settled_measure(now),
                 });
             }
         }
@@ -411,10 +421,12 @@ impl MetallbMonitor {
                 candidates,
                 service,
             } => {
-                self.announcing
+                let since = *self
+                    .announcing
                     .entry(ip.clone())
                     .or_default()
-                    .insert(node.clone(), t);
+                    .entry(node.clone())
+                    .or_insert(t);
                 self.duplicates(t, ip);
                 let quiet = self.unsettled.is_empty();
                 self.l2.announce(t, ip, &node, self.arp.get(ip), quiet);
@@ -427,6 +439,7 @@ impl MetallbMonitor {
                         explanation: format!(
                             "{node} announces {ip} but its candidates {candidates:?} order as {order:?}"
                         ),
+                        measured: Measured::unbounded(t - since),
                     });
                 }
                 let svc = self.services.iter().find(|s| &s.ip == ip);
@@ -447,6 +460,7 @@ impl MetallbMonitor {
                         kind: Kind::Safety,
                         node: Some(rec.node),
                         explanation: format!("{node} announces {ip} although {why}"),
+                        measured: Measured::unbounded(t - since),
                     });
                 }
             }

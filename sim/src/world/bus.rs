@@ -108,6 +108,7 @@ impl World {
             sim_time_ms: now_us / 1000,
             node,
             explanation: f.explanation,
+            measured: f.measured,
         });
         self.0.stopped.notify();
     }

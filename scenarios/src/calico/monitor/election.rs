@@ -13,15 +13,15 @@
 use super::{secs, work_bound_us, CalicoMonitor, Holder, ACTING_GAP_US};
 use model::calico::CalicoEvent;
 use sim::event::{DeleteCause, Record};
-use sim::{Failure, Kind, NodeIx};
+use sim::{Failure, Kind, Measured, NodeIx};
 
 impl CalicoMonitor {
     /// A master exists: the key names a live process and that host's stamp is set.
     pub(super) fn master_exists(&self) -> bool {
         match &self.holder {
-            Some(h) => h
-                .node
-                .is_some_and(|n| self.alive.contains(&(n, h.pid)) && self.stamps[n as usize] > 0),
+            Some(h) => h.node.is_some_and(|n| {
+                self.alive.contains_key(&(n, h.pid)) && self.stamps[n as usize] > 0
+            }),
             None => false,
         }
     }
@@ -30,7 +30,7 @@ impl CalicoMonitor {
         match &self.holder {
             None => "the election key is absent".to_string(),
             Some(h) => {
-                let alive = h.node.is_some_and(|n| self.alive.contains(&(n, h.pid)));
+                let alive = h.node.is_some_and(|n| self.alive.contains_key(&(n, h.pid)));
                 let stamp = h.node.is_some_and(|n| self.stamps[n as usize] > 0);
                 format!(
                     "the election key names {} ({}, stamp {}) since {}",
@@ -99,6 +99,7 @@ impl CalicoMonitor {
                     h.value,
                     secs(h.since_us)
                 ),
+                measured: Measured::unbounded(t - h.since_us),
             }),
             Some(_) => None,
             None => {
@@ -134,12 +135,13 @@ impl CalicoMonitor {
                 let (cn, _) = self.parse_id(client);
                 let (vn, vpid) = self.parse_id(prev_value);
                 let dead_pid_cleanup =
-                    cn.is_some() && cn == vn && !self.alive.contains(&(vn.unwrap(), vpid));
+                    cn.is_some() && cn == vn && !self.alive.contains_key(&(vn.unwrap(), vpid));
                 (!dead_pid_cleanup).then(|| Failure {
                     invariant: crate::calico::invariants::ELECTION_DELETES_OWNED.name,
                     kind: Kind::Safety,
                     node: cn,
                     explanation: format!("{client} deleted the election key although it named {prev_value}, which is neither itself nor a dead process on its host"),
+                    measured: self.holder.as_ref().and_then(|h| Measured::unbounded(t - h.since_us)),
                 })
             }
             _ => None,
@@ -165,6 +167,7 @@ impl CalicoMonitor {
                 kind: Kind::Safety,
                 node: self.parse_id(client).0,
                 explanation: format!("{client} compacted at {}, only {} after the previous compaction at {} (period {})", secs(t), secs(t - p), secs(p), secs(self.compaction_period_us)),
+                measured: Measured::bounded(t - p, self.compaction_period_us),
             }),
             _ => None,
         }
@@ -227,6 +230,7 @@ impl CalicoMonitor {
                 sim::clock::format_rfc3339(rec.local_us),
                 self.fault_note(node)
             ),
+            measured: last.and_then(|l| Measured::bounded(t - l, bound_us)),
         })
     }
 

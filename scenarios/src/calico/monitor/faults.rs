@@ -12,7 +12,7 @@ use super::{secs, CalicoMonitor, Obligation};
 use super::{AGENT_VIEW_BOUND_US, ELECTION_BOUND_US, HANDOVER_BOUND_US};
 use model::calico::CalicoEvent;
 use sim::event::{ExitStatus, Record};
-use sim::{Failure, FaultKind, Kind, NodeIx};
+use sim::{Failure, FaultKind, Kind, Measured, NodeIx};
 
 impl CalicoMonitor {
     /// The node's silently dead tasks and recent faults (at most three, oldest first), as clauses.
@@ -93,7 +93,7 @@ impl CalicoMonitor {
         let holder_alive = self
             .holder
             .as_ref()
-            .is_some_and(|h| h.node.is_some_and(|n| self.alive.contains(&(n, h.pid))));
+            .is_some_and(|h| h.node.is_some_and(|n| self.alive.contains_key(&(n, h.pid))));
         match fault {
             FaultKind::ServiceRestart { node }
                 if holder_alive && master == self.node_of(node) && self.faults.len() == 1 =>
@@ -157,7 +157,7 @@ impl CalicoMonitor {
         self.paused_since[node as usize] = None;
         self.felix_alive[node as usize] = false;
         self.boot_us[node as usize] = t;
-        self.alive.retain(|(n, _)| *n != node);
+        self.alive.retain(|(n, _), _| *n != node);
         self.stamps[node as usize] = 0;
         self.stamp_cleared_us[node as usize] = None;
         self.agent_snapshot.remove(&node);
@@ -167,7 +167,7 @@ impl CalicoMonitor {
     /// A process started; a manager respawned on the host whose dead process the key still names
     /// owes a prompt handover (dead-pid cleanup) when nothing else is in force.
     pub(super) fn on_process_start(&mut self, node: NodeIx, pid: u32, name: &str, t: u64) {
-        self.alive.insert((node, pid));
+        self.alive.insert((node, pid), t);
         if name == "felix" {
             self.felix_alive[node as usize] = true;
         }
@@ -178,7 +178,7 @@ impl CalicoMonitor {
             let stale = self
                 .holder
                 .as_ref()
-                .is_some_and(|h| h.node == Some(node) && !self.alive.contains(&(node, h.pid)));
+                .is_some_and(|h| h.node == Some(node) && !self.alive.contains_key(&(node, h.pid)));
             if stale && self.faults.is_empty() {
                 let value = self.holder.as_ref().unwrap().value.clone();
                 self.obligations.push(Obligation {
@@ -247,6 +247,7 @@ impl CalicoMonitor {
                         "the watchdog of {}:{pid} exited the process because task '{task}' was dead, but that task {why}",
                         self.names[node as usize]
                     ),
+                    measured: self.alive.get(&(node, *pid)).and_then(|s| Measured::unbounded(t - s)),
                 })
             }
             _ => None,
@@ -268,6 +269,7 @@ impl CalicoMonitor {
                         secs(ELECTION_BOUND_US),
                         self.describe_master_state()
                     ),
+                    measured: Measured::bounded(now_us - d + ELECTION_BOUND_US, ELECTION_BOUND_US),
                 });
             }
         }
@@ -295,6 +297,10 @@ impl CalicoMonitor {
                     secs(HANDOVER_BOUND_US),
                     self.describe_master_state(),
                     note
+                ),
+                measured: Measured::bounded(
+                    now_us - o.deadline_us + HANDOVER_BOUND_US,
+                    HANDOVER_BOUND_US,
                 ),
             });
         }

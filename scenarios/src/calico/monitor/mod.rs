@@ -196,7 +196,8 @@ pub struct CalicoMonitor {
     holder: Option<Holder>,
     last_held_us: BTreeMap<NodeIx, u64>,
     winners: BTreeSet<String>,
-    alive: BTreeSet<(NodeIx, u32)>,
+    /// Live processes and when each started.
+    alive: BTreeMap<(NodeIx, u32), u64>,
     stamps: Vec<i64>,
     faults: BTreeMap<u32, FaultKind>,
     last_faults: Vec<Vec<(u64, String)>>,
@@ -299,7 +300,7 @@ impl CalicoMonitor {
             holder: None,
             last_held_us: BTreeMap::new(),
             winners: BTreeSet::new(),
-            alive: BTreeSet::new(),
+            alive: BTreeMap::new(),
             stamps: vec![0; n],
             faults: BTreeMap::new(),
             last_faults: vec![Vec::new(); n],
@@ -473,9 +474,10 @@ impl Monitor for CalicoMonitor {
         if let Some(f) = self.master_elected_overdue(now_us) {
             return Some(f);
         }
-        if self.agent_view_deadline.is_some_and(|d| now_us >= d) {
+        if let Some(d) = self.agent_view_deadline.filter(|&d| now_us >= d) {
             self.agent_view_deadline = None;
-            if let Some(f) = self.status_converged(now_us) {
+            let since_stop = now_us - d + AGENT_VIEW_BOUND_US;
+            if let Some(f) = self.status_converged(now_us, since_stop) {
                 return Some(f);
             }
         }

@@ -14,7 +14,7 @@ use super::{secs, CalicoMonitor, FaultSpan, TaskFault};
 use super::{MASTER_STABLE_WINDOW_US, SILENT_AGENT_BOUND_US};
 use super::{WORK_STOPS_BOUND_US, WORK_STOPS_SNAPSHOT_BOUND_US};
 use sim::event::DeleteCause;
-use sim::{Failure, FaultKind, Kind, NodeIx};
+use sim::{Failure, FaultKind, Kind, Measured, NodeIx};
 
 /// Whether `a` and `b` are on different sides of a cut between groups `x` and `y`.
 fn cut_between(x: &[String], y: &[String], a: &str, b: &str) -> bool {
@@ -139,17 +139,8 @@ impl CalicoMonitor {
     ) -> Option<Failure> {
         let n = holder.node?;
         let host = self.names[n as usize].as_str();
-        let from = t.saturating_sub(MASTER_STABLE_WINDOW_US);
-        let by_fault = self
-            .fault_log
-            .values()
-            .any(|f| f.overlaps(from, t) && can_end_mastership(&f.fault, host));
-        let by_task = self.task_faults.iter().any(|f| {
-            let mine = f.node == n && f.pid == holder.pid && f.start_us <= t && f.end_us >= from;
-            let point_in_window = f.start_us >= from;
-            mine && (f.task == "elector" || (f.task == WATCHDOG_EXIT && point_in_window))
-        });
-        if by_fault || by_task {
+        let last = self.last_disturbance(n, holder.pid, t);
+        if last.is_some_and(|e| e + MASTER_STABLE_WINDOW_US >= t) {
             return None;
         }
         let how = match cause {
@@ -170,7 +161,31 @@ impl CalicoMonitor {
                 secs(MASTER_STABLE_WINDOW_US),
                 self.fault_note(n)
             ),
+            // With no such fault ever, the window is not what broke: nothing disturbed it at all.
+            measured: Some(Measured {
+                value_us: t - last.unwrap_or(0),
+                bound_us: last.map(|_| MASTER_STABLE_WINDOW_US),
+            }),
         })
+    }
+
+    /// When the last disturbance of the mastership of `node`:`pid` before `t` ended (`t` if one is
+    /// in force): a fault that can end it, a silent death or a stall of its elector, or a watchdog
+    /// exit of its process.
+    fn last_disturbance(&self, n: NodeIx, pid: u32, t: u64) -> Option<u64> {
+        let host = self.names[n as usize].as_str();
+        let faults = self
+            .fault_log
+            .values()
+            .filter(|f| f.start_us <= t && can_end_mastership(&f.fault, host))
+            .map(|f| f.end_us.unwrap_or(t));
+        let tasks = self
+            .task_faults
+            .iter()
+            .filter(|f| f.node == n && f.pid == pid && f.start_us <= t)
+            .filter(|f| f.task == "elector" || f.task == WATCHDOG_EXIT)
+            .map(|f| f.end_us);
+        faults.chain(tasks).map(|e| e.min(t)).max()
     }
 
     /// `master-only-work-stops`: `worker` of `node`:`pid` did master-only work at `t` while the
@@ -216,6 +231,7 @@ impl CalicoMonitor {
                 secs(bound),
                 self.fault_note(node)
             ),
+            measured: Measured::bounded(t - c, bound),
         })
     }
 
@@ -253,6 +269,7 @@ impl CalicoMonitor {
                 secs(SILENT_AGENT_BOUND_US),
                 self.fault_note(node)
             ),
+            measured: Measured::bounded(t - p, SILENT_AGENT_BOUND_US),
         })
     }
 }

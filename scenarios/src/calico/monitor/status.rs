@@ -15,7 +15,7 @@ use super::{AGENT_VIEW_CONVERGES, PORT_STATUS_CONVERGES};
 use super::{STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US};
 use model::calico::CalicoEvent;
 use sim::event::{Event, Record};
-use sim::{Failure, Kind, NodeIx};
+use sim::{Failure, Kind, Measured, NodeIx};
 
 impl CalicoMonitor {
     /// The status path's events (the watcher's, the port writers' and Neutron's).
@@ -66,6 +66,10 @@ impl CalicoMonitor {
                         self.names[node as usize],
                         self.fault_note(node)
                     ),
+                    measured: self
+                        .alive
+                        .get(&(node, *pid))
+                        .and_then(|s| Measured::unbounded(t - s)),
                 })
             }
             CalicoEvent::CalicoAgentForward {
@@ -107,6 +111,7 @@ impl CalicoMonitor {
                     "{name} logged a stale-update warning for {host} ({} old by its account) while replaying a snapshot, where old timestamps are expected",
                     secs(lag_ms.max(0) as u64 * 1000)
                 ),
+                measured: Measured::unbounded(lag_ms.max(0) as u64 * 1000),
             });
         }
         let pid = self.forwarder_pid(node);
@@ -123,6 +128,7 @@ impl CalicoMonitor {
                     secs(t - p),
                     secs(STALE_WARN_INTERVAL_US)
                 ),
+                measured: Measured::bounded(t - p, STALE_WARN_INTERVAL_US),
             });
         }
         self.pending_warning = Some(PendingWarning {
@@ -180,6 +186,7 @@ impl CalicoMonitor {
                 w.host,
                 secs(STALE_THRESHOLD_US)
             ),
+            measured: lag.and_then(|l| Measured::bounded(l.max(0) as u64, STALE_THRESHOLD_US)),
         })
     }
 
@@ -234,14 +241,20 @@ impl CalicoMonitor {
                 secs(STALE_WARN_INTERVAL_US),
                 secs(t - self.boot_us[node as usize])
             ),
+            measured: Measured::bounded(lag as u64, STALE_THRESHOLD_US),
         })
     }
 
     /// At the status deadline (faults stopped [`AGENT_VIEW_BOUND_US`] ago): Neutron hears every
     /// running Felix, then shows every settled port status as Felix reports it.
-    pub(super) fn status_converged(&self, now_us: u64) -> Option<Failure> {
+    /// `since_stop_us`: how long ago faults stopped (the measure of both).
+    pub(super) fn status_converged(&self, now_us: u64, since_stop_us: u64) -> Option<Failure> {
         self.agent_view_converged(now_us)
             .or_else(|| self.port_status_converged(now_us))
+            .map(|f| Failure {
+                measured: Measured::bounded(since_stop_us, AGENT_VIEW_BOUND_US),
+                ..f
+            })
     }
 
     /// `agent-view-converges`: Neutron has heard within `agent_down_time` from every compute host
@@ -292,6 +305,7 @@ impl CalicoMonitor {
                 self.describe_master_state(),
                 note
             ),
+            measured: None,
         })
     }
 
@@ -321,6 +335,7 @@ impl CalicoMonitor {
                 self.describe_master_state(),
                 note
             ),
+            measured: None,
         })
     }
 

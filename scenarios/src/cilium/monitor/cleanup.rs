@@ -14,7 +14,7 @@ use crate::cilium::invariants::{
 };
 use model::cilium::{DO_NOT_RELEASE, MARKED, READY, RELEASED};
 use sim::units::show_secs as secs;
-use sim::{Failure, Kind, Short};
+use sim::{Failure, Kind, Measured, Short};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -68,12 +68,19 @@ impl Entries {
     }
 }
 
-fn liveness(invariant: &crate::invariant::Invariant, explanation: String) -> Failure {
+/// A failure of `invariant`, measured at `value_us` against `bound_us`.
+fn liveness(
+    invariant: &crate::invariant::Invariant,
+    explanation: String,
+    value_us: u64,
+    bound_us: u64,
+) -> Failure {
     Failure {
         invariant: invariant.name,
         kind: Kind::Liveness,
         node: None,
         explanation,
+        measured: Measured::bounded(value_us, bound_us),
     }
 }
 
@@ -86,7 +93,7 @@ impl CiliumMonitor {
         }
         if !self.pods_checked && now_us >= l + PODS_BOUND_US {
             self.pods_checked = true;
-            if let Some(f) = self.stuck_released() {
+            if let Some(f) = self.stuck_released(now_us - l) {
                 return Some(f);
             }
             if let Some(f) = self.pods_waiting(now_us) {
@@ -136,7 +143,8 @@ impl CiliumMonitor {
                 let Some((due, why)) = self.entry_due(i, ip, *state) else {
                     continue;
                 };
-                if now_us < due.max(l) + CLEANUP_BOUND_US {
+                let since = due.max(l);
+                if now_us < since + CLEANUP_BOUND_US {
                     continue;
                 }
                 return Some(liveness(
@@ -148,6 +156,8 @@ impl CiliumMonitor {
                         secs(l),
                         secs(CLEANUP_BOUND_US)
                     ),
+                    now_us - since,
+                    CLEANUP_BOUND_US,
                 ));
             }
         }
@@ -158,13 +168,13 @@ impl CiliumMonitor {
     /// node again (it gave the address back after the release) never clears while the IP stays in
     /// the pool, and the IP can never be used (upstream issue #39981). Checked once, at the
     /// liveness deadline, on nodes whose agent and the operators run all their tasks.
-    fn stuck_released(&self) -> Option<Failure> {
+    fn stuck_released(&self, since_stop_us: u64) -> Option<Failure> {
         let mut stuck = Vec::new();
         for (i, v) in self.nodes.iter().enumerate() {
             if !self.all_tasks_run(i) {
                 continue;
             }
-            for (ip, s) in &v.agent_state {
+            for (ip, (s, _)) in &v.agent_state {
                 if s.as_str() == RELEASED && v.assigned.contains_key(ip) {
                     stuck.push(format!("{ip} on {}", self.names[i]));
                 }
@@ -177,12 +187,15 @@ impl CiliumMonitor {
                 secs(PODS_BOUND_US),
                 stuck.join(", ")
             ),
+            since_stop_us,
+            PODS_BOUND_US,
         ))
     }
 
     /// `pods-get-ips`: pods that have waited for the bound on nodes whose interfaces have room.
     fn pods_waiting(&self, now_us: u64) -> Option<Failure> {
         let mut waiting = Vec::new();
+        let mut longest = 0;
         for (pod, (n, since)) in &self.pending {
             let i = self.index(*n).expect("a pod's node is a node");
             if *since + PODS_BOUND_US > now_us || !self.all_tasks_run(i) {
@@ -196,7 +209,7 @@ impl CiliumMonitor {
             let held: Vec<&Short> = v
                 .agent_state
                 .iter()
-                .filter(|(ip, s)| {
+                .filter(|(ip, (s, _))| {
                     matches!(s.as_str(), MARKED | READY) && !v.pod_ips.contains_key(*ip)
                 })
                 .map(|(ip, _)| ip)
@@ -206,6 +219,7 @@ impl CiliumMonitor {
                 false => format!("{held:?} are held in a handshake state"),
             };
             waiting.push(format!("{pod} on {n} (since {}; {why})", secs(*since)));
+            longest = longest.max(now_us - since);
         }
         (!waiting.is_empty()).then(|| {
             liveness(
@@ -215,6 +229,8 @@ impl CiliumMonitor {
                     secs(PODS_BOUND_US),
                     waiting.join(", ")
                 ),
+                longest,
+                PODS_BOUND_US,
             )
         })
     }
@@ -244,6 +260,8 @@ impl CiliumMonitor {
                     ip = o.ip,
                     node = self.names[i],
                 ),
+                now_us - o.start,
+                RELEASE_PIPELINE_US,
             ));
         }
         None

@@ -50,8 +50,8 @@ struct NodeView {
     assigned: BTreeMap<Short, Short>,
     /// ip -> (pod, since): the IPs the node's pods hold.
     pod_ips: BTreeMap<Short, (Short, u64)>,
-    /// ip -> the agent's state.
-    agent_state: BTreeMap<Short, Short>,
+    /// ip -> the agent's state, and since when it has held it.
+    agent_state: BTreeMap<Short, (Short, u64)>,
 }
 
 /// A node's monotonic clock, followed from its rate changes (`MonoRate` events): piecewise

@@ -14,18 +14,22 @@ use crate::cilium::invariants::{
 use model::cilium::{MARKED, READY, RELEASED, RELEASE_DELAY};
 use sim::event::Record;
 use sim::units::show_secs as secs;
-use sim::{Failure, Kind, NodeIx, Short};
+use sim::{Failure, Kind, Measured, NodeIx, Short};
 
+/// A failure of `invariant` about `node`, with its measure (these invariants have no bound, save
+/// `release-acknowledged`, which gives its own).
 fn safety(
     invariant: &crate::invariant::Invariant,
     node: Option<NodeIx>,
     explanation: String,
+    measured: Option<Measured>,
 ) -> Failure {
     Failure {
         invariant: invariant.name,
         kind: Kind::Safety,
         node,
         explanation,
+        measured,
     }
 }
 
@@ -73,6 +77,7 @@ impl CiliumMonitor {
                 secs(rec.t_us - since),
                 deposed
             ),
+            Measured::unbounded(rec.t_us - since),
         ))
     }
 
@@ -87,6 +92,7 @@ impl CiliumMonitor {
         let view = &mut self.nodes[i];
         view.pod_ips.insert(ip, (pod, t));
         let state = view.agent_state.get(&ip).copied();
+        let gone_us = self.unassigned.get(&key).map(|u| t - u.0);
         if !view.assigned.contains_key(&ip) {
             let gone = match self.unassigned.get(&key) {
                 Some((tu, by, deposed)) => {
@@ -110,13 +116,17 @@ impl CiliumMonitor {
                 &AGENT_ALLOCATES_FROM_POOL,
                 Some(rec.node),
                 format!("the agent on {node} gave pod {pod} the IP {ip}, which is no longer assigned to {node} in the cloud{gone}{erased}"),
+                gone_us.and_then(Measured::unbounded),
             ));
         }
-        if let Some(s) = state.filter(|s| matches!(s.as_str(), MARKED | READY | RELEASED)) {
+        if let Some((s, since)) =
+            state.filter(|(s, _)| matches!(s.as_str(), MARKED | READY | RELEASED))
+        {
             return Some(safety(
                 &AGENT_ALLOCATES_FROM_POOL,
                 Some(rec.node),
-                format!("the agent on {node} gave pod {pod} the IP {ip} while its own release state for it was {s}"),
+                format!("the agent on {node} gave pod {pod} the IP {ip} while its own release state for it was {s} (since {})", secs(since)),
+                Measured::unbounded(t - since),
             ));
         }
         None
@@ -134,12 +144,16 @@ impl CiliumMonitor {
         let node = self.names[i];
         let view = &mut self.nodes[i];
         let Some(s) = state else {
-            if let Some(prev) = view.agent_state.remove(&ip) {
+            if let Some((prev, _)) = view.agent_state.remove(&ip) {
                 self.entry_removed.insert((node, ip), (rec.t_us, prev));
             }
             return None;
         };
-        view.agent_state.insert(ip, s);
+        let since = match view.agent_state.get(&ip) {
+            Some((old, since)) if *old == s => *since,
+            _ => rec.t_us,
+        };
+        view.agent_state.insert(ip, (s, since));
         let (pod, since) = view.pod_ips.get(&ip).filter(|_| s.as_str() == READY)?;
         let agent = match self.agents[i] {
             Some((pid, t)) => format!(" ({node}:{pid}, started at {})", secs(t)),
@@ -152,6 +166,7 @@ impl CiliumMonitor {
                 "the agent on {node}{agent} answered ready-for-release for {ip}, which pod {pod} has held since {}",
                 secs(*since)
             ),
+            Measured::unbounded(rec.t_us - since),
         ))
     }
 
@@ -171,7 +186,8 @@ impl CiliumMonitor {
         if !self.api.used_at(i, rv, &ip) {
             return None;
         }
-        let written = match self.api.version(i, rv).filter(|v| v.status_write) {
+        let version = self.api.version(i, rv);
+        let written = match version.filter(|v| v.status_write) {
             Some(v) => format!(", written by {} at {}", v.client, secs(v.t_us)),
             None => String::new(),
         };
@@ -183,6 +199,7 @@ impl CiliumMonitor {
                 self.names[rec.node as usize],
                 secs(rec.t_us)
             ),
+            version.and_then(|v| Measured::unbounded(rec.t_us - v.t_us)),
         ))
     }
 
@@ -221,6 +238,11 @@ impl CiliumMonitor {
                 secs(rec.t_us),
                 secs(delay_us)
             ),
+            // Held to the delay when the answer was there; otherwise the missing answer broke it.
+            up_us.and_then(|u| match acked {
+                true => Measured::bounded(u, delay_us),
+                false => Measured::unbounded(u),
+            }),
         ))
     }
 
