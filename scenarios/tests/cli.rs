@@ -845,8 +845,15 @@ fn bench_scale_writes_the_table_and_the_plot() {
     assert_eq!(rows.len(), 3 * 3 * 2, "{j}");
     assert!(rows
         .iter()
-        .all(|r| r["us_per_event"].as_f64().unwrap() > 0.0));
-    assert_eq!(j["spread"].as_array().unwrap().len(), 3);
+        .all(|r| r["us_per_event"].as_f64().unwrap() > 0.0
+            && r["us_per_work"].as_f64().unwrap() > 0.0
+            && r["work_per_seed"].as_f64().unwrap() > r["events_per_seed"].as_f64().unwrap()));
+    let spread = j["spread"].as_array().unwrap();
+    assert_eq!(spread.len(), 3);
+    assert!(spread
+        .iter()
+        .all(|s| s["us_per_event_max_over_min"].as_f64().unwrap() >= 1.0
+            && s["us_per_work_max_over_min"].as_f64().unwrap() >= 1.0));
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("scale.json")).unwrap()).unwrap();
     assert_eq!(file, j);

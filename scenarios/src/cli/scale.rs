@@ -2,8 +2,9 @@
 //! each resizable system (`System::with_nodes`) runs with 3, 5 and 9 nodes of the kind that scales,
 //! over 10 and 60 simulated minutes of fault window (the seeds' faults fall in the first 10), on
 //! one core. It prints a table, writes `scale.json` and `scale.svg` (wall time per simulated event
-//! against nodes) to the output directory, and reports each scenario's spread of time per event
-//! (largest / smallest: the target is 1.3, cost linear in work).
+//! against nodes) to the output directory, and reports each scenario's spread of time per event and
+//! per unit of work (events + messages delivered + timers fired; largest / smallest: the target is
+//! 1.3, cost linear in work).
 
 use super::exit::Exit;
 use crate::explore::BadInput;
@@ -26,6 +27,11 @@ struct Row {
     ms_per_seed: f64,
     events_per_seed: f64,
     us_per_event: f64,
+    /// Work per seed: trace events + messages delivered + timers fired (the messages and timers
+    /// that are not trace events: memberlist datagrams, ARP frames, watch round trips, sleeps).
+    work_per_seed: f64,
+    /// Wall microseconds per unit of work.
+    us_per_work: f64,
     /// Wall microseconds per simulated second.
     us_per_sim_s: f64,
 }
@@ -46,21 +52,27 @@ pub(super) fn scale(
                 let r = measure(sc, seeds, nodes, minutes);
                 if !json {
                     println!(
-                        "{:<28} {nodes} nodes {minutes:>2} min: {:>8.2} ms/seed {:>9.0} events/seed {:>6.2} us/event {:>7.1} us/sim-s",
-                        r.scenario, r.ms_per_seed, r.events_per_seed, r.us_per_event, r.us_per_sim_s
+                        "{:<28} {nodes} nodes {minutes:>2} min: {:>8.2} ms/seed {:>9.0} events/seed {:>6.2} us/event {:>9.0} work/seed {:>6.2} us/work {:>7.1} us/sim-s",
+                        r.scenario, r.ms_per_seed, r.events_per_seed, r.us_per_event, r.work_per_seed, r.us_per_work, r.us_per_sim_s
                     );
                 }
                 rows.push(r);
             }
         }
     }
-    let spread = spreads(&rows);
+    let per_event = spreads(&rows, |r| r.us_per_event);
+    let per_work = spreads(&rows, |r| r.us_per_work);
     if !json {
-        for (sc, s) in &spread {
-            println!("{sc}: time per event varies {s:.2}x across sizes (target 1.3x)");
+        for ((sc, e), (_, w)) in per_event.iter().zip(&per_work) {
+            println!("{sc}: time per event varies {e:.2}x across sizes, per unit of work {w:.2}x (target 1.3x)");
         }
     }
-    let doc = json!({ "scale": rows, "spread": spread.iter().map(|(sc, s)| json!({"scenario": sc, "us_per_event_max_over_min": s})).collect::<Vec<_>>() });
+    let spread: Vec<_> = per_event
+        .iter()
+        .zip(&per_work)
+        .map(|((sc, e), (_, w))| json!({"scenario": sc, "us_per_event_max_over_min": e, "us_per_work_max_over_min": w}))
+        .collect();
+    let doc = json!({ "scale": rows, "spread": spread });
     let (jpath, spath) = (out.join("scale.json"), out.join("scale.svg"));
     for (path, text) in [(&jpath, doc.to_string()), (&spath, svg(&rows))] {
         std::fs::write(path, text)
@@ -101,11 +113,12 @@ fn resized(sc: &'static Scenario, i: u64, nodes: u32, minutes: u64) -> RunSpec {
 /// `seeds` seeds of `sc` at one size, on one core.
 fn measure(sc: &'static Scenario, seeds: u64, nodes: u32, minutes: u64) -> Row {
     let specs: Vec<RunSpec> = (0..seeds).map(|i| resized(sc, i, nodes, minutes)).collect();
-    let (mut events, mut sim_ms) = (0u64, 0u64);
+    let (mut events, mut sim_ms, mut work) = (0u64, 0u64, 0u64);
     let t0 = Instant::now();
     for spec in specs {
         let o = sim::runtime::on_fresh_thread(move || spec.run()).expect("a measured run");
         events += o.events;
+        work += o.events + o.messages + o.timers;
         sim_ms += o.sim_time_ms;
     }
     let wall = t0.elapsed().as_secs_f64();
@@ -116,12 +129,14 @@ fn measure(sc: &'static Scenario, seeds: u64, nodes: u32, minutes: u64) -> Row {
         ms_per_seed: wall * 1000.0 / seeds as f64,
         events_per_seed: events as f64 / seeds as f64,
         us_per_event: wall * 1e6 / events.max(1) as f64,
+        work_per_seed: work as f64 / seeds as f64,
+        us_per_work: wall * 1e6 / work.max(1) as f64,
         us_per_sim_s: wall * 1e6 / (sim_ms.max(1) as f64 / 1000.0),
     }
 }
 
-/// Each scenario's largest time per event over its smallest.
-fn spreads(rows: &[Row]) -> Vec<(&'static str, f64)> {
+/// Each scenario's largest `cost` (time per event, or per unit of work) over its smallest.
+fn spreads(rows: &[Row], cost: impl Fn(&Row) -> f64) -> Vec<(&'static str, f64)> {
     let mut out: Vec<(&'static str, f64)> = Vec::new();
     for r in rows {
         if out.iter().any(|(s, _)| *s == r.scenario) {
@@ -130,7 +145,7 @@ fn spreads(rows: &[Row]) -> Vec<(&'static str, f64)> {
         let v: Vec<f64> = rows
             .iter()
             .filter(|q| q.scenario == r.scenario)
-            .map(|q| q.us_per_event)
+            .map(&cost)
             .collect();
         let (lo, hi) = v
             .iter()
