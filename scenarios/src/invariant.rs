@@ -140,6 +140,23 @@ impl Invariant {
     }
 }
 
+/// A violation's measure as its invariant names it, with the bound it was held to:
+/// `time from the host last holding the election key to its master-only work: 142.933 s (bound
+/// 125.000 s)`. None when the violated invariant is not in `invariants` or the monitor had no value.
+pub fn describe_measure(invariants: &[Invariant], v: &sim::Violation) -> Option<String> {
+    let i = invariants.iter().find(|i| i.name == v.invariant)?;
+    let m = v.measured?;
+    let bound = m
+        .bound_us
+        .map(|b| format!(" (bound {})", sim::units::show_secs(b)))
+        .unwrap_or_default();
+    Some(format!(
+        "{}: {}{bound}",
+        i.measure,
+        sim::units::show_secs(m.value_us)
+    ))
+}
+
 /// The invariants section of docs/scenarios.md: each system's table (`faultline invariants
 /// --markdown`).
 pub fn docs(reg: &crate::Registry) -> String {

@@ -299,6 +299,12 @@ fn explore_finds_writes_and_replays_a_failure() {
             && text.contains("replay: cargo run --release --bin faultline -- replay"),
         "{text}"
     );
+    // And the invariant's own measure against its bound (10 s for a handover).
+    assert!(
+        text.contains("measure: time without a master after the graceful stop or the respawn: ")
+            && text.contains("(bound 10.000 s)"),
+        "{text}"
+    );
 }
 
 /// Each exit status the CLI documents (`scenarios::cli::Exit`, listed by `--help` and docs/ci.md)
@@ -761,7 +767,7 @@ fn junit_output_parses_and_names_the_replay_command() {
     assert_eq!(seen_failures, failures);
     assert!(failure_texts
         .iter()
-        .all(|t| t.contains("replay: ") && t.contains("faults (")));
+        .all(|t| t.contains("replay: ") && t.contains("measure: ") && t.contains("faults (")));
     assert!(
         failure_texts[0].contains("-shrunk.json"),
         "{}",

@@ -196,6 +196,9 @@ fn shrink_failure(
         print_schedule(&s.spec);
         let v = s.outcome.violation.as_ref().unwrap();
         println!("  {}", v.explanation);
+        if let Some(m) = crate::invariant::describe_measure(s.spec.scenario.invariants, v) {
+            println!("  measure: {m}");
+        }
         if let Some(f) = reg.finding_for(f.spec.scenario.name, v) {
             println!("  known finding: {}", f.id);
         }

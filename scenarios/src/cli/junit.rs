@@ -28,7 +28,11 @@ pub(super) struct Suite {
 /// A failing run as a test case: the causal sentence, the replay command, the schedule.
 pub(super) fn failing_case(spec: &RunSpec, outcome: &Outcome, replay: &str) -> Case {
     let v = outcome.violation.as_ref().expect("a failing run");
-    let mut text = format!("replay: {replay}\nfaults ({}):\n", spec.schedule.len());
+    let mut text = format!("replay: {replay}\n");
+    if let Some(m) = crate::invariant::describe_measure(spec.scenario.invariants, v) {
+        text += &format!("measure: {m}\n");
+    }
+    text += &format!("faults ({}):\n", spec.schedule.len());
     for f in &spec.schedule {
         text += &format!(
             "  {:>9.3} s  for {:>8.3} s  {}\n",

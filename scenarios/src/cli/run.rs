@@ -247,6 +247,13 @@ pub(super) fn print_violation(
 ) {
     println!("{} (seed {seed})", reports::headline(v));
     println!("  {}", v.explanation);
+    let measure = reg
+        .scenario(scenario)
+        .ok()
+        .and_then(|sc| crate::invariant::describe_measure(sc.invariants, v));
+    if let Some(m) = measure {
+        println!("  measure: {m}");
+    }
     if let Some(f) = reg.finding_for(scenario, v) {
         let fix = f
             .fix
