@@ -32,6 +32,13 @@ fn last_json(o: &Output) -> serde_json::Value {
     serde_json::from_str(out.lines().last().expect("some output")).expect("last line is JSON")
 }
 
+/// The last JSON line of a command that must have exited with `code` (else its stderr is shown).
+fn json_with_status(o: &Output, code: i32) -> serde_json::Value {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{err}");
+    last_json(o)
+}
+
 fn assert_bad_input(args: &[&str], needle: &str) {
     let o = faultline(args);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -255,13 +262,7 @@ fn explore_finds_writes_and_replays_a_failure() {
         dir.to_str().unwrap(),
         "--json",
     ]);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let j = last_json(&o);
+    let j = json_with_status(&o, 1);
     for k in [
         "scenario",
         "bugs",
@@ -279,13 +280,7 @@ fn explore_finds_writes_and_replays_a_failure() {
     let file = j["failure_file"].as_str().unwrap().to_string();
     assert!(std::path::Path::new(&file).exists());
     let r = faultline(&["replay", &file, "--json"]);
-    assert_eq!(
-        r.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
-    let rj = last_json(&r);
+    let rj = json_with_status(&r, 1);
     assert_eq!(rj["reproduced"], true);
     assert_eq!(
         rj["violation"]["invariant"],
@@ -473,13 +468,7 @@ fn explore_shrinks_the_first_failure_and_shrink_reports_json() {
     assert_eq!(last_json(&r)["reproduced"], true);
     let failure = j["failure_file"].as_str().unwrap().to_string();
     let s = faultline(&["shrink", &failure, "--json"]);
-    assert_eq!(
-        s.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&s.stderr)
-    );
-    let sj = last_json(&s);
+    let sj = json_with_status(&s, 1);
     for k in ["invariant", "before_faults", "after_faults", "file"] {
         assert!(sj.get(k).is_some(), "missing {k} in {sj}");
     }
@@ -840,13 +829,7 @@ fn bench_scale_writes_the_table_and_the_plot() {
         dir.to_str().unwrap(),
         "--json",
     ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let j = last_json(&o);
+    let j = json_with_status(&o, 0);
     let rows = j["scale"].as_array().unwrap();
     assert_eq!(rows.len(), 3 * 3 * 2, "{j}");
     assert!(rows
