@@ -22,6 +22,7 @@
 //! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP no pod on its node holds |
 //! | `operator-marks-unused` | safety | the operator never marks an IP that the CiliumNode version it decided on lists as used |
 //! | `handshake-entries-clear` | liveness | [`CLEANUP_BOUND_US`] after faults stop (or after the entry is due, if later), no CiliumNode holds an entry whose IP left the node in the cloud, that the agent refused, or whose release the leading operator aborted |
+//! | `handshake-aborted-when-not-excess` | liveness | [`ABORT_BOUND_US`] after the later of faults stopping and its IP leaving its node's release candidates (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs), no CiliumNode holds a `marked-for-release` or `ready-for-release` entry for an IP still assigned to the node that the leading operator has not aborted |
 //! | `released-entries-clear` | liveness | at the `pods-get-ips` deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
 //! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity) |
 //! | `excess-released` | liveness | an IP that stays a release candidate (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs) is unassigned [`RELEASE_PIPELINE_US`] after its clock starts: the later of [`RECOVERY_US`] after faults stop, its becoming a candidate, the last change of its node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls |
@@ -102,6 +103,23 @@ pub const CLEANUP_BOUND_US: u64 = {
     slowest + AGENT_WRITE_US + 20 * S
 };
 
+/// Bound of `handshake-aborted-when-not-excess`, counted from the later of faults stopping and
+/// the entry's IP leaving its node's release candidates: the longer of the informers' re-watch
+/// and the operator's chain up to a pass (a take-over, the maintainer's longest backoff), the
+/// agent's rate-limited status write (the operator counts `used` from it), then the resync whose
+/// pass aborts the handshake (`abortNoLongerExcessIPs`, node.go:735-755, runs only in a pool
+/// maintainer pass, and `releaseNeeded` asks for one while `release-ips` is not empty) and
+/// whose write drops the entry; 20 s for the requests between.
+pub const ABORT_BOUND_US: u64 = {
+    let operator = TAKEOVER_US + BACKOFF_US;
+    let slowest = if REWATCH_US > operator {
+        REWATCH_US
+    } else {
+        operator
+    };
+    slowest + AGENT_WRITE_US + RESYNC_US + 20 * S
+};
+
 /// After faults stop, the operator and the agent act on current state within this: the longer of
 /// a Lease take-over and an informer's re-watch.
 pub const RECOVERY_US: u64 = if REWATCH_US > TAKEOVER_US {
@@ -124,8 +142,11 @@ pub const RELEASE_PIPELINE_US: u64 = AGENT_WRITE_US
     + 10 * S;
 
 // Every liveness bound runs out within the liveness phase (the checks happen in it).
-const _: () =
-    assert!(CLEANUP_BOUND_US < LIVENESS_MS * 1000 && EXCESS_BOUND_US < LIVENESS_MS * 1000);
+const _: () = assert!(
+    CLEANUP_BOUND_US < LIVENESS_MS * 1000
+        && EXCESS_BOUND_US < LIVENESS_MS * 1000
+        && ABORT_BOUND_US < LIVENESS_MS * 1000
+);
 
 /// Bound of `excess-released` after faults stop: [`RECOVERY_US`] + [`RELEASE_PIPELINE_US`]
 /// (counted from a later start when the IP became a candidate later, the node's addresses
@@ -593,6 +614,7 @@ pub fn run(
         mutant_never_mark: bug("cilium-mutant-never-mark"),
         mutant_no_allocation: bug("cilium-mutant-no-allocation"),
         mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
+        mutant_never_abort: bug("cilium-mutant-never-abort"),
     };
     let node_names: Vec<String> = names[..n].to_vec();
     let watermarks = monitor::Watermarks {

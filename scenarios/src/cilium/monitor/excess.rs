@@ -1,4 +1,4 @@
-//! `excess-released`: which of a node's IPs are in excess, as upstream counts and picks them,
+//! `excess-released` and `handshake-aborted-when-not-excess`: which of a node's IPs are in excess, as upstream counts and picks them,
 //! computed from ground truth (the cloud's assignments, with their interfaces, and the IPs the
 //! node's pods hold), and how long each has stayed a release candidate after faults stopped.
 //!
@@ -96,6 +96,9 @@ pub(super) struct Progress {
     /// Per node index: candidate IP -> since when (true µs) it has been one, with no change of
     /// the node's addresses in the cloud.
     since: Vec<BTreeMap<Short, u64>>,
+    /// Per node index: IP -> when (true µs) it last stopped being a candidate (for
+    /// `handshake-aborted-when-not-excess`; an IP that is a candidate again is not in it).
+    left: Vec<BTreeMap<Short, u64>>,
 }
 
 /// A candidate that stayed one past its deadline.
@@ -117,6 +120,7 @@ impl Progress {
             trouble: BTreeSet::new(),
             trouble_end: 0,
             since: (0..nodes).map(|_| BTreeMap::new()).collect(),
+            left: (0..nodes).map(|_| BTreeMap::new()).collect(),
         }
     }
 
@@ -148,12 +152,28 @@ impl Progress {
     /// and every candidate's clock starts again.
     pub(super) fn refresh(&mut self, i: usize, t_us: u64, fresh: Vec<Short>, reset: bool) {
         let since = &mut self.since[i];
+        let left = &mut self.left[i];
+        for ip in since.keys().filter(|ip| !fresh.contains(ip)) {
+            left.insert(*ip, t_us);
+        }
+        for ip in &fresh {
+            left.remove(ip);
+        }
         if reset {
             since.clear();
         }
         since.retain(|ip, _| fresh.contains(ip));
         for ip in fresh {
             since.entry(ip).or_insert(t_us);
+        }
+    }
+
+    /// Whether `ip` of node `i` is a release candidate now (none) or, if not, since when it has
+    /// not been one (0: not since faults stopped).
+    pub(super) fn not_candidate_since(&self, i: usize, ip: &Short) -> Option<u64> {
+        match self.since[i].contains_key(ip) {
+            true => None,
+            false => Some(self.left[i].get(ip).copied().unwrap_or(0)),
         }
     }
 
