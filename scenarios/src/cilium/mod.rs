@@ -164,6 +164,11 @@ pub struct CiliumOptions {
     pub min_allocate: u32,
     /// `max-above-watermark` of every node (IPs).
     pub max_above_watermark: u32,
+    /// `max-allocate` of every node (0: none; drawn by `cilium-swarm` only, from its own random
+    /// stream, so that a seed's other options and faults are those it drew before). Left out of
+    /// the serialized options when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_allocate: u32,
     /// How long the graceful shutdown's stop hooks keep a deposed leader's IPAM running (ms).
     pub shutdown_linger_ms: u64,
     /// One-way network latency range: lower end (µs).
@@ -218,6 +223,25 @@ impl CiliumOptions {
                 i => format!("operator-{i}"),
             })
             .collect()
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// `max-allocate` for `family` and `seed`, from its own random stream: `cilium-swarm` sets it on
+/// a third of its seeds (as min-allocate and max-above-watermark are), between min-allocate's 10 and 20 IPs, where pods plus pre-allocate often
+/// ask for more (calculateNeededIPs then caps the allocation, node.go:327-345 @ed90dd5); the
+/// other scenarios never set it.
+fn draw_max_allocate(family: Family, seed: u64) -> u32 {
+    if family != Family::Swarm {
+        return 0;
+    }
+    let mut rng = sim::rng::rng_for(seed, "cilium-max-allocate");
+    match *[false, false, true].choose(&mut rng).unwrap() {
+        true => rng.random_range(10..=20u32),
+        false => 0,
     }
 }
 
@@ -323,6 +347,7 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
         subnet_size,
         min_allocate,
         max_above_watermark,
+        max_allocate: draw_max_allocate(family, seed),
         shutdown_linger_ms,
         latency_min_us,
         latency_max_us,
@@ -621,6 +646,7 @@ pub fn run(
         pre: PRE_ALLOCATE,
         min: o.min_allocate as usize,
         maw: o.max_above_watermark as usize,
+        max: o.max_allocate as usize,
     };
     let capacity = (o.enis * ENI_CAPACITY) as usize;
     let mut monitor = CiliumMonitor::new(names.clone(), n, capacity, watermarks, coverage);
@@ -673,7 +699,7 @@ pub fn run(
             limits: Limits {
                 pre_allocate: PRE_ALLOCATE,
                 min_allocate: o2.min_allocate as usize,
-                max_allocate: 0,
+                max_allocate: o2.max_allocate as usize,
                 max_above_watermark: o2.max_above_watermark as usize,
             },
             release_excess: true,

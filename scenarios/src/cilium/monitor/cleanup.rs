@@ -248,8 +248,15 @@ impl CiliumMonitor {
         ))
     }
 
-    /// `pods-get-ips`: pods that have waited for the bound on nodes whose interfaces have room.
+    /// `pods-get-ips`: pods that have waited for the bound on nodes with room: pods hold fewer
+    /// IPs than the interfaces can, and fewer than `max-allocate` when it is set (upstream's
+    /// calculateNeededIPs caps the need so that the pool stays within it, node.go:327-345
+    /// @ed90dd5: a node whose pods hold max-allocate IPs gets no more).
     fn pods_waiting(&self, now_us: u64) -> Option<Failure> {
+        let room = match self.watermarks.max {
+            0 => self.capacity,
+            max => max.min(self.capacity),
+        };
         let mut waiting = Vec::new();
         let mut longest = 0;
         for (pod, (n, since)) in &self.pending {
@@ -258,8 +265,8 @@ impl CiliumMonitor {
                 continue;
             }
             let v = &self.nodes[i];
-            if v.pod_ips.len() >= self.capacity {
-                continue; // no room: the node cannot hold another IP
+            if v.pod_ips.len() >= room {
+                continue; // no room: the node cannot (or may not) hold another IP
             }
             // IPs of the node that no pod uses but that sit in a handshake state.
             let held: Vec<&Short> = v
@@ -271,7 +278,7 @@ impl CiliumMonitor {
                 .map(|(ip, _)| ip)
                 .collect();
             let why = match held.is_empty() {
-                true => format!("{n} holds {} of {} IPs", v.pod_ips.len(), self.capacity),
+                true => format!("{n} holds {} of {room} IPs", v.pod_ips.len()),
                 false => format!("{held:?} are held in a handshake state"),
             };
             waiting.push(format!("{pod} on {n} (since {}; {why})", secs(*since)));

@@ -20,6 +20,10 @@ pub(crate) struct Watermarks {
     pub(crate) min: usize,
     /// `max-above-watermark`.
     pub(crate) maw: usize,
+    /// `max-allocate` (0: none). Upstream's excess count does not read it (calculateExcessIPs
+    /// takes pre-allocate, min-allocate and max-above-watermark only, node.go:347-378 @ed90dd5);
+    /// only the need for more IPs is capped by it (calculateNeededIPs, l. 327-345).
+    pub(crate) max: usize,
 }
 
 /// How many of `available` IPs are in excess with `used` of them in use: while `used` is within
@@ -213,7 +217,12 @@ mod tests {
             (20, 4, 8, 0, 8, 0),
         ];
         for (a, u, pre, min, maw, want) in vectors {
-            let w = Watermarks { pre, min, maw };
+            let w = Watermarks {
+                pre,
+                min,
+                maw,
+                max: 0,
+            };
             assert_eq!(excess_count(a, u, w), want, "{a} {u} {pre} {min} {maw}");
         }
     }
