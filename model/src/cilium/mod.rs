@@ -135,7 +135,7 @@ pub struct Switches {
     /// Mutant `cilium-mutant-never-abort` (test-only): the operator never aborts a handshake
     /// whose IP left its release list: a `marked-for-release` or `ready-for-release` state stays
     /// (neither `handleIPRelease`'s drop of a timed IP nor `abortNoLongerExcessIPs` removes it).
-    /// The behaviour docs/mutation.md's surviving `decide.rs` mutant was described as having.
+    /// What docs/mutation.md took its surviving `decide.rs` `handle_ip_release` mutant to do.
     pub mutant_never_abort: bool,
 }
 

@@ -74,10 +74,10 @@ pub const RELEASED_ENTRIES_CLEAR: Invariant = Invariant::liveness(
 pub const PODS_GET_IPS: Invariant = Invariant::liveness(
     "pods-get-ips",
     "lease take-over, the maintainer's 5-min backoff, a resync, the agent's start and status write",
-    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node's interfaces have room (pods holding IPs < interfaces x capacity)",
+    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node has room (pods holding IPs < interfaces x capacity, and < max-allocate when it is set)",
 )
 .bound_us(PODS_BOUND_US)
-.upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity, and handshake states never starve it")
+.upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity and its max-allocate (the need is capped so that available + needed <= max-allocate), and handshake states never starve it")
 .measure(Breach::Exceeds, "longest wait of a pod for an IP");
 /// Excess IPs are released after faults stop.
 pub const EXCESS_RELEASED: Invariant = Invariant::liveness(

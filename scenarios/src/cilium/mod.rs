@@ -6,7 +6,8 @@
 //! larger than the nodes can hold, so that released addresses come back), and 2 or 3 operator
 //! processes (`operator`, `operator-2`, ..) that elect a leader through client-go's Lease; only
 //! the leader runs IPAM (`model::cilium::operator`). Every node starts with `pre-allocate` IPs on
-//! `eni-0`. 10-minute fault window; the liveness phase lasts [`PODS_BOUND_US`] + 30 s.
+//! `eni-0`; `cilium-swarm` also sets `max-allocate` on a third of its seeds. 10-minute fault
+//! window; the liveness phase lasts [`PODS_BOUND_US`] + 30 s.
 //!
 //! Faults aimed at an operator pick one of them at random (it may or may not lead): crashes,
 //! graceful restarts, pauses, cuts from the API server or the cloud, slow API answers, and a
@@ -24,7 +25,7 @@
 //! | `handshake-entries-clear` | liveness | [`CLEANUP_BOUND_US`] after faults stop (or after the entry is due, if later), no CiliumNode holds an entry whose IP left the node in the cloud, that the agent refused, or whose release the leading operator aborted |
 //! | `handshake-aborted-when-not-excess` | liveness | [`ABORT_BOUND_US`] after the later of faults stopping and its IP leaving its node's release candidates (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs), no CiliumNode holds a `marked-for-release` or `ready-for-release` entry for an IP still assigned to the node that the leading operator has not aborted |
 //! | `released-entries-clear` | liveness | at the `pods-get-ips` deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
-//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity) |
+//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity, and < `max-allocate` when set) |
 //! | `excess-released` | liveness | an IP that stays a release candidate (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs) is unassigned [`RELEASE_PIPELINE_US`] after its clock starts: the later of [`RECOVERY_US`] after faults stop, its becoming a candidate, the last change of its node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls |
 //!
 //! The monitor computes each expectation itself (`monitor/`: it calls no model function). The
@@ -231,9 +232,9 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// `max-allocate` for `family` and `seed`, from its own random stream: `cilium-swarm` sets it on
-/// a third of its seeds (as min-allocate and max-above-watermark are), between min-allocate's 10 and 20 IPs, where pods plus pre-allocate often
-/// ask for more (calculateNeededIPs then caps the allocation, node.go:327-345 @ed90dd5); the
-/// other scenarios never set it.
+/// a third of its seeds (as min-allocate and max-above-watermark are), between min-allocate's 10
+/// and 20 IPs, where pods plus pre-allocate often ask for more (calculateNeededIPs then caps the
+/// need, node.go:327-345 @ed90dd5); the other scenarios never set it.
 fn draw_max_allocate(family: Family, seed: u64) -> u32 {
     if family != Family::Swarm {
         return 0;

@@ -147,7 +147,7 @@ pub static SWITCHES: &[Switch] = &[
         trips: Some(&super::invariants::HANDSHAKE_ABORTED_WHEN_NOT_EXCESS),
         system: "cilium",
         scenario: "cilium-swarm",
-        about: "the operator never aborts a handshake whose IP left its release list: a marked-for-release or ready-for-release entry stays once the IP is no longer excess (docs/mutation.md's surviving handle_ip_release mutant, as described)",
+        about: "the operator never aborts a handshake whose IP left its release list: a marked-for-release or ready-for-release entry stays once the IP is no longer excess (what docs/mutation.md took its surviving handle_ip_release mutant to do)",
     },
     Switch {
         name: "cilium-mutant-keep-readded-released",

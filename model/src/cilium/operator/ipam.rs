@@ -774,7 +774,9 @@ fn keep_unaborted(
     aborted.retain(|ip| match before.get(ip) {
         Some(s)
             if s.as_str() != RELEASED
-                && observed.get(ip).is_none_or(|o| o.as_str() != DO_NOT_RELEASE) =>
+                && observed
+                    .get(ip)
+                    .is_none_or(|o| o.as_str() != DO_NOT_RELEASE) =>
         {
             release.status.insert(*ip, *s);
             false

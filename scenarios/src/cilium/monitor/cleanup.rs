@@ -196,7 +196,8 @@ impl CiliumMonitor {
                     continue;
                 }
                 let v = &self.nodes[i];
-                let k = super::excess::excess_count(v.assigned.len(), v.pod_ips.len(), self.watermarks);
+                let k =
+                    super::excess::excess_count(v.assigned.len(), v.pod_ips.len(), self.watermarks);
                 let when = match left {
                     0 => "since faults stopped".to_string(),
                     t => format!("since {}", secs(t)),
