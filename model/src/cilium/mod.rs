@@ -132,6 +132,11 @@ pub struct Switches {
     /// Mutant `cilium-mutant-keep-readded-released` (test-only): a `released` entry whose IP came
     /// back to the node is never dropped, whatever issue #39981 fix is on.
     pub mutant_keep_readded_released: bool,
+    /// Mutant `cilium-mutant-never-abort` (test-only): the operator never aborts a handshake
+    /// whose IP left its release list: a `marked-for-release` or `ready-for-release` state stays
+    /// (neither `handleIPRelease`'s drop of a timed IP nor `abortNoLongerExcessIPs` removes it).
+    /// What docs/mutation.md took its surviving `decide.rs` `handle_ip_release` mutant to do.
+    pub mutant_never_abort: bool,
 }
 
 /// `spec` of a CiliumNode.

@@ -1,9 +1,9 @@
 //! Cilium's invariants (checked by `monitor`): one per promise of the excess-IP release handshake
 //! (issue 29), each with the upstream behaviour it stands for and, for liveness, a bound computed
-//! from the model's constants (`scenarios::cilium`: [`CLEANUP_BOUND_US`], [`PODS_BOUND_US`],
-//! [`EXCESS_BOUND_US`]). Every one has a mutant that trips it (`switches.rs`).
+//! from the model's constants (`scenarios::cilium`: [`CLEANUP_BOUND_US`], [`ABORT_BOUND_US`],
+//! [`PODS_BOUND_US`], [`EXCESS_BOUND_US`]). Every one has a mutant that trips it (`switches.rs`).
 
-use super::{CLEANUP_BOUND_US, EXCESS_BOUND_US, PODS_BOUND_US};
+use super::{ABORT_BOUND_US, CLEANUP_BOUND_US, EXCESS_BOUND_US, PODS_BOUND_US};
 use crate::invariant::{Breach, Invariant};
 
 /// No IP is unassigned while a pod uses it.
@@ -52,6 +52,15 @@ pub const HANDSHAKE_ENTRIES_CLEAR: Invariant = Invariant::liveness(
 .bound_us(CLEANUP_BOUND_US)
 .upstream("pkg/ipam/crd.go updateLocalNodeResource @ed90dd5 (l. 371-375: a released entry goes once its IP left the pool); pkg/ipam/node.go abortNoLongerExcessIPs and handleIPReleaseResponse (l. 735-776: aborted and refused entries are dropped, PR #18330)")
 .measure(Breach::Exceeds, "time the entry outlived its cause (counted from faults stopping at the earliest)");
+/// Handshakes whose IP is no longer excess are aborted.
+pub const HANDSHAKE_ABORTED_WHEN_NOT_EXCESS: Invariant = Invariant::liveness(
+    "handshake-aborted-when-not-excess",
+    "the longer of the informers' re-watch and the operator's chain (Lease take-over, the maintainer's longest backoff), the agent's rate-limited status write, a resync (its pass aborts, its write drops the entry), and 20 s for requests; counted from the later of faults stopping and the IP leaving its node's release candidates",
+    "after faults stop, a `marked-for-release` or `ready-for-release` entry in a CiliumNode whose IP is still assigned to the node but is no longer among its release candidates (upstream's excess count and pick, computed by the monitor from the cloud's assignments and the pods' IPs) is gone within the bound, unless the leading operator aborted it (then `handshake-entries-clear` holds it to its bound); on nodes whose agent and operators run all their tasks",
+)
+.bound_us(ABORT_BOUND_US)
+.upstream("pkg/ipam/node.go handleIPRelease and abortNoLongerExcessIPs @ed90dd5 (l. 826-832: a timed IP not on this pass's release list loses its time and state; l. 735-755, called at l. 853-861 and from maintainIPPool l. 934-956: every observed entry not in this pass's excess list and not `released` is dropped, and PopulateIPReleaseStatus l. 1013-1031 omits it from the next write; PR #18330, asserted by TestNodeManagerAbortRelease, node_manager_test.go l. 514-585)")
+.measure(Breach::Exceeds, "time the entry stayed after its IP stopped being a release candidate (counted from faults stopping at the earliest)");
 /// Released entries clear once their IP came back.
 pub const RELEASED_ENTRIES_CLEAR: Invariant = Invariant::liveness(
     "released-entries-clear",
@@ -65,10 +74,10 @@ pub const RELEASED_ENTRIES_CLEAR: Invariant = Invariant::liveness(
 pub const PODS_GET_IPS: Invariant = Invariant::liveness(
     "pods-get-ips",
     "lease take-over, the maintainer's 5-min backoff, a resync, the agent's start and status write",
-    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node's interfaces have room (pods holding IPs < interfaces x capacity)",
+    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node has room (pods holding IPs < interfaces x capacity, and < max-allocate when it is set)",
 )
 .bound_us(PODS_BOUND_US)
-.upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity, and handshake states never starve it")
+.upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity and its max-allocate (the need is capped so that available + needed <= max-allocate), and handshake states never starve it")
 .measure(Breach::Exceeds, "longest wait of a pod for an IP");
 /// Excess IPs are released after faults stop.
 pub const EXCESS_RELEASED: Invariant = Invariant::liveness(
@@ -88,6 +97,7 @@ pub static INVARIANTS: &[Invariant] = &[
     AGENT_ANSWERS_TRUTHFULLY,
     OPERATOR_MARKS_UNUSED,
     HANDSHAKE_ENTRIES_CLEAR,
+    HANDSHAKE_ABORTED_WHEN_NOT_EXCESS,
     RELEASED_ENTRIES_CLEAR,
     PODS_GET_IPS,
     EXCESS_RELEASED,

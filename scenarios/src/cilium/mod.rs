@@ -6,7 +6,8 @@
 //! larger than the nodes can hold, so that released addresses come back), and 2 or 3 operator
 //! processes (`operator`, `operator-2`, ..) that elect a leader through client-go's Lease; only
 //! the leader runs IPAM (`model::cilium::operator`). Every node starts with `pre-allocate` IPs on
-//! `eni-0`. 10-minute fault window; the liveness phase lasts [`PODS_BOUND_US`] + 30 s.
+//! `eni-0`; `cilium-swarm` also sets `max-allocate` on a third of its seeds. 10-minute fault
+//! window; the liveness phase lasts [`PODS_BOUND_US`] + 30 s.
 //!
 //! Faults aimed at an operator pick one of them at random (it may or may not lead): crashes,
 //! graceful restarts, pauses, cuts from the API server or the cloud, slow API answers, and a
@@ -22,8 +23,9 @@
 //! | `agent-answers-truthfully` | safety | the agent answers `ready-for-release` only for an IP no pod on its node holds |
 //! | `operator-marks-unused` | safety | the operator never marks an IP that the CiliumNode version it decided on lists as used |
 //! | `handshake-entries-clear` | liveness | [`CLEANUP_BOUND_US`] after faults stop (or after the entry is due, if later), no CiliumNode holds an entry whose IP left the node in the cloud, that the agent refused, or whose release the leading operator aborted |
+//! | `handshake-aborted-when-not-excess` | liveness | [`ABORT_BOUND_US`] after the later of faults stopping and its IP leaving its node's release candidates (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs), no CiliumNode holds a `marked-for-release` or `ready-for-release` entry for an IP still assigned to the node that the leading operator has not aborted |
 //! | `released-entries-clear` | liveness | at the `pods-get-ips` deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
-//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity) |
+//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity, and < `max-allocate` when set) |
 //! | `excess-released` | liveness | an IP that stays a release candidate (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs) is unassigned [`RELEASE_PIPELINE_US`] after its clock starts: the later of [`RECOVERY_US`] after faults stop, its becoming a candidate, the last change of its node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls |
 //!
 //! The monitor computes each expectation itself (`monitor/`: it calls no model function). The
@@ -102,6 +104,23 @@ pub const CLEANUP_BOUND_US: u64 = {
     slowest + AGENT_WRITE_US + 20 * S
 };
 
+/// Bound of `handshake-aborted-when-not-excess`, counted from the later of faults stopping and
+/// the entry's IP leaving its node's release candidates: the longer of the informers' re-watch
+/// and the operator's chain up to a pass (a take-over, the maintainer's longest backoff), the
+/// agent's rate-limited status write (the operator counts `used` from it), then the resync whose
+/// pass aborts the handshake (`abortNoLongerExcessIPs`, node.go:735-755, runs only in a pool
+/// maintainer pass, and `releaseNeeded` asks for one while `release-ips` is not empty) and
+/// whose write drops the entry; 20 s for the requests between.
+pub const ABORT_BOUND_US: u64 = {
+    let operator = TAKEOVER_US + BACKOFF_US;
+    let slowest = if REWATCH_US > operator {
+        REWATCH_US
+    } else {
+        operator
+    };
+    slowest + AGENT_WRITE_US + RESYNC_US + 20 * S
+};
+
 /// After faults stop, the operator and the agent act on current state within this: the longer of
 /// a Lease take-over and an informer's re-watch.
 pub const RECOVERY_US: u64 = if REWATCH_US > TAKEOVER_US {
@@ -124,8 +143,11 @@ pub const RELEASE_PIPELINE_US: u64 = AGENT_WRITE_US
     + 10 * S;
 
 // Every liveness bound runs out within the liveness phase (the checks happen in it).
-const _: () =
-    assert!(CLEANUP_BOUND_US < LIVENESS_MS * 1000 && EXCESS_BOUND_US < LIVENESS_MS * 1000);
+const _: () = assert!(
+    CLEANUP_BOUND_US < LIVENESS_MS * 1000
+        && EXCESS_BOUND_US < LIVENESS_MS * 1000
+        && ABORT_BOUND_US < LIVENESS_MS * 1000
+);
 
 /// Bound of `excess-released` after faults stop: [`RECOVERY_US`] + [`RELEASE_PIPELINE_US`]
 /// (counted from a later start when the IP became a candidate later, the node's addresses
@@ -143,6 +165,11 @@ pub struct CiliumOptions {
     pub min_allocate: u32,
     /// `max-above-watermark` of every node (IPs).
     pub max_above_watermark: u32,
+    /// `max-allocate` of every node (0: none; drawn by `cilium-swarm` only, from its own random
+    /// stream, so that a seed's other options and faults are those it drew before). Left out of
+    /// the serialized options when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_allocate: u32,
     /// How long the graceful shutdown's stop hooks keep a deposed leader's IPAM running (ms).
     pub shutdown_linger_ms: u64,
     /// One-way network latency range: lower end (µs).
@@ -197,6 +224,25 @@ impl CiliumOptions {
                 i => format!("operator-{i}"),
             })
             .collect()
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// `max-allocate` for `family` and `seed`, from its own random stream: `cilium-swarm` sets it on
+/// a third of its seeds (as min-allocate and max-above-watermark are), between min-allocate's 10
+/// and 20 IPs, where pods plus pre-allocate often ask for more (calculateNeededIPs then caps the
+/// need, node.go:327-345 @ed90dd5); the other scenarios never set it.
+fn draw_max_allocate(family: Family, seed: u64) -> u32 {
+    if family != Family::Swarm {
+        return 0;
+    }
+    let mut rng = sim::rng::rng_for(seed, "cilium-max-allocate");
+    match *[false, false, true].choose(&mut rng).unwrap() {
+        true => rng.random_range(10..=20u32),
+        false => 0,
     }
 }
 
@@ -302,6 +348,7 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
         subnet_size,
         min_allocate,
         max_above_watermark,
+        max_allocate: draw_max_allocate(family, seed),
         shutdown_linger_ms,
         latency_min_us,
         latency_max_us,
@@ -593,12 +640,14 @@ pub fn run(
         mutant_never_mark: bug("cilium-mutant-never-mark"),
         mutant_no_allocation: bug("cilium-mutant-no-allocation"),
         mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
+        mutant_never_abort: bug("cilium-mutant-never-abort"),
     };
     let node_names: Vec<String> = names[..n].to_vec();
     let watermarks = monitor::Watermarks {
         pre: PRE_ALLOCATE,
         min: o.min_allocate as usize,
         maw: o.max_above_watermark as usize,
+        max: o.max_allocate as usize,
     };
     let capacity = (o.enis * ENI_CAPACITY) as usize;
     let mut monitor = CiliumMonitor::new(names.clone(), n, capacity, watermarks, coverage);
@@ -651,7 +700,7 @@ pub fn run(
             limits: Limits {
                 pre_allocate: PRE_ALLOCATE,
                 min_allocate: o2.min_allocate as usize,
-                max_allocate: 0,
+                max_allocate: o2.max_allocate as usize,
                 max_above_watermark: o2.max_above_watermark as usize,
             },
             release_excess: true,

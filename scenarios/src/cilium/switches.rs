@@ -142,6 +142,14 @@ pub static SWITCHES: &[Switch] = &[
         about: "the agent keeps the release-ips entries the operator dropped (aborted or refused releases) and writes them back",
     },
     Switch {
+        name: "cilium-mutant-never-abort",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::HANDSHAKE_ABORTED_WHEN_NOT_EXCESS),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the operator never aborts a handshake whose IP left its release list: a marked-for-release or ready-for-release entry stays once the IP is no longer excess (what docs/mutation.md took its surviving handle_ip_release mutant to do)",
+    },
+    Switch {
         name: "cilium-mutant-keep-readded-released",
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::RELEASED_ENTRIES_CLEAR),

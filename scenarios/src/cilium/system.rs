@@ -43,7 +43,7 @@ impl System for Cilium {
                 name: "cilium-swarm",
                 about: "Every Cilium fault together, including cloud and API server failures, ambiguity and slowness",
                 ci_seeds: 200,
-                coverage: &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign"],
+                coverage: &["ip-released", "conflict-on-write", "ack-raced-with-allocation", "operator-restart-mid-handshake", "ambiguous-unassign", "max-allocate-capped"],
                 family: Family::Swarm,
             },
         ]

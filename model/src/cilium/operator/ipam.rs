@@ -509,6 +509,7 @@ impl Ipam {
                 true => 0,
                 false => RELEASE_DELAY.as_micros() as u64,
             };
+            let before = sw.mutant_never_abort.then(|| n.release.status.clone());
             let mut step = n.release.handle_ip_release(
                 release.as_ref().map(|r| r.1.as_slice()),
                 &observed,
@@ -517,6 +518,9 @@ impl Ipam {
                 no_handshake,
                 sw.keep_released,
             );
+            if let Some(before) = before {
+                keep_unaborted(&mut n.release, &before, &observed, &mut step.aborted);
+            }
             if sw.mutant_never_mark {
                 for ip in step.marked.drain(..) {
                     n.release.status.remove(&ip);
@@ -575,12 +579,18 @@ impl Ipam {
             let n = st.nodes.get_mut(&node).expect("a known node");
             let mut observed = observed_release(n);
             let before: BTreeSet<Short> = observed.keys().copied().collect();
-            let aborted = n.release.abort_no_longer_excess(
+            let states = sw
+                .mutant_never_abort
+                .then(|| (n.release.status.clone(), observed.clone()));
+            let mut aborted = n.release.abort_no_longer_excess(
                 excess,
                 &mut observed,
                 &pool,
                 (sw.readd_released_ip || sw.readd_after_resync) && !sw.mutant_keep_readded_released,
             );
+            if let Some((states, seen)) = states {
+                keep_unaborted(&mut n.release, &states, &seen, &mut aborted);
+            }
             n.dropped
                 .extend(before.into_iter().filter(|ip| !observed.contains_key(ip)));
             aborted
@@ -749,6 +759,30 @@ impl Ipam {
         }
         status
     }
+}
+
+/// Mutant `cilium-mutant-never-abort`: the aborted IPs whose handshake was `marked-for-release`
+/// or `ready-for-release` (the state before the step, and the `observed` answer) get their state
+/// back, and are no longer reported aborted; a refused (`do-not-release`) handshake and a
+/// `released` state (issue #39981) go as before.
+fn keep_unaborted(
+    release: &mut ReleaseState,
+    before: &BTreeMap<Short, Short>,
+    observed: &BTreeMap<Short, Short>,
+    aborted: &mut Vec<Short>,
+) {
+    aborted.retain(|ip| match before.get(ip) {
+        Some(s)
+            if s.as_str() != RELEASED
+                && observed
+                    .get(ip)
+                    .is_none_or(|o| o.as_str() != DO_NOT_RELEASE) =>
+        {
+            release.status.insert(*ip, *s);
+            false
+        }
+        _ => true,
+    });
 }
 
 /// The observed `release-ips`, without the entries this operator deleted from its copy.

@@ -1,16 +1,18 @@
 //! The liveness invariants, checked once faults have stopped: `handshake-entries-clear`,
-//! `released-entries-clear`, `pods-get-ips` and `excess-released`.
+//! `handshake-aborted-when-not-excess`, `released-entries-clear`, `pods-get-ips` and
+//! `excess-released`.
 //!
 //! Independence: the entries are those of the CiliumNodes the API server stores (`api.rs`);
 //! whether an IP left its node is the cloud's record; which IPs pods hold, the monitor's own
 //! record of pod events; release candidates, `excess.rs`. Reads the model's state-string
 //! constants; calls no model function.
 
-use super::super::{CLEANUP_BOUND_US, PODS_BOUND_US, RELEASE_PIPELINE_US};
+use super::super::{ABORT_BOUND_US, CLEANUP_BOUND_US, PODS_BOUND_US, RELEASE_PIPELINE_US};
 use super::api::ReleaseIps;
 use super::CiliumMonitor;
 use crate::cilium::invariants::{
-    EXCESS_RELEASED, HANDSHAKE_ENTRIES_CLEAR, PODS_GET_IPS, RELEASED_ENTRIES_CLEAR,
+    EXCESS_RELEASED, HANDSHAKE_ABORTED_WHEN_NOT_EXCESS, HANDSHAKE_ENTRIES_CLEAR, PODS_GET_IPS,
+    RELEASED_ENTRIES_CLEAR,
 };
 use model::cilium::{DO_NOT_RELEASE, MARKED, READY, RELEASED};
 use sim::units::show_secs as secs;
@@ -91,6 +93,9 @@ impl CiliumMonitor {
         if let Some(f) = self.entries_overdue(l, now_us) {
             return Some(f);
         }
+        if let Some(f) = self.handshakes_not_aborted(l, now_us) {
+            return Some(f);
+        }
         if !self.pods_checked && now_us >= l + PODS_BOUND_US {
             self.pods_checked = true;
             if let Some(f) = self.stuck_released(now_us - l) {
@@ -164,6 +169,58 @@ impl CiliumMonitor {
         None
     }
 
+    /// `handshake-aborted-when-not-excess`: the first `marked-for-release` or `ready-for-release`
+    /// entry, on a node whose agent and operators run all their tasks, whose IP the cloud still
+    /// assigns to the node but which has not been a release candidate (`excess.rs`) for the
+    /// bound, counted from faults stopping at the earliest. Entries the leading operator aborted
+    /// or the agent refused since their last mark are `handshake-entries-clear`'s.
+    fn handshakes_not_aborted(&self, l: u64, now_us: u64) -> Option<Failure> {
+        for i in 0..self.k8s_nodes {
+            if !self.all_tasks_run(i) {
+                continue;
+            }
+            let e = &self.entries;
+            for (ip, state) in self.entries.now[i].iter() {
+                if !matches!(state.as_str(), MARKED | READY)
+                    || !self.nodes[i].assigned.contains_key(ip)
+                    || e.aborted[i].contains_key(ip)
+                    || e.refused[i].contains_key(ip)
+                {
+                    continue;
+                }
+                let Some(left) = self.progress.not_candidate_since(i, ip) else {
+                    continue; // still a candidate: `excess-released`'s
+                };
+                let since = left.max(l);
+                if now_us < since + ABORT_BOUND_US {
+                    continue;
+                }
+                let v = &self.nodes[i];
+                let k =
+                    super::excess::excess_count(v.assigned.len(), v.pod_ips.len(), self.watermarks);
+                let when = match left {
+                    0 => "since faults stopped".to_string(),
+                    t => format!("since {}", secs(t)),
+                };
+                return Some(liveness(
+                    &HANDSHAKE_ABORTED_WHEN_NOT_EXCESS,
+                    format!(
+                        "{node}'s CiliumNode still holds '{state}' for {ip} at {}, though {ip} has not been a release candidate {when} ({k} of {node}'s {} IPs in excess, {} used by pods) and the leading operator never aborted its release; faults stopped at {} ({} bound)",
+                        secs(now_us),
+                        v.assigned.len(),
+                        v.pod_ips.len(),
+                        secs(l),
+                        secs(ABORT_BOUND_US),
+                        node = self.names[i],
+                    ),
+                    now_us - since,
+                    ABORT_BOUND_US,
+                ));
+            }
+        }
+        None
+    }
+
     /// `released-entries-clear`: an agent's `released` entry for an IP the cloud holds for that
     /// node again (it gave the address back after the release) never clears while the IP stays in
     /// the pool, and the IP can never be used (upstream issue #39981). Checked once, at the
@@ -192,8 +249,15 @@ impl CiliumMonitor {
         ))
     }
 
-    /// `pods-get-ips`: pods that have waited for the bound on nodes whose interfaces have room.
+    /// `pods-get-ips`: pods that have waited for the bound on nodes with room: pods hold fewer
+    /// IPs than the interfaces can, and fewer than `max-allocate` when it is set (upstream's
+    /// calculateNeededIPs caps the need so that the pool stays within it, node.go:327-345
+    /// @ed90dd5: a node whose pods hold max-allocate IPs gets no more).
     fn pods_waiting(&self, now_us: u64) -> Option<Failure> {
+        let room = match self.watermarks.max {
+            0 => self.capacity,
+            max => max.min(self.capacity),
+        };
         let mut waiting = Vec::new();
         let mut longest = 0;
         for (pod, (n, since)) in &self.pending {
@@ -202,8 +266,8 @@ impl CiliumMonitor {
                 continue;
             }
             let v = &self.nodes[i];
-            if v.pod_ips.len() >= self.capacity {
-                continue; // no room: the node cannot hold another IP
+            if v.pod_ips.len() >= room {
+                continue; // no room: the node cannot (or may not) hold another IP
             }
             // IPs of the node that no pod uses but that sit in a handshake state.
             let held: Vec<&Short> = v
@@ -215,7 +279,7 @@ impl CiliumMonitor {
                 .map(|(ip, _)| ip)
                 .collect();
             let why = match held.is_empty() {
-                true => format!("{n} holds {} of {} IPs", v.pod_ips.len(), self.capacity),
+                true => format!("{n} holds {} of {room} IPs", v.pod_ips.len()),
                 false => format!("{held:?} are held in a handshake state"),
             };
             waiting.push(format!("{pod} on {n} (since {}; {why})", secs(*since)));

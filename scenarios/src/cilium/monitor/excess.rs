@@ -1,4 +1,4 @@
-//! `excess-released`: which of a node's IPs are in excess, as upstream counts and picks them,
+//! `excess-released` and `handshake-aborted-when-not-excess`: which of a node's IPs are in excess, as upstream counts and picks them,
 //! computed from ground truth (the cloud's assignments, with their interfaces, and the IPs the
 //! node's pods hold), and how long each has stayed a release candidate after faults stopped.
 //!
@@ -20,6 +20,10 @@ pub(crate) struct Watermarks {
     pub(crate) min: usize,
     /// `max-above-watermark`.
     pub(crate) maw: usize,
+    /// `max-allocate` (0: none). Upstream's excess count does not read it (calculateExcessIPs
+    /// takes pre-allocate, min-allocate and max-above-watermark only, node.go:347-378 @ed90dd5);
+    /// only the need for more IPs is capped by it (calculateNeededIPs, l. 327-345).
+    pub(crate) max: usize,
 }
 
 /// How many of `available` IPs are in excess with `used` of them in use: while `used` is within
@@ -96,6 +100,9 @@ pub(super) struct Progress {
     /// Per node index: candidate IP -> since when (true µs) it has been one, with no change of
     /// the node's addresses in the cloud.
     since: Vec<BTreeMap<Short, u64>>,
+    /// Per node index: IP -> when (true µs) it last stopped being a candidate (for
+    /// `handshake-aborted-when-not-excess`; an IP that is a candidate again is not in it).
+    left: Vec<BTreeMap<Short, u64>>,
 }
 
 /// A candidate that stayed one past its deadline.
@@ -117,6 +124,7 @@ impl Progress {
             trouble: BTreeSet::new(),
             trouble_end: 0,
             since: (0..nodes).map(|_| BTreeMap::new()).collect(),
+            left: (0..nodes).map(|_| BTreeMap::new()).collect(),
         }
     }
 
@@ -148,12 +156,28 @@ impl Progress {
     /// and every candidate's clock starts again.
     pub(super) fn refresh(&mut self, i: usize, t_us: u64, fresh: Vec<Short>, reset: bool) {
         let since = &mut self.since[i];
+        let left = &mut self.left[i];
+        for ip in since.keys().filter(|ip| !fresh.contains(ip)) {
+            left.insert(*ip, t_us);
+        }
+        for ip in &fresh {
+            left.remove(ip);
+        }
         if reset {
             since.clear();
         }
         since.retain(|ip, _| fresh.contains(ip));
         for ip in fresh {
             since.entry(ip).or_insert(t_us);
+        }
+    }
+
+    /// Whether `ip` of node `i` is a release candidate now (none) or, if not, since when it has
+    /// not been one (0: not since faults stopped).
+    pub(super) fn not_candidate_since(&self, i: usize, ip: &Short) -> Option<u64> {
+        match self.since[i].contains_key(ip) {
+            true => None,
+            false => Some(self.left[i].get(ip).copied().unwrap_or(0)),
         }
     }
 
@@ -193,7 +217,12 @@ mod tests {
             (20, 4, 8, 0, 8, 0),
         ];
         for (a, u, pre, min, maw, want) in vectors {
-            let w = Watermarks { pre, min, maw };
+            let w = Watermarks {
+                pre,
+                min,
+                maw,
+                max: 0,
+            };
             assert_eq!(excess_count(a, u, w), want, "{a} {u} {pre} {min} {maw}");
         }
     }

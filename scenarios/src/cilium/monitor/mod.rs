@@ -211,6 +211,19 @@ impl CiliumMonitor {
         self.progress.refresh(i, t_us, c, reset);
     }
 
+    /// Coverage `max-allocate-capped`: node `i`'s pods hold so many IPs that upstream's need
+    /// for more (pre-allocate above what the pods use, or min-allocate) would take the pool past
+    /// `max-allocate`: `max(used + pre-allocate, min-allocate) > max-allocate`, which is
+    /// `available + needed > max-allocate` for any `available` (calculateNeededIPs' cap,
+    /// node.go:327-345 @ed90dd5), from the pods' IPs the monitor follows.
+    fn note_cap(&mut self, i: usize) {
+        let w = self.watermarks;
+        let used = self.nodes[i].pod_ips.len();
+        if w.max > 0 && (used + w.pre).max(w.min) > w.max {
+            self.reached.insert("max-allocate-capped");
+        }
+    }
+
     /// The cloud assigned `ip` on `eni` to `instance`.
     fn assign(&mut self, t_us: u64, instance: &str, eni: Short, ip: Short) {
         if let Some(i) = self.index(short(instance)) {
@@ -368,6 +381,7 @@ impl CiliumMonitor {
             }
             CiliumEvent::CiliumPodIp { pod, ip } => {
                 let f = self.on_pod_ip(rec, *pod, *ip);
+                self.note_cap(i);
                 self.refresh_excess(i, t, false);
                 f
             }
