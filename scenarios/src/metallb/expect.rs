@@ -30,6 +30,20 @@ pub const LATENCY_SPREAD_US_MAX: u64 = 4_000;
 /// sent).
 pub const FRAME_US_MAX: u64 = LATENCY_MIN_US_MAX + LATENCY_SPREAD_US_MAX + 1_000;
 
+/// The spam loop's ticker period (µs): a gratuitous ARP every 1.1 s while an IP's burst lasts.
+///
+/// upstream: metallb/metallb internal/layer2/announcer.go `spamLoop` (7938d3f, l. 170-173).
+pub const GARP_EVERY_US: u64 = us(m::GARP_EVERY);
+
+/// How long after its last `SetBalancer` an IP may stay in the spam loop's map (µs): its burst's
+/// 5 s deadline, then up to one tick until the tick that finds the deadline passed drops it. A
+/// speaker's last `SetBalancer` for an IP comes no later than its withdrawal, so an IP withdrawn
+/// longer ago than this is no longer held, and announcing it again sends a gratuitous ARP at once.
+///
+/// upstream: announcer.go `spamLoop` (l. 174-182: "Spam right away" only for an IP not in the map;
+/// l. 183-194: an IP leaves the map at the first tick after its deadline).
+pub const SPAM_HELD_US: u64 = us(m::GARP_FOR) + us(m::GARP_EVERY);
+
 /// The announcer ordering for `ip`: candidates sorted by `sha256(node + "#" + ip)` ascending,
 /// compared as bytes.
 ///
