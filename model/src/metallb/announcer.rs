@@ -90,9 +90,20 @@ pub struct Views {
     /// What the informer events since the last evaluation make upstream reconcile.
     resync: RefCell<Resync>,
     changed: Notify,
+    /// Mutant `metallb-mutant-keeps-deleted-service` (test-only): a Service's deletion is ignored.
+    mutant_keeps_deleted_service: bool,
 }
 
 impl Views {
+    /// Empty views (`mutant_keeps_deleted_service`: see
+    /// [`Switches::mutant_keeps_deleted_service`]; false upstream).
+    pub fn new(mutant_keeps_deleted_service: bool) -> Views {
+        Views {
+            mutant_keeps_deleted_service,
+            ..Views::default()
+        }
+    }
+
     /// Applies an informer event of any kind. Waiters are woken when a view changed or a service
     /// is due for a resync: a Node event only when the fields the speaker reads changed (a re-list
     /// or a status update changes nothing it decides on, and upstream's Node predicate filters
@@ -138,6 +149,7 @@ impl Views {
             },
             WatchEvent::Deleted { kind, name } => match kind.as_str() {
                 "Node" => self.nodes.borrow_mut().remove(name.as_str()).is_some(),
+                "Service" if self.mutant_keeps_deleted_service => false,
                 "Service" => {
                     self.services.borrow_mut().remove(name.as_str());
                     self.mark(&name)
@@ -440,7 +452,7 @@ mod tests {
 
     #[test]
     fn every_service_event_resyncs_its_service_and_node_availability_resyncs_all() {
-        let v = Views::default();
+        let v = Views::new(false);
         let g = v.changed.generation();
         v.apply(service("svc-1", 1));
         // A re-list of the same version resyncs it too (controller-runtime enqueues every event).
@@ -466,6 +478,14 @@ mod tests {
         });
         assert!(v.services.borrow().is_empty());
         assert!(v.take_resync().services.contains("svc-1"));
+        // The mutant ignores the deletion.
+        let m = Views::new(true);
+        m.apply(service("svc-1", 1));
+        m.apply(WatchEvent::Deleted {
+            kind: "Service".into(),
+            name: "svc-1".into(),
+        });
+        assert_eq!(m.services.borrow().len(), 1);
     }
 
     #[test]

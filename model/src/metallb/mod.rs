@@ -175,6 +175,10 @@ pub struct Switches {
     /// Mutant `metallb-mutant-answers-after-withdraw` (test-only): a speaker keeps answering ARP
     /// requests for an IP it withdrew.
     pub mutant_answers_after_withdraw: bool,
+    /// Mutant `metallb-mutant-keeps-deleted-service` (test-only): the speaker's Service informer
+    /// ignores deletions, so a deleted Service stays announced (upstream hands the reconciler a nil
+    /// Service and withdraws it: speaker/main.go `SetBalancer` l. 401-403).
+    pub mutant_keeps_deleted_service: bool,
 }
 
 /// The speakers' network: each speaker's IP and node, its memberlist datagram inbox and its

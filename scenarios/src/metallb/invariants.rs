@@ -9,11 +9,11 @@ use crate::invariant::{Breach, Invariant};
 /// One announcer per IP once views converge.
 pub const SINGLE_ANNOUNCER: Invariant = Invariant::safety(
     "single-announcer",
-    "once every live speaker and the router have been mutually reachable with no network fault, pause or latency spike in force for the convergence bound, every service IP with candidates has exactly one announcer, it is the first of the true candidates by sha256(node#ip), and the router's entry points at it; an IP without candidates has none",
+    "once every live speaker and the router have been mutually reachable with no network fault, pause or latency spike in force for the convergence bound, every service IP with candidates has exactly one announcer, it is the first of the true candidates by sha256(node#ip), and the router's entry points at it; an IP without candidates (none eligible, or its Service deleted) has none",
 )
 .bounded("join period 60 s + a 10 s join timeout per speaker + maximum suspicion 24 s + a probe round + the router's 30 s ARP refresh + 10 s: 157 s for 3 speakers, 201 s for 7")
 .bound_us(merge_bound_us(SPEAKERS_MIN))
-.upstream("every speaker computes the same candidates from its memberlist and Node views and only the first announces: metallb speaker/layer2_controller.go ShouldAnnounce (l. 88-133), internal/speakerlist/speakerlist.go UsableSpeakers (l. 303-320)")
+.upstream("every speaker computes the same candidates from its memberlist and Node views and only the first announces: metallb speaker/layer2_controller.go ShouldAnnounce (l. 88-133), internal/speakerlist/speakerlist.go UsableSpeakers (l. 303-320); a deleted Service is withdrawn: speaker/main.go SetBalancer (l. 401-403, reason serviceDeleted)")
 .measure(Breach::Exceeds, "time since the change the segment must converge after (a heal, a join, a restart)");
 
 /// The same, sooner, after a speaker is gone.
