@@ -495,6 +495,30 @@ impl MetallbMonitor {
 }
 
 impl MetallbMonitor {
+    /// A user deleted (or created again) Service `name` at `t`: the speakers' informers must
+    /// follow within the bound of any informer view. `None` for a Service the scenario does not
+    /// know.
+    fn on_service_write(&mut self, t: u64, name: &str, deleted: bool) -> Option<()> {
+        let k: usize = name.strip_prefix("svc-")?.parse().ok()?;
+        let ip = self.services.get(k.checked_sub(1)?)?.ip.clone();
+        if deleted {
+            if self.announcing.get(&ip).is_some_and(|m| !m.is_empty()) {
+                self.reached.insert("service-deleted");
+            }
+            self.deleted.insert(ip);
+        } else {
+            self.deleted.remove(&ip);
+        }
+        let what = if deleted { "deleted" } else { "created again" };
+        self.unsettle(
+            t,
+            VIEW_BOUND_US,
+            Unsettled::Change,
+            format!("{name} {what}"),
+        );
+        Some(())
+    }
+
     /// `arp-follows-announcer`: an announcement the router has not followed in time.
     fn arp_due(&self, now: u64) -> Option<Failure> {
         self.l2.due(now, |ip| self.arp.get(ip).cloned())
@@ -588,40 +612,10 @@ impl Monitor for MetallbMonitor {
                     format!("{node}'s speaker {how}"),
                 );
             }
-            // A user deleted or created a Service: the speakers' informers must follow (within
-            // the bound of any informer view).
             Event::KubeWrite {
                 kind, name, part, ..
             } if kind == "Service" && (part == "delete" || part == "create") => {
-                let Some(ip) = name
-                    .strip_prefix("svc-")
-                    .and_then(|k| k.parse::<usize>().ok())
-                    .and_then(|k| self.services.get(k.wrapping_sub(1)))
-                    .map(|s| s.ip.clone())
-                else {
-                    return None;
-                };
-                if part == "delete" {
-                    if self.announcing.get(&ip).is_some_and(|m| !m.is_empty()) {
-                        self.reached.insert("service-deleted");
-                    }
-                    self.deleted.insert(ip);
-                } else {
-                    self.deleted.remove(&ip);
-                }
-                self.unsettle(
-                    t,
-                    VIEW_BOUND_US,
-                    Unsettled::Change,
-                    format!(
-                        "{name} {}",
-                        if part == "delete" {
-                            "deleted"
-                        } else {
-                            "created again"
-                        }
-                    ),
-                );
+                self.on_service_write(t, name, part == "delete")?;
             }
             Event::KubeNodeReady { node: n, ready } => {
                 self.ready.insert(n.clone(), *ready);
