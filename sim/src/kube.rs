@@ -15,7 +15,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -218,8 +218,11 @@ pub enum Response {
     Object(Rc<Object>),
     /// Every object of the listed kind (shared, like [`Response::Object`]).
     Objects(Vec<Rc<Object>>),
-    /// A delete was applied, or a watch is open (its events arrive on its stream).
+    /// A delete was applied.
     Done,
+    /// A watch is open (its events arrive on its stream): the names of the objects it replays
+    /// first, i.e. the list it started from.
+    Watching(Vec<Text>),
 }
 
 struct Shared {
@@ -555,16 +558,18 @@ impl Kube {
                 Ok(Response::Done)
             }
             Request::Watch { kind, name, tx } => {
+                let mut listed = Vec::new();
                 for o in self.0.objects.borrow().of_kind(&kind) {
                     if name.as_ref().is_none_or(|n| *n == o.name) {
                         tx.send(WatchEvent::Upsert(o.clone()));
+                        listed.push(o.name.clone());
                     }
                 }
                 self.0
                     .watchers
                     .borrow_mut()
                     .push(Watcher { kind, name, tx });
-                Ok(Response::Done)
+                Ok(Response::Watching(listed))
             }
         }
     }
@@ -636,6 +641,8 @@ pub struct KubeClient {
 /// An informer's stream.
 pub struct Informer {
     rx: StreamRx<WatchEvent>,
+    /// The names of the objects the watch replays first (the list it started from).
+    listed: Vec<Text>,
 }
 
 impl Informer {
@@ -737,7 +744,9 @@ impl KubeClient {
     /// silent for ever: after `idle` without an event (the transport's `ReadIdleTimeout`) the
     /// client pings the connection (an HTTP/2 health ping, see `ping` below) and keeps watching if
     /// the ack comes back; only a dead connection makes it watch again (which replays every current
-    /// object).
+    /// object). An object the informer knew that the new watch does not replay was deleted
+    /// meanwhile: it is handed a deletion first, as client-go's `DeltaFIFO.Replace` queues one for
+    /// each known object missing from a re-list (`DeletedFinalStateUnknown`).
     pub async fn run_informer(
         &self,
         kind: &str,
@@ -745,10 +754,32 @@ impl KubeClient {
         idle: Duration,
         mut on_event: impl FnMut(WatchEvent),
     ) {
+        let mut known: BTreeSet<Text> = BTreeSet::new();
         loop {
             let Ok(mut inf) = self.watch(kind, name).await else {
                 self.proc.sleep(Duration::from_secs(5)).await;
                 continue;
+            };
+            let listed: BTreeSet<Text> = std::mem::take(&mut inf.listed).into_iter().collect();
+            for gone in known.difference(&listed) {
+                on_event(WatchEvent::Deleted {
+                    kind: kind.into(),
+                    name: gone.clone(),
+                });
+            }
+            known = listed;
+            let mut on_event = |ev: WatchEvent| {
+                match &ev {
+                    WatchEvent::Upsert(o) => {
+                        if !known.contains(&o.name) {
+                            known.insert(o.name.clone());
+                        }
+                    }
+                    WatchEvent::Deleted { name, .. } => {
+                        known.remove(name);
+                    }
+                }
+                on_event(ev)
             };
             // One idle timer per watch, pushed on by every event (no new timer per event).
             let world = self.proc.world();
@@ -821,12 +852,17 @@ impl KubeClient {
     pub async fn watch(&self, kind: &str, name: Option<&str>) -> Result<Informer, KubeError> {
         let world = self.proc.world();
         let (tx, rx) = stream(world, self.endpoint.node(), self.proc.node());
-        self.call(Request::Watch {
-            kind: kind.into(),
-            name: name.map(Text::from),
-            tx,
-        })
-        .await?;
-        Ok(Informer { rx })
+        let listed = match self
+            .call(Request::Watch {
+                kind: kind.into(),
+                name: name.map(Text::from),
+                tx,
+            })
+            .await?
+        {
+            Response::Watching(names) => names,
+            r => unreachable!("watch answered {r:?}"),
+        };
+        Ok(Informer { rx, listed })
     }
 }

@@ -416,3 +416,69 @@ fn a_silent_healthy_watch_is_kept_and_a_dead_one_is_replaced_after_a_failed_ping
     );
     assert!(broken[1].0 > 135.0 && broken[1].0 < 135.1, "{broken:?}");
 }
+
+#[test]
+fn a_deletion_missed_by_a_dead_watch_is_delivered_when_the_informer_watches_again() {
+    // Objects "a" and "b"; "b" is deleted at 105 s while n1 is cut from the API server (100-110
+    // s), so the stream breaks silently and the deletion is lost with it. The new watch (about
+    // 135 s) replays "a" only: the informer hands over the deletion of "b" first, as client-go's
+    // DeltaFIFO.Replace does for a known object missing from a re-list.
+    let seen = on_fresh_thread(move || {
+        let seen: Rc<RefCell<Vec<(f64, String)>>> = Rc::default();
+        let s1 = seen.clone();
+        let mut cfg = config(
+            &["n1", "apiserver", "n2"],
+            n1_cut_from_apiserver(100_000, 10_000),
+            (500, 500),
+        );
+        cfg.fault_window_ms = 290_000;
+        simulate(cfg, Box::new(sim::monitor::NullMonitor), move |world| {
+            let kube = Kube::install(world, 1);
+            for name in ["a", "b"] {
+                kube.seed_object("Thing", name, serde_json::json!({}), serde_json::json!({}));
+            }
+            let k2 = kube.clone();
+            world.set_services(
+                0,
+                Rc::new(move |host: &Host| {
+                    let p = host.spawn_process("client");
+                    let (c, seen, w) = (kube.client(&p), s1.clone(), host.world().clone());
+                    p.spawn("informer", async move {
+                        c.run_informer("Thing", None, Duration::from_secs(30), |ev| {
+                            let t = w.now_us() as f64 / 1e6;
+                            let what = match ev {
+                                sim::kube::WatchEvent::Upsert(o) => format!("upsert {}", o.name),
+                                sim::kube::WatchEvent::Deleted { name, .. } => {
+                                    format!("delete {name}")
+                                }
+                            };
+                            seen.borrow_mut().push((t, what));
+                        })
+                        .await
+                    });
+                }),
+            );
+            world.set_services(
+                2,
+                Rc::new(move |host: &Host| {
+                    let p = host.spawn_process("writer");
+                    let (c, p2) = (k2.client(&p), p.clone());
+                    p.spawn("writer", async move {
+                        p2.sleep(Duration::from_secs(105)).await;
+                        c.delete("Thing", "b").await.unwrap();
+                    });
+                }),
+            );
+        });
+        let out = seen.borrow().clone();
+        out
+    })
+    .unwrap();
+    let what: Vec<&str> = seen.iter().map(|(_, w)| w.as_str()).collect();
+    assert_eq!(
+        what,
+        ["upsert a", "upsert b", "delete b", "upsert a"],
+        "{seen:?}"
+    );
+    assert!(seen[2].0 > 135.0 && seen[2].0 < 135.1, "{seen:?}");
+}

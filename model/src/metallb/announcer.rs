@@ -5,17 +5,53 @@
 //! from external load balancers, and (traffic policy Local) only nodes with a serving endpoint; with
 //! no serving endpoint anywhere nobody announces. A member whose Node object this speaker has not
 //! seen is not a candidate (nothing is known about its labels). The candidates are ordered by
-//! [`announce_order`]; if this node is first it announces: a gratuitous ARP at once and every
-//! [`GARP_EVERY`] for [`GARP_FOR`], and an answer to every ARP request for the IP. A speaker that
-//! stops being first withdraws (stops answering). The controller re-evaluates every service whenever
-//! the member list or an informer view changes.
+//! [`announce_order`]; if this node is first it announces, and answers every ARP request for the IP.
+//! A speaker that stops being first, or whose informer reports the Service deleted, withdraws
+//! (stops answering). The controller re-evaluates every service whenever the member list or an
+//! informer view changes.
+//!
+//! Resyncs and the gratuitous-ARP burst. Upstream, every reconcile of a service this node wins calls
+//! the announcer's `SetBalancer`, and every `SetBalancer` (re)starts the IP's gratuitous-ARP burst,
+//! not only the first (`defer a.doSpam(adv)` runs before the early return for an IP already
+//! announced). A service is reconciled (a "resync", [`Views`] records which):
+//!
+//! * all of them on a memberlist `NotifyJoin`/`NotifyLeave` (`speakerlist.go`
+//!   `memberlistWatchEvents` l. 339-349 calls `ForceSync`, which queues the reload event;
+//!   `internal/k8s/controllers/service_controller_reload.go` `reprocessAll` l. 62-119 calls the
+//!   handler for every Service) and when a known Node's NetworkUnavailable condition or exclusion
+//!   label changes (`speaker/main.go` `SetNode` l. 637-653 returns `SyncStateReprocessAll`;
+//!   `internal/k8s/controllers/node_controller.go` `Reconcile` l. 60-63 forces the reload);
+//! * one of them on every informer event of its Service or its endpoints, re-lists of unchanged
+//!   objects included (`service_controller.go` `SetupWithManager` l. 118-145 enqueues the Service
+//!   for each, with no predicate; `reconcileService` l. 63-116), and on its deletion (`serviceFor`
+//!   l. 147-157 then hands the handler a nil Service).
+//!
+//! The handler, `speaker/main.go` `SetBalancer` (l. 400-459), withdraws a deleted Service
+//! (`deleteBalancer(l, name, "serviceDeleted")`, l. 401-403, then `layer2_controller.go`
+//! `DeleteBalancer` l. 157-170 and `announcer.go` `DeleteBalancer` l. 291-315), and otherwise
+//! calls `handleService` (l. 461-499): `ShouldAnnounce`, then for the winner the layer-2
+//! controller's `SetBalancer` (`layer2_controller.go` l. 135-155), which calls the announcer's
+//! `SetBalancer` (`announcer.go` l. 257-288, `defer a.doSpam(adv)` at l. 260).
+//!
+//! The spam loop (`announcer.go` `spamLoop` l. 157-197) keeps one deadline per IP and one ticker
+//! for all of them: a `doSpam` sets the IP's deadline to now + [`GARP_FOR`] and, if the IP was not
+//! already in the loop's map, sends a gratuitous ARP at once (l. 174-182); a ticker started at
+//! [`GARP_EVERY`] when the map was empty (l. 170-173) sends one for every IP whose deadline has not
+//! passed and drops the others (l. 183-194), and stops once the map is empty. A gratuitous ARP is
+//! sent only for an IP still announced (`gratuitous` l. 203-212), but a withdrawn IP stays in the
+//! map until its deadline passes: announced again before that, it gets no immediate gratuitous
+//! ARP, only the next tick's.
 //!
 //! Upstream (metallb/metallb at 7938d3f): `speaker/layer2_controller.go` `ShouldAnnounce`
 //! (l. 88-133) and `sortL2Candidates` (l. 187-197); `internal/layer2/announcer.go` `SetBalancer`
-//! (l. 258-260), `spamLoop` (l. 169-182: the first gratuitous ARP right away), `DeleteBalancer`
-//! (l. 291-299) and `shouldAnnounce` (l. 237-255); `internal/layer2/arp.go` `processRequest`
-//! (l. 100-107). One known difference: upstream restarts the gratuitous-ARP burst on every
-//! `SetBalancer` of an announced IP (every resync), the model only when it starts announcing.
+//! (l. 257-288), `spamLoop` (l. 157-197), `DeleteBalancer` (l. 291-315) and `shouldAnnounce`
+//! (l. 237-255); `internal/layer2/arp.go` `processRequest` (l. 100-107).
+//!
+//! Not modelled: the evaluation itself is not limited to the services resynced (every view change
+//! re-evaluates every service; the decisions agree with upstream's as long as a change that makes
+//! upstream re-evaluate a service is one [`Views`] or memberlist reports, which holds for every
+//! object the scenarios change), controller-runtime's 10-hour cache resync, and the per-item
+//! rate-limited requeue of a failed reconcile (nothing here fails).
 
 use super::memberlist::Memberlist;
 use super::*;
@@ -34,6 +70,15 @@ struct NodeView {
     network_unavailable: bool,
 }
 
+/// The services the next evaluation resyncs (calls `SetBalancer` for, where this node wins).
+#[derive(Default, Debug, PartialEq)]
+pub struct Resync {
+    /// Every service (a Node's availability changed).
+    pub all: bool,
+    /// These services (an event of their Service or Endpoints).
+    pub services: BTreeSet<String>,
+}
+
 /// The speaker's informer views.
 #[derive(Default)]
 pub struct Views {
@@ -42,12 +87,28 @@ pub struct Views {
     services: RefCell<BTreeMap<String, (String, bool)>>,
     /// Service -> nodes with a serving (ready) endpoint.
     endpoints: RefCell<BTreeMap<String, BTreeSet<String>>>,
+    /// What the informer events since the last evaluation make upstream reconcile.
+    resync: RefCell<Resync>,
     changed: Notify,
+    /// Mutant `metallb-mutant-keeps-deleted-service` (test-only): a Service's deletion is ignored.
+    mutant_keeps_deleted_service: bool,
 }
 
 impl Views {
-    /// Applies an informer event of any kind. Waiters are woken only when a view changed: a
-    /// re-list, or an update of fields the speaker does not read, changes nothing it decides on.
+    /// Empty views (`mutant_keeps_deleted_service`: see
+    /// [`Switches::mutant_keeps_deleted_service`]; false upstream).
+    pub fn new(mutant_keeps_deleted_service: bool) -> Views {
+        Views {
+            mutant_keeps_deleted_service,
+            ..Views::default()
+        }
+    }
+
+    /// Applies an informer event of any kind. Waiters are woken when a view changed or a service
+    /// is due for a resync: a Node event only when the fields the speaker reads changed (a re-list
+    /// or a status update changes nothing it decides on, and upstream's Node predicate filters
+    /// those out too); every Service or Endpoints event, a re-list's included, resyncs its
+    /// service, as controller-runtime enqueues it (see the module documentation).
     pub fn apply(&self, ev: WatchEvent) {
         let changed = match ev {
             WatchEvent::Upsert(o) => match o.kind.as_str() {
@@ -58,12 +119,19 @@ impl Views {
                             .as_bool()
                             .unwrap_or(false),
                     };
-                    put(&self.nodes, &o.name, v)
+                    // `SetNode` forces a reload only when a node it knew changed availability.
+                    let known = self.nodes.borrow().contains_key(o.name.as_str());
+                    let changed = put(&self.nodes, &o.name, v);
+                    if changed && known {
+                        self.resync.borrow_mut().all = true;
+                    }
+                    changed
                 }
                 "Service" => {
                     let ip = o.spec["ip"].as_str().unwrap_or_default().to_string();
                     let local = o.spec["local"].as_bool().unwrap_or(false);
-                    put(&self.services, &o.name, (ip, local))
+                    put(&self.services, &o.name, (ip, local));
+                    self.mark(&o.name)
                 }
                 "Endpoints" => {
                     let ready = o.status["ready"]
@@ -74,20 +142,42 @@ impl Views {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    put(&self.endpoints, &o.name, ready)
+                    put(&self.endpoints, &o.name, ready);
+                    self.mark(&o.name)
                 }
                 _ => false,
             },
             WatchEvent::Deleted { kind, name } => match kind.as_str() {
                 "Node" => self.nodes.borrow_mut().remove(name.as_str()).is_some(),
-                "Service" => self.services.borrow_mut().remove(name.as_str()).is_some(),
-                "Endpoints" => self.endpoints.borrow_mut().remove(name.as_str()).is_some(),
+                "Service" if self.mutant_keeps_deleted_service => false,
+                "Service" => {
+                    self.services.borrow_mut().remove(name.as_str());
+                    self.mark(&name)
+                }
+                "Endpoints" => {
+                    self.endpoints.borrow_mut().remove(name.as_str());
+                    self.mark(&name)
+                }
                 _ => false,
             },
         };
         if changed {
             self.changed.notify();
         }
+    }
+
+    /// Queues a resync of `service` (always a reason to wake the announcer).
+    fn mark(&self, service: &str) -> bool {
+        self.resync
+            .borrow_mut()
+            .services
+            .insert(service.to_string());
+        true
+    }
+
+    /// Takes the resyncs queued since the last call.
+    fn take_resync(&self) -> Resync {
+        std::mem::take(&mut *self.resync.borrow_mut())
     }
 }
 
@@ -104,8 +194,15 @@ fn put<V: PartialEq>(map: &RefCell<BTreeMap<String, V>>, name: &str, v: V) -> bo
 /// A service this speaker announces.
 struct Announced {
     ip: String,
-    /// Monotonic times of the remaining gratuitous ARPs.
-    garps: Vec<u64>,
+}
+
+/// The spam loop's state (`announcer.go` `spamLoop` l. 157-197).
+#[derive(Default)]
+struct Spam {
+    /// IP -> monotonic time its gratuitous ARPs stop (the loop's map `m`).
+    until: BTreeMap<String, u64>,
+    /// The ticker's next tick (`None`: stopped).
+    tick: Option<u64>,
 }
 
 /// The layer-2 controller of one speaker.
@@ -115,6 +212,7 @@ pub struct Announcer {
     views: Rc<Views>,
     port: Port,
     announced: RefCell<BTreeMap<String, Announced>>,
+    spam: RefCell<Spam>,
     /// [`announce_key`] by IP, then node (the same few pairs are ordered on every evaluation).
     keys: RefCell<KeyMemo>,
     /// The run's switches (only mutants matter here).
@@ -133,6 +231,7 @@ impl Announcer {
             views,
             port,
             announced: RefCell::default(),
+            spam: RefCell::default(),
             keys: RefCell::default(),
             sw,
             stale: RefCell::default(),
@@ -174,7 +273,9 @@ impl Announcer {
             .collect()
     }
 
-    fn evaluate(&self) {
+    /// Re-evaluates every service; `resync` says which ones upstream reconciles now (a winner's
+    /// `SetBalancer` restarts its IP's gratuitous-ARP burst).
+    fn evaluate(&self, resync: &Resync) {
         let me = self.proc.host_name();
         let services = self.views.services.borrow().clone();
         for (svc, (ip, local)) in &services {
@@ -195,22 +296,14 @@ impl Announcer {
                         ip: ip.clone(),
                         candidates,
                     });
-                    let now = self.proc.mono_us();
-                    let step = GARP_EVERY.as_micros() as u64;
-                    let mut garps: Vec<u64> = (0..)
-                        .map(|i| now + i * step)
-                        .take_while(|t| *t < now + GARP_FOR.as_micros() as u64)
-                        .collect();
-                    if self.sw.mutant_no_garp {
-                        garps.clear();
-                    }
-                    self.announced.borrow_mut().insert(
-                        svc.clone(),
-                        Announced {
-                            ip: ip.clone(),
-                            garps,
-                        },
-                    );
+                    self.announced
+                        .borrow_mut()
+                        .insert(svc.clone(), Announced { ip: ip.clone() });
+                    self.do_spam(ip);
+                } else if resync.all || resync.services.contains(svc) {
+                    // `SetBalancer` of an IP already announced: a no-op but for its deferred
+                    // `doSpam` (announcer.go l. 260, l. 264-271).
+                    self.do_spam(ip);
                 }
             } else if announcing && !self.sw.mutant_never_withdraws {
                 self.withdraw(svc);
@@ -228,6 +321,54 @@ impl Announcer {
         }
     }
 
+    /// `doSpam`: the IP's burst lasts [`GARP_FOR`] from now; a gratuitous ARP at once if the spam
+    /// loop did not hold the IP; the ticker starts if it held nothing (`spamLoop` l. 169-182).
+    fn do_spam(&self, ip: &str) {
+        let now = self.proc.mono_us();
+        let fresh = {
+            let mut spam = self.spam.borrow_mut();
+            if spam.until.is_empty() {
+                spam.tick = Some(now + GARP_EVERY.as_micros() as u64);
+            }
+            spam.until
+                .insert(ip.to_string(), now + GARP_FOR.as_micros() as u64)
+                .is_none()
+        };
+        if fresh {
+            self.gratuitous(ip);
+        }
+    }
+
+    /// A tick of the spam loop's ticker due at `t` and delivered now (`spamLoop` l. 183-194: the
+    /// tick carries the time it fires, late if the node was paused): a gratuitous ARP for each IP
+    /// whose burst has not ended, the others dropped; the ticker stops once none is left.
+    fn spam_tick(&self, t: u64) {
+        let now = self.proc.mono_us();
+        let due: Vec<String> = {
+            let mut spam = self.spam.borrow_mut();
+            spam.until.retain(|_, until| now <= *until);
+            let every = GARP_EVERY.as_micros() as u64;
+            spam.tick = if spam.until.is_empty() {
+                None
+            } else {
+                // A Go ticker drops the ticks its reader missed.
+                Some(t + every + (now - t) / every * every)
+            };
+            spam.until.keys().cloned().collect()
+        };
+        for ip in due {
+            self.gratuitous(&ip);
+        }
+    }
+
+    /// `gratuitous`: sent only while the IP is announced (`announcer.go` l. 203-212).
+    fn gratuitous(&self, ip: &str) {
+        if self.sw.mutant_no_garp || !self.announced.borrow().values().any(|a| a.ip == ip) {
+            return;
+        }
+        self.port.garp(ip);
+    }
+
     fn withdraw(&self, svc: &str) {
         if let Some(a) = self.announced.borrow_mut().remove(svc) {
             if self.sw.mutant_answers_after_withdraw {
@@ -243,35 +384,37 @@ impl Announcer {
     async fn run(&self) {
         let mut evaluated = None;
         loop {
+            // The spam loop's tick, if due (a timer that fired while the node was paused is
+            // delivered first when it resumes).
+            let now = self.proc.mono_us();
+            let tick = self.spam.borrow().tick;
+            if let Some(t) = tick.filter(|t| *t <= now) {
+                self.spam_tick(t);
+            }
             let (gm, gv) = (
                 self.ml.changed.generation(),
                 self.views.changed.generation(),
             );
             // Evaluation is idempotent while the member list and the views stay the same: a wake-up
-            // for a gratuitous ARP alone does not repeat it.
+            // for a gratuitous ARP alone does not repeat it. A memberlist event since the last one
+            // resyncs every service (`ForceSync`).
             if evaluated != Some((gm, gv)) {
-                self.evaluate();
+                let mut resync = self.views.take_resync();
+                if evaluated.is_none_or(|(m, _)| m != gm) {
+                    resync.all = true;
+                }
+                self.evaluate(&resync);
                 evaluated = Some((gm, gv));
             }
-            // Gratuitous ARPs that are due, then wait for the next one or a change.
-            let now = self.proc.mono_us();
-            let mut next: Option<u64> = None;
-            for a in self.announced.borrow_mut().values_mut() {
-                while a.garps.first().is_some_and(|t| *t <= now) {
-                    a.garps.remove(0);
-                    self.port.garp(&a.ip);
-                }
-                if let Some(t) = a.garps.first() {
-                    next = Some(next.map_or(*t, |n: u64| n.min(*t)));
-                }
-            }
+            // Wait for the next tick (an evaluation may have started the ticker) or a change.
+            let next = self.spam.borrow().tick;
             let changed = futures::future::select(
                 self.ml.changed.changed_since(gm),
                 self.views.changed.changed_since(gv),
             );
             match next {
                 Some(t) => {
-                    let wait = Duration::from_micros(t - now);
+                    let wait = Duration::from_micros(t.saturating_sub(now));
                     futures::future::select(std::pin::pin!(self.proc.sleep(wait)), changed).await;
                 }
                 None => {
@@ -297,8 +440,56 @@ mod tests {
         }))
     }
 
+    fn service(name: &str, rv: u64) -> WatchEvent {
+        WatchEvent::Upsert(Rc::new(Object {
+            kind: "Service".into(),
+            name: name.into(),
+            rv,
+            spec: Rc::new(serde_json::json!({ "ip": "192.168.10.1" }).into()),
+            status: Rc::new(serde_json::json!({}).into()),
+        }))
+    }
+
     #[test]
-    fn views_wake_the_announcer_only_when_they_change() {
+    fn every_service_event_resyncs_its_service_and_node_availability_resyncs_all() {
+        let v = Views::new(false);
+        let g = v.changed.generation();
+        v.apply(service("svc-1", 1));
+        // A re-list of the same version resyncs it too (controller-runtime enqueues every event).
+        v.apply(service("svc-1", 1));
+        assert_eq!(v.changed.generation(), g + 2);
+        v.apply(node("n1", false, 1));
+        assert_eq!(
+            v.take_resync(),
+            Resync {
+                all: false,
+                services: BTreeSet::from(["svc-1".to_string()])
+            },
+            "a node seen for the first time forces no reload"
+        );
+        v.apply(node("n1", true, 2));
+        assert!(
+            v.take_resync().all,
+            "a known node's exclusion label changed"
+        );
+        v.apply(WatchEvent::Deleted {
+            kind: "Service".into(),
+            name: "svc-1".into(),
+        });
+        assert!(v.services.borrow().is_empty());
+        assert!(v.take_resync().services.contains("svc-1"));
+        // The mutant ignores the deletion.
+        let m = Views::new(true);
+        m.apply(service("svc-1", 1));
+        m.apply(WatchEvent::Deleted {
+            kind: "Service".into(),
+            name: "svc-1".into(),
+        });
+        assert_eq!(m.services.borrow().len(), 1);
+    }
+
+    #[test]
+    fn node_views_wake_the_announcer_only_when_they_change() {
         let v = Views::default();
         let g = v.changed.generation();
         v.apply(node("n1", false, 1));

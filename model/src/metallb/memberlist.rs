@@ -209,7 +209,13 @@ pub struct Memberlist {
     leaving: Cell<bool>,
     /// Mutant `metallb-mutant-slow-suspicion` (test-only): suspicion lasts ten times upstream's.
     mutant_slow_suspicion: bool,
-    /// Notified whenever the member list changes (the announcer re-evaluates).
+    /// Notified when memberlist would call its event delegate's `NotifyJoin` (a new member, or a
+    /// dead or left one alive again) or `NotifyLeave` (a member declared dead or left): exactly
+    /// when [`Memberlist::members`] gains or loses a name. Suspicion and its refutation notify
+    /// nothing, as upstream (hashicorp/memberlist 1b4c746 state.go `aliveNode` l. 1142-1152,
+    /// `deadNode` l. 1303-1306). The speaker turns each event into a resync of every service
+    /// (metallb 7938d3f internal/speakerlist/speakerlist.go `memberlistWatchEvents` l. 339-349:
+    /// `ForceSync`).
     pub changed: Notify,
 }
 
@@ -313,19 +319,23 @@ impl Memberlist {
 
     fn set_state(&self, name: Name, state: State, inc: u32) {
         let now = self.now();
-        let changed = {
+        let (changed, joined_or_left) = {
             let mut members = self.members.borrow_mut();
             let m = members.get_mut(&name).expect("known member");
             let changed = m.st.state != state;
+            let flips = m.st.state.is_member() != state.is_member();
             m.st.incarnation = inc;
             if changed {
                 m.st.state = state;
                 m.change_us = now;
             }
-            changed
+            (changed, flips)
         };
         if changed {
             self.emit(name, state.name(), inc);
+        }
+        if joined_or_left {
+            self.changed.notify();
         }
     }
 
@@ -335,7 +345,6 @@ impl Memberlist {
             state: state.to_string(),
             incarnation: inc,
         });
-        self.changed.notify();
     }
 
     fn broadcast(&self, b: Broadcast) {
@@ -405,6 +414,8 @@ impl Memberlist {
         order.insert(at, name);
         drop(order);
         self.emit(name, "alive", inc);
+        // NotifyJoin: memberlist creates a new member's state as dead and then makes it alive.
+        self.changed.notify();
     }
 
     /// The state of a known member, unless `inc` is older than what we know (then the message is

@@ -8,7 +8,8 @@
 //!   loop that joins only non-members, the rejoin trigger when the speaker's own Node changes, a
 //!   one-slot request channel;
 //! * [`announcer`]: the layer-2 controller: candidates, the sha256 ordering, the gratuitous ARP
-//!   burst, ARP answers and withdrawal.
+//!   burst restarted on every resync of a service this node wins, ARP answers and withdrawal
+//!   (also of a deleted Service).
 //!
 //! One `speaker` process per node, supervised by the node's `kubelet` (which also renews the node's
 //! Lease). Kubernetes objects: `Node` (spec `{"exclude": bool, "network_unavailable": bool}`, status
@@ -62,9 +63,10 @@ pub const LEAVE_TIMEOUT: Duration = Duration::from_secs(1);
 pub const JOIN_PERIOD: Duration = Duration::from_secs(60);
 /// speakerlist: the IP cache's refresh period.
 pub const IP_REFRESH: Duration = Duration::from_secs(300);
-/// Announcer: gratuitous ARPs every 1.1 s ...
+/// Announcer: the spam loop's ticker sends gratuitous ARPs every 1.1 s ...
+/// (metallb 7938d3f internal/layer2/announcer.go `spamLoop` l. 171-172) ...
 pub const GARP_EVERY: Duration = Duration::from_millis(1100);
-/// ... for 5 s after becoming the announcer.
+/// ... until 5 s after the IP's latest `SetBalancer` (l. 176-177), which a resync repeats.
 pub const GARP_FOR: Duration = Duration::from_secs(5);
 /// kubelet's node status / Lease renewal period.
 pub const NODE_HEARTBEAT: Duration = Duration::from_secs(10);
@@ -173,6 +175,10 @@ pub struct Switches {
     /// Mutant `metallb-mutant-answers-after-withdraw` (test-only): a speaker keeps answering ARP
     /// requests for an IP it withdrew.
     pub mutant_answers_after_withdraw: bool,
+    /// Mutant `metallb-mutant-keeps-deleted-service` (test-only): the speaker's Service informer
+    /// ignores deletions, so a deleted Service stays announced (upstream hands the reconciler a nil
+    /// Service and withdraws it: speaker/main.go `SetBalancer` l. 401-403).
+    pub mutant_keeps_deleted_service: bool,
 }
 
 /// The speakers' network: each speaker's IP and node, its memberlist datagram inbox and its

@@ -63,7 +63,7 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
         slot: Slot::default(),
         switches: cfg.switches.clone(),
     });
-    let views = Rc::new(Views::default());
+    let views = Rc::new(Views::new(cfg.switches.mutant_keeps_deleted_service));
     if cfg.switches.join_once {
         let s = sl.clone();
         proc.spawn("join-once", async move { s.join_once().await });

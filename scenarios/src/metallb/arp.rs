@@ -4,7 +4,9 @@
 //!
 //! * `arp-follows-announcer`: a speaker that starts announcing an IP sends a gratuitous ARP at
 //!   once, so with no network fault in force the router points at it within one frame's flight
-//!   ([`FRAME_US_MAX`]), not only when its own ARP cache goes stale;
+//!   ([`FRAME_US_MAX`]), not only when its own ARP cache goes stale; if it withdrew the IP less
+//!   than [`SPAM_HELD_US`] before, its spam loop may still hold the IP and then sends it only at
+//!   the next tick, within [`GARP_EVERY_US`] more;
 //! * `announcer-withdraws`: once a speaker withdraws an IP (or its speaker is gone) the router
 //!   never again switches to it for that IP later than a frame it sent before could arrive.
 //!
@@ -14,7 +16,7 @@
 //! Reads `sim::event::Event::ArpEntry` (a world event) and the MetalLB monitor's calls; calls no
 //! model function.
 
-use super::expect::FRAME_US_MAX;
+use super::expect::{FRAME_US_MAX, GARP_EVERY_US, SPAM_HELD_US};
 use super::invariants::{ANNOUNCER_WITHDRAWS, ARP_FOLLOWS_ANNOUNCER};
 use sim::units::show_secs as secs;
 use sim::{Failure, Kind, Measured};
@@ -91,13 +93,19 @@ impl ArpOracle {
         quiet: bool,
     ) {
         let k = (ip.to_string(), node.to_string());
-        self.withdrawn.remove(&k);
+        // Withdrawn less than a burst and a tick ago, the IP may still be in the speaker's spam
+        // loop: then no gratuitous ARP goes out at once, only at the loop's next tick.
+        let recent = self
+            .withdrawn
+            .remove(&k)
+            .is_some_and(|w| t <= w.at_us + SPAM_HELD_US);
         if quiet && entry.is_none_or(|e| e != node) {
+            let deadline_us = t + FRAME_US_MAX + if recent { GARP_EVERY_US } else { 0 };
             self.pending.insert(
                 k,
                 Pending {
                     since_us: t,
-                    deadline_us: t + FRAME_US_MAX,
+                    deadline_us,
                 },
             );
         }
@@ -182,6 +190,27 @@ mod tests {
         o.announce(300, IP, "n3", None, true);
         o.network_fault();
         assert!(o.due(u64::MAX, |_| None).is_none());
+    }
+
+    #[test]
+    fn an_ip_announced_again_while_the_spam_loop_may_hold_it_gets_one_more_tick() {
+        let mut o = ArpOracle::default();
+        o.withdraw(S_US, IP, "n1", "test");
+        // Within the burst and a tick of the withdrawal: the next tick's gratuitous ARP is awaited.
+        let again = S_US + SPAM_HELD_US;
+        o.announce(again, IP, "n1", None, true);
+        assert!(o
+            .due(again + FRAME_US_MAX + GARP_EVERY_US, |_| None)
+            .is_none());
+        assert!(o
+            .due(again + FRAME_US_MAX + GARP_EVERY_US + 1, |_| None)
+            .is_some());
+        // Later than that: the loop has dropped the IP and a gratuitous ARP goes out at once.
+        let mut o = ArpOracle::default();
+        o.withdraw(S_US, IP, "n1", "test");
+        let later = S_US + SPAM_HELD_US + 1;
+        o.announce(later, IP, "n1", None, true);
+        assert!(o.due(later + FRAME_US_MAX + 1, |_| None).is_some());
     }
 
     #[test]

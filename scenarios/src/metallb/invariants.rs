@@ -9,11 +9,11 @@ use crate::invariant::{Breach, Invariant};
 /// One announcer per IP once views converge.
 pub const SINGLE_ANNOUNCER: Invariant = Invariant::safety(
     "single-announcer",
-    "once every live speaker and the router have been mutually reachable with no network fault, pause or latency spike in force for the convergence bound, every service IP with candidates has exactly one announcer, it is the first of the true candidates by sha256(node#ip), and the router's entry points at it; an IP without candidates has none",
+    "once every live speaker and the router have been mutually reachable with no network fault, pause or latency spike in force for the convergence bound, every service IP with candidates has exactly one announcer, it is the first of the true candidates by sha256(node#ip), and the router's entry points at it; an IP without candidates (none eligible, or its Service deleted) has none",
 )
 .bounded("join period 60 s + a 10 s join timeout per speaker + maximum suspicion 24 s + a probe round + the router's 30 s ARP refresh + 10 s: 157 s for 3 speakers, 201 s for 7")
 .bound_us(merge_bound_us(SPEAKERS_MIN))
-.upstream("every speaker computes the same candidates from its memberlist and Node views and only the first announces: metallb speaker/layer2_controller.go ShouldAnnounce (l. 88-133), internal/speakerlist/speakerlist.go UsableSpeakers (l. 303-320)")
+.upstream("every speaker computes the same candidates from its memberlist and Node views and only the first announces: metallb speaker/layer2_controller.go ShouldAnnounce (l. 88-133), internal/speakerlist/speakerlist.go UsableSpeakers (l. 303-320); a deleted Service is withdrawn: speaker/main.go SetBalancer (l. 401-403, reason serviceDeleted)")
 .measure(Breach::Exceeds, "time since the change the segment must converge after (a heal, a join, a restart)");
 
 /// The same, sooner, after a speaker is gone.
@@ -55,11 +55,11 @@ pub const ANNOUNCER_ELIGIBLE: Invariant = Invariant::safety(
 /// The router follows a new announcer by its gratuitous ARP.
 pub const ARP_FOLLOWS_ANNOUNCER: Invariant = Invariant::safety(
     "arp-follows-announcer",
-    "when a speaker starts announcing an IP with no network fault in force, the router's entry points at it within one frame's flight (it heard the speaker's gratuitous ARP), not only once its ARP cache goes stale",
+    "when a speaker starts announcing an IP with no network fault in force, the router's entry points at it within one frame's flight (it heard the speaker's gratuitous ARP), not only once its ARP cache goes stale; within one 1.1 s tick more if the speaker withdrew the IP less than the 5 s burst and a tick before (its spam loop may still hold the IP, and then sends no gratuitous ARP at once)",
 )
-.bounded("the largest one-way latency a seed draws (5 ms) + the 1 ms minimum of a simulated sleep: 6 ms")
+.bounded("the largest one-way latency a seed draws (5 ms) + the 1 ms minimum of a simulated sleep: 6 ms (+ the 1.1 s tick after a withdrawal less than 6.1 s before)")
 .bound_us(FRAME_US_MAX)
-.upstream("SetBalancer queues the IP for gratuitous ARPs and the spam loop sends the first one right away, then every 1.1 s for 5 s: internal/layer2/announcer.go SetBalancer (l. 258-260), spamLoop (l. 169-182: \"Spam right away\")")
+.upstream("SetBalancer queues the IP for gratuitous ARPs and the spam loop sends the first one right away unless it still holds the IP, then one every 1.1 s until 5 s after the latest SetBalancer: internal/layer2/announcer.go SetBalancer (l. 257-260), spamLoop (l. 157-197: \"Spam right away\" l. 178-182 only for an IP not in its map)")
 .measure(Breach::Exceeds, "time from the speaker starting to announce the IP with the router still not pointing at it");
 
 /// A speaker stops answering for an IP as soon as it withdraws it.

@@ -5,16 +5,20 @@
 //! speaker, the API server with the node lifecycle controller (`apiserver`), and the router of the
 //! layer-2 segment (`router`). 1 to 3 LoadBalancer services (`svc-1`.., IPs `192.168.10.1`..) with
 //! endpoints on some nodes and traffic policy Cluster or Local; some nodes may carry the exclusion
-//! label or the NetworkUnavailable condition. 10-minute fault window, 300 s liveness phase.
+//! label or the NetworkUnavailable condition. 10-minute fault window, 300 s liveness phase. In
+//! `metallb-swarm`, 40 % of seeds also have a user (`kubectl` beside the API server) delete one or
+//! two Services during the fault window and, for most of them, create them again later
+//! ([`ServiceDeletion`]); the speakers withdraw a deleted Service (upstream's reconciler hands the
+//! handler a nil Service: metallb 7938d3f speaker/main.go `SetBalancer` l. 401-403).
 //!
 //! | invariant | kind | what it checks |
 //! |---|---|---|
-//! | `single-announcer` | safety | once every live speaker and the router have been mutually reachable, with no fault in force, for the convergence bound (join period + a join timeout per speaker + maximum suspicion + a probe round + the router's ARP refresh + 10 s), every service IP with candidates has exactly one announcer, it is the first of the true candidates, and the router's entry points at it; an IP without candidates has none |
+//! | `single-announcer` | safety | once every live speaker and the router have been mutually reachable, with no fault in force, for the convergence bound (join period + a join timeout per speaker + maximum suspicion + a probe round + the router's ARP refresh + 10 s), every service IP with candidates has exactly one announcer, it is the first of the true candidates, and the router's entry points at it; an IP without candidates (none eligible, or its Service deleted) has none; after a Service is deleted or created again, within the bound of an informer view (idle timeout + ping timeout + the router's ARP refresh + 10 s) |
 //! | `takeover-after-crash` | safety | the same, sooner, after a speaker or its node crashed, exited or left: within a probe round + probe interval + maximum suspicion + 2 s of gossip + the 5 s ARP burst; and by then every live speaker has dropped it from its memberlist |
 //! | `membership-merges` | liveness | at the same moments, every live speaker's memberlist lists exactly the live speakers |
 //! | `announcer-first-in-own-order` | safety | a speaker announces only if it is first in the sha256(node#ip) ordering of the candidates it reports (computed by the monitor: the choice is a pure function of candidates and IP) |
 //! | `announcer-eligible` | safety | no speaker announces from an excluded or NetworkUnavailable node, for a service without endpoints, or for a Local service without an endpoint on its node |
-//! | `arp-follows-announcer` | safety | a speaker that starts announcing with no network fault in force has the router pointing at it within one frame's flight (its gratuitous ARP) |
+//! | `arp-follows-announcer` | safety | a speaker that starts announcing with no network fault in force has the router pointing at it within one frame's flight (its gratuitous ARP), or one 1.1 s tick more if it withdrew the IP less than 6.1 s before (upstream's spam loop may still hold the IP) |
 //! | `announcer-withdraws` | safety | once a speaker withdraws an IP or its speaker is gone, the router never again switches to it for that IP later than a frame sent before could arrive |
 //!
 //! Bounds and the announcer ordering are computed in `expect` from the spec and upstream code
@@ -27,7 +31,8 @@
 //! endpoints legitimately differ; membership is still checked then: the cache exists for that).
 //!
 //! Coverage point `announcer-taken-over`: a speaker that announced an IP crashed or left and the
-//! router then heard a gratuitous ARP for it from another speaker.
+//! router then heard a gratuitous ARP for it from another speaker. `service-deleted`: a Service was
+//! deleted in the API server while a speaker announced its IP.
 //!
 //! Duplicate-announcer periods (two or more speakers answering for one IP) are allowed while the
 //! network is split; each one's length is recorded in the trace (`l2-announce`/`l2-withdraw`) and
@@ -73,6 +78,17 @@ pub struct ServiceOpt {
     pub endpoints: Vec<String>,
 }
 
+/// A user deleting a Service (and maybe creating it again later), through the API server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceDeletion {
+    /// The service, `svc-K`.
+    pub service: String,
+    /// When it is deleted (ms).
+    pub at_ms: u64,
+    /// When it is created again, the same (ms); never if `None`.
+    pub recreate_at_ms: Option<u64>,
+}
+
 /// The options a seed draws for a MetalLB scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetallbOptions {
@@ -96,6 +112,10 @@ pub struct MetallbOptions {
     pub fault_kinds: Vec<FaultChoice>,
     /// How many faults were drawn.
     pub fault_count: u32,
+    /// Services a user deletes (`metallb-swarm` only; drawn from a stream of their own, so the
+    /// rest of a seed's draw is what it was before they existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service_deletions: Vec<ServiceDeletion>,
 }
 
 impl MetallbOptions {
@@ -241,9 +261,84 @@ pub fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
         drift_ppm,
         fault_kinds,
         fault_count,
+        service_deletions: Vec::new(),
     };
     let schedule = schedule(&o, &mut rng);
+    let mut o = o;
+    if family == Family::Swarm {
+        o.service_deletions = draw_service_deletions(seed, o.services.len());
+    }
     (o, schedule)
+}
+
+/// The Service deletions of a `metallb-swarm` seed: in 40 % of seeds, one or two services (distinct)
+/// are deleted during the fault window; 70 % of them are created again 10 to 300 s later (at the
+/// latest when the fault window ends), the others stay deleted.
+fn draw_service_deletions(seed: u64, services: usize) -> Vec<ServiceDeletion> {
+    let mut rng = sim::rng::rng_for(seed, "metallb-service-deletion");
+    if !rng.random_bool(0.4) {
+        return Vec::new();
+    }
+    let mut ks: Vec<usize> = (1..=services).collect();
+    ks.shuffle(&mut rng);
+    ks.truncate(rng.random_range(1..=2));
+    let mut out: Vec<ServiceDeletion> = ks
+        .into_iter()
+        .map(|k| {
+            let at_ms = rng.random_range(5_000..FAULT_WINDOW_MS - 30_000);
+            let recreate_at_ms = rng
+                .random_bool(0.7)
+                .then(|| (at_ms + rng.random_range(10_000..=300_000)).min(FAULT_WINDOW_MS));
+            ServiceDeletion {
+                service: format!("svc-{k}"),
+                at_ms,
+                recreate_at_ms,
+            }
+        })
+        .collect();
+    out.sort_by_key(|d| d.at_ms);
+    out
+}
+
+/// The user of the Service deletions: a `kubectl` process on the API server's node that deletes
+/// each Service at its time and creates it again (same IP, same spec) at its re-creation time,
+/// retrying every second while the API server refuses or times out. A deletion removes the
+/// Service object only: the speaker reads a deleted Service's endpoints no more (upstream's
+/// handler withdraws a nil Service before looking at them).
+async fn run_user(p: sim::Proc, world: sim::World, kube: sim::kube::Kube, o: MetallbOptions) {
+    let client = kube.client(&p);
+    let mut steps: Vec<(u64, String, Option<serde_json::Value>)> = Vec::new();
+    for d in &o.service_deletions {
+        steps.push((d.at_ms, d.service.clone(), None));
+        if let Some(at) = d.recreate_at_ms {
+            let k: usize = d.service["svc-".len()..].parse().expect("svc-K");
+            let svc = &o.services[k - 1];
+            let spec = serde_json::json!({ "ip": svc.ip, "local": svc.local });
+            steps.push((at, d.service.clone(), Some(spec)));
+        }
+    }
+    steps.sort_by_key(|s| s.0);
+    for (at_ms, name, spec) in steps {
+        let now = world.now_us();
+        if at_ms * 1000 > now {
+            p.sleep(std::time::Duration::from_micros(at_ms * 1000 - now))
+                .await;
+        }
+        loop {
+            let r = match &spec {
+                None => client.delete("Service", &name).await,
+                Some(s) => client
+                    .create("Service", &name, s.clone(), serde_json::json!({}))
+                    .await
+                    .map(|_| ()),
+            };
+            match r {
+                Ok(()) | Err(sim::kube::KubeError::NotFound) => break,
+                Err(sim::kube::KubeError::AlreadyExists) => break,
+                Err(_) => p.sleep(std::time::Duration::from_secs(1)).await,
+            }
+        }
+    }
 }
 
 /// Splits the speakers into two non-empty groups.
@@ -478,6 +573,7 @@ pub fn run(
         mutant_ignore_exclusion: on("metallb-mutant-ignore-exclusion"),
         mutant_no_garp: on("metallb-mutant-no-garp"),
         mutant_answers_after_withdraw: on("metallb-mutant-answers-after-withdraw"),
+        mutant_keeps_deleted_service: on("metallb-mutant-keeps-deleted-service"),
     };
     let monitor = MetallbMonitor::new(o, coverage);
     let o2 = o.clone();
@@ -533,6 +629,23 @@ pub fn run(
         };
         for &i in &speakers {
             metallb::install(world, i, cfg.clone());
+        }
+        if !o2.service_deletions.is_empty() {
+            // The user runs beside the API server (its own node's services, wrapped).
+            let (k, o3) = (cfg.kube.clone(), o2.clone());
+            let server = world.services(api).expect("the API server's services");
+            world.set_services(
+                api,
+                std::rc::Rc::new(move |host: &sim::world::Host| {
+                    server(host);
+                    let p = host.spawn_process("kubectl");
+                    let (k, o, w) = (k.clone(), o3.clone(), host.world().clone());
+                    p.spawn("user", {
+                        let p = p.clone();
+                        async move { run_user(p, w, k, o).await }
+                    });
+                }),
+            );
         }
     })
 }

@@ -1,6 +1,6 @@
 //! The MetalLB monitor: ground truth from the world's events (faults starting and ending, node
-//! crashes, speaker processes starting and exiting, Node readiness in the API server, the router's
-//! ARP entries) and the speakers' own (memberlist member states, the peer IP cache, joins, layer-2
+//! crashes, speaker processes starting and exiting, Node readiness and Service deletions and
+//! creations in the API server, the router's ARP entries) and the speakers' own (memberlist member states, the peer IP cache, joins, layer-2
 //! announcements and withdrawals), checked against the invariants of the table in the module
 //! documentation of `scenarios::metallb`, with the bounds they are checked at.
 //!
@@ -71,6 +71,9 @@ pub struct MetallbMonitor {
     lost_announcer: BTreeMap<String, String>,
     /// IP -> start of its current duplicate-announcer period.
     dup_since: BTreeMap<String, u64>,
+    /// IPs of the Services deleted in the API server (ground truth: its writes), until created
+    /// again.
+    deleted: BTreeSet<String>,
     reached: BTreeSet<&'static str>,
     catalog: &'static [&'static str],
     /// The last convergence check passed with its time gates open (`settle_at`, `views_at`): what
@@ -105,6 +108,7 @@ impl MetallbMonitor {
             settle_from: 0,
             healed_at: None,
             dup_since: BTreeMap::new(),
+            deleted: BTreeSet::new(),
             lost_announcer: BTreeMap::new(),
             reached: BTreeSet::new(),
             catalog,
@@ -124,8 +128,12 @@ impl MetallbMonitor {
         }
     }
 
-    /// The speakers that should be candidates for a service (ground truth).
+    /// The speakers that should be candidates for a service (ground truth): none once it is
+    /// deleted.
     fn true_candidates(&self, svc: &ServiceOpt) -> Vec<String> {
+        if self.deleted.contains(&svc.ip) {
+            return Vec::new();
+        }
         let serving: Vec<&String> = svc
             .endpoints
             .iter()
@@ -253,8 +261,15 @@ impl MetallbMonitor {
                 kind: Kind::Safety,
                 node: None,
                 explanation: format!(
-                    "{} has no candidate (no live eligible speaker with a serving endpoint) but {:?} announce it; {}",
-                    svc.ip, actual, self.since()
+                    "{} has no candidate ({}) but {:?} announce it; {}",
+                    svc.ip,
+                    if self.deleted.contains(&svc.ip) {
+                        "its Service is deleted"
+                    } else {
+                        "no live eligible speaker with a serving endpoint"
+                    },
+                    actual,
+                    self.since()
                 ),
                 measured: self.settled_measure(now),
             }),
@@ -480,6 +495,30 @@ impl MetallbMonitor {
 }
 
 impl MetallbMonitor {
+    /// A user deleted (or created again) Service `name` at `t`: the speakers' informers must
+    /// follow within the bound of any informer view. `None` for a Service the scenario does not
+    /// know.
+    fn on_service_write(&mut self, t: u64, name: &str, deleted: bool) -> Option<()> {
+        let k: usize = name.strip_prefix("svc-")?.parse().ok()?;
+        let ip = self.services.get(k.checked_sub(1)?)?.ip.clone();
+        if deleted {
+            if self.announcing.get(&ip).is_some_and(|m| !m.is_empty()) {
+                self.reached.insert("service-deleted");
+            }
+            self.deleted.insert(ip);
+        } else {
+            self.deleted.remove(&ip);
+        }
+        let what = if deleted { "deleted" } else { "created again" };
+        self.unsettle(
+            t,
+            VIEW_BOUND_US,
+            Unsettled::Change,
+            format!("{name} {what}"),
+        );
+        Some(())
+    }
+
     /// `arp-follows-announcer`: an announcement the router has not followed in time.
     fn arp_due(&self, now: u64) -> Option<Failure> {
         self.l2.due(now, |ip| self.arp.get(ip).cloned())
@@ -572,6 +611,11 @@ impl Monitor for MetallbMonitor {
                     Unsettled::Departure,
                     format!("{node}'s speaker {how}"),
                 );
+            }
+            Event::KubeWrite {
+                kind, name, part, ..
+            } if kind == "Service" && (part == "delete" || part == "create") => {
+                self.on_service_write(t, name, part == "delete")?;
             }
             Event::KubeNodeReady { node: n, ready } => {
                 self.ready.insert(n.clone(), *ready);

@@ -77,4 +77,12 @@ pub static SWITCHES: &[Switch] = &[
         scenario: "metallb-silent-task-death",
         about: "a speaker keeps answering ARP requests for an IP it withdrew",
     },
+    Switch {
+        name: "metallb-mutant-keeps-deleted-service",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::SINGLE_ANNOUNCER),
+        system: "metallb",
+        scenario: "metallb-swarm",
+        about: "the speaker's Service informer ignores deletions: a deleted Service stays announced",
+    },
 ];

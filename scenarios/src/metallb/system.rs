@@ -41,9 +41,9 @@ impl System for Metallb {
             },
             ScenarioDef {
                 name: "metallb-swarm",
-                about: "Every MetalLB fault together: task deaths, clocks, pauses, partitions, API server outages, crashes and graceful restarts",
+                about: "Every MetalLB fault together: task deaths, clocks, pauses, partitions, API server outages, crashes and graceful restarts; some seeds delete Services (and create them again)",
                 ci_seeds: 300,
-                coverage: &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved", "node-not-ready", "announcer-taken-over"],
+                coverage: &["partition-outlived-retention", "rejoin-while-apiserver-down", "duplicate-announcer-resolved", "node-not-ready", "announcer-taken-over", "service-deleted"],
                 family: Family::Swarm,
             },
         ]

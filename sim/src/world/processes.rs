@@ -79,6 +79,11 @@ impl World {
         n.up && n.paused == 0
     }
 
+    /// The function that starts the node's services, if one is registered (to wrap it).
+    pub fn services(&self, node: NodeIx) -> Option<Services> {
+        self.0.nodes.borrow()[node as usize].services.clone()
+    }
+
     /// Registers the function that starts the node's services.
     pub fn set_services(&self, node: NodeIx, services: Services) {
         self.0.nodes.borrow_mut()[node as usize].services = Some(services);
