@@ -662,6 +662,17 @@ impl Ipam {
 
     /// `handleIPAllocation` (ENI `PrepareIPAllocation`/`AllocateIPs`): the first interface with
     /// room gets `min(needed + max-above-watermark, room)` new addresses.
+    ///
+    /// Known difference: upstream also surge-allocates for the node's pending pods,
+    /// `MaxIPsToAllocate = NeededIPs + maxAboveWatermark + surgeAllocate` with `surgeAllocate =
+    /// pending - needed` when more pods are pending than IPs are needed (cilium/cilium
+    /// pkg/ipam/node.go `determineMaintenanceAction` l. 677-690 and `getPendingPodCount`
+    /// l. 307-325 @ed90dd5; PR #19007). At that commit the operator fills the pod store it reads
+    /// from its Pod resource (operator/cmd/root.go `legacyOnLeader.onStart` l. 664-671), so the
+    /// surge is live there (issue #32713 reported that in 1.15 the store was never filled, so no
+    /// surge happened). The model's operator has no Pod informer and does not surge: a node with a
+    /// backlog of pending pods fills more slowly than upstream's (`pods-get-ips`' bound does not
+    /// rely on the surge).
     async fn allocate(&self, node: Short, cache: Option<&Interfaces>) -> Pass {
         let Some(ifs) = cache else {
             return Pass::Failed;
