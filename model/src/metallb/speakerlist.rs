@@ -1,5 +1,10 @@
 //! MetalLB's `speakerlist` after PR 662, and the speaker process around it.
 //!
+//! Upstream (metallb/metallb at 7938d3f): `internal/speakerlist/speakerlist.go` `updateSpeakerIPs`
+//! (l. 181-200: a failed refresh keeps the old cache), `joinMembers` (l. 225-242), `mlJoin`
+//! (l. 258-287), `UsableSpeakers` (l. 303-320) and `memberlistWatchEvents` (l. 339-349: a join or
+//! leave forces a resync of every service).
+//!
 //! * `ip-refresh`: lists the speaker pods' IPs from the API server into a cache, at start and then
 //!   every [`IP_REFRESH`] (a separate task so that a slow or down API server never blocks joining);
 //!   the first successful list asks for a join.
