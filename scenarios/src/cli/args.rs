@@ -245,7 +245,7 @@ pub struct CheckDeterminismArgs {
 /// Write a report (index.html, summary.md, report.json) of one seed, many seeds, or a replay file.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// The scenario (not with --replay).
+    /// The scenario (with --replay: optional, and must be the file's).
     pub scenario: Option<String>,
     /// Report this seed.
     #[arg(long)]
@@ -260,7 +260,8 @@ pub struct ReportArgs {
     /// Report the run of a replay file.
     #[arg(long)]
     pub replay: Option<PathBuf>,
-    /// Output directory (default: target/faultline-reports/<scenario>/).
+    /// Output directory (default: target/faultline-reports/<scenario>/seed-<N>/, or
+    /// .../seeds-<from>-<count>/ for --seeds).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[arg(long)]
