@@ -5,8 +5,9 @@ use crate::system::{builtin, Registry, Scenario};
 use serde::{Deserialize, Serialize};
 use sim::runtime::{on_fresh_thread, pool};
 use sim::{Kind, Outcome, Schedule, Violation};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A user-facing error: one line, exit status 2.
@@ -182,26 +183,15 @@ impl ReplayFile {
 
     /// The spec it replays, with the scenarios of `reg`.
     pub fn spec(&self, reg: &'static Registry) -> Result<RunSpec, BadInput> {
-        let sc = reg.scenario(&self.scenario)?;
-        check_switches(reg, sc, &self.bugs, &self.fixes)?;
-        let options = sc.options_from_json(self.options.clone()).map_err(|e| {
-            BadInput(format!(
-                "the replay file's options do not fit scenario {}: {e}",
-                sc.name
-            ))
-        })?;
-        sc.check_schedule(&options, &self.schedule)
-            .map_err(|e| BadInput(format!("{}: {e}", self.scenario)))?;
-        Ok(RunSpec {
-            scenario: sc,
-            seed: self.seed,
-            bugs: self.bugs.clone(),
-            fixes: self.fixes.clone(),
-            options,
-            schedule: self.schedule.clone(),
-            keep_trace: false,
-            fault_window_ms: None,
-        })
+        spec_of(
+            reg,
+            &self.scenario,
+            self.seed,
+            &self.bugs,
+            &self.fixes,
+            Some(&self.options),
+            &self.schedule,
+        )
     }
 
     /// Writes atomically (temporary file, then rename).
@@ -211,6 +201,108 @@ impl ReplayFile {
             serde_json::to_string_pretty(self)
                 .expect("serializable")
                 .as_bytes(),
+        )
+    }
+}
+
+/// The spec of a schedule run as written: `options` (none: the seed's own draw) and the
+/// schedule checked against the scenario of `reg`.
+fn spec_of(
+    reg: &'static Registry,
+    scenario: &str,
+    seed: u64,
+    bugs: &[String],
+    fixes: &[String],
+    options: Option<&serde_json::Value>,
+    schedule: &Schedule,
+) -> Result<RunSpec, BadInput> {
+    let sc = reg.scenario(scenario)?;
+    let fixes = check_switches(reg, sc, bugs, fixes)?;
+    let mut spec = RunSpec::from_seed(sc, seed, bugs, &fixes);
+    if let Some(o) = options {
+        spec.options = sc.options_from_json(o.clone()).map_err(|e| {
+            BadInput(format!(
+                "the file's options do not fit scenario {}: {e}",
+                sc.name
+            ))
+        })?;
+    }
+    sc.check_schedule(&spec.options, schedule)
+        .map_err(|e| BadInput(format!("{scenario}: {e}")))?;
+    spec.schedule = schedule.clone();
+    Ok(spec)
+}
+
+/// A schedule to run as written (`faultline run --schedule FILE`): a replay file, or a
+/// hand-written one with at least its `scenario`, `seed` and `schedule`. `bugs`, `fixes` and
+/// `options` may be left out (options then are the seed's own draw); a recorded violation and
+/// trace hash are ignored: the run is judged afresh, with no determinism verdict.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ScheduleFile {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed: the randomness inside the run (latencies, the systems' own draws).
+    pub seed: u64,
+    /// Bug switches.
+    #[serde(default)]
+    pub bugs: Vec<String>,
+    /// Fix switches.
+    #[serde(default)]
+    pub fixes: Vec<String>,
+    /// The options, as `{"<system>": options}`.
+    #[serde(default)]
+    pub options: Option<serde_json::Value>,
+    /// The fault schedule.
+    pub schedule: Schedule,
+}
+
+impl ScheduleFile {
+    /// Reads a schedule file (a replay file of another version is refused: its schedule's
+    /// format may differ).
+    pub fn load(path: &Path) -> Result<ScheduleFile, BadInput> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BadInput(format!("cannot read schedule file {}: {e}", path.display())))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            BadInput(format!(
+                "{} is not a schedule file (malformed JSON: {e})",
+                path.display()
+            ))
+        })?;
+        if let Some(n) = v.get("version").and_then(|f| f.as_u64()) {
+            if n != REPLAY_VERSION as u64 {
+                return Err(BadInput(format!(
+                    "{} has replay format version {n}; this faultline reads version \
+                     {REPLAY_VERSION}",
+                    path.display()
+                )));
+            }
+        }
+        serde_json::from_value(v).map_err(|e| {
+            BadInput(format!(
+                "{} is not a schedule file: {e} (it needs scenario, seed and schedule)",
+                path.display()
+            ))
+        })
+    }
+
+    /// The spec it runs, with `bugs` and `fixes` added to its own.
+    pub fn spec(
+        &self,
+        reg: &'static Registry,
+        bugs: &[String],
+        fixes: &[String],
+    ) -> Result<RunSpec, BadInput> {
+        let (mut b, mut f) = (self.bugs.clone(), self.fixes.clone());
+        b.extend(bugs.iter().filter(|x| !self.bugs.contains(x)).cloned());
+        f.extend(fixes.iter().filter(|x| !self.fixes.contains(x)).cloned());
+        spec_of(
+            reg,
+            &self.scenario,
+            self.seed,
+            &b,
+            &f,
+            self.options.as_ref(),
+            &self.schedule,
         )
     }
 }
@@ -263,8 +355,8 @@ pub struct Found {
 /// What an exploration saw.
 #[derive(Clone, Debug, Default)]
 pub struct ExploreSummary {
-    /// Seeds whose run finished or panicked (fewer than asked when a failure stopped the
-    /// exploration).
+    /// Seeds whose run finished or panicked: the first `seeds_run` seeds of the range (of the
+    /// shard), fewer than asked when the exploration stopped early (see `stopped`).
     pub seeds_run: u64,
     /// Failures, by seed.
     pub failures: Vec<Found>,
@@ -282,6 +374,8 @@ pub struct ExploreSummary {
     pub messages: u64,
     /// Nodes, summed over the seeds.
     pub nodes: u64,
+    /// Why the exploration ended before its last seed, if it did.
+    pub stopped: Option<Stopped>,
 }
 
 /// Explores `seeds` seeds from `from`, in parallel. Each failure's replay file is written the moment
@@ -290,6 +384,75 @@ pub struct ExploreSummary {
 pub fn explore(
     cfg: &ExploreConfig,
     progress: impl Fn(u64) + Send + Sync + 'static,
+) -> Result<ExploreSummary, BadInput> {
+    explore_until(cfg, &StopWhen::default(), move |p| progress(p.done))
+}
+
+/// When an exploration stops dispatching seeds early, besides at its first failure.
+#[derive(Clone, Debug, Default)]
+pub struct StopWhen {
+    /// Dispatch no seed after this instant. The real clock is read only here, between seeds, to
+    /// decide whether to start another: never inside a run, whose result stays the seed's alone.
+    pub deadline: Option<std::time::Instant>,
+    /// Set (by a SIGINT handler, say) to dispatch no further seed.
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// Why an exploration ended before its last seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stopped {
+    /// A failure, without `keep_going`.
+    Failure,
+    /// [`StopWhen::deadline`] passed.
+    Deadline,
+    /// [`StopWhen::interrupt`] was set.
+    Interrupt,
+}
+
+/// An exploration's progress, after each seed.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Seeds finished.
+    pub done: u64,
+    /// Failures found so far (also those past a first failure that ends the exploration).
+    pub failures: u64,
+    /// Seeds from the first (in dispatch order) that have all finished: where a run stopped at
+    /// once resumes.
+    pub prefix: u64,
+}
+
+impl ExploreConfig {
+    /// How many seeds the exploration covers (its shard's share of `seeds`).
+    pub fn len(&self) -> u64 {
+        match self.shard {
+            Some((k, n)) => self.seeds.saturating_sub(k - 1).div_ceil(n),
+            None => self.seeds,
+        }
+    }
+
+    /// Whether it covers no seed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its `i`-th seed (in dispatch order).
+    pub fn seed_at(&self, i: u64) -> u64 {
+        match self.shard {
+            Some((k, n)) => self.from + (k - 1) + i * n,
+            None => self.from + i,
+        }
+    }
+}
+
+/// [`explore`], stopping early as `stop` says. The summary covers a prefix of the seeds in
+/// dispatch order, whatever the threads: up to and including the first failure without
+/// `keep_going`, else every seed dispatched (all of which finish), so `seeds_run` seeds from the
+/// first are the seeds that ran, and identical runs give identical summaries.
+pub fn explore_until(
+    cfg: &ExploreConfig,
+    stop: &StopWhen,
+    progress: impl Fn(Progress) + Send + Sync + 'static,
 ) -> Result<ExploreSummary, BadInput> {
     if cfg.from.checked_add(cfg.seeds.saturating_sub(1)).is_none() {
         return Err(BadInput(format!(
@@ -313,23 +476,27 @@ pub fn explore(
         })?;
         let _ = std::fs::remove_file(probe);
     }
-    let summary = Arc::new(Mutex::new(ExploreSummary {
-        coverage: cfg.scenario.coverage.iter().map(|p| (*p, 0)).collect(),
+    let fold = Arc::new(Mutex::new(Fold {
+        summary: ExploreSummary {
+            coverage: cfg.scenario.coverage.iter().map(|p| (*p, 0)).collect(),
+            ..Default::default()
+        },
         ..Default::default()
     }));
-    let stop = Arc::new(AtomicBool::new(false));
-    let offsets: Arc<Vec<u64>> = Arc::new(match cfg.shard {
-        Some((k, n)) => (0..cfg.seeds).filter(|i| i % n == k - 1).collect(),
-        None => (0..cfg.seeds).collect(),
-    });
-    let (c1, c2, s2, stop2) = (cfg.clone(), cfg.clone(), summary.clone(), stop.clone());
-    let (o1, o2) = (offsets.clone(), offsets.clone());
-    pool(
-        offsets.len(),
-        cfg.jobs,
+    let halt = Arc::new(AtomicBool::new(false));
+    let (c1, c2, f2, halt2, stop) = (
+        cfg.clone(),
+        cfg.clone(),
+        fold.clone(),
+        halt.clone(),
         stop.clone(),
+    );
+    pool(
+        usize::try_from(cfg.len()).unwrap_or(usize::MAX),
+        cfg.jobs,
+        halt,
         move |i| {
-            let spec = RunSpec::from_seed(c1.scenario, c1.from + o1[i], &c1.bugs, &c1.fixes);
+            let spec = RunSpec::from_seed(c1.scenario, c1.seed_at(i as u64), &c1.bugs, &c1.fixes);
             let outcome = spec.run();
             (spec, outcome)
         },
@@ -339,59 +506,143 @@ pub fn explore(
             let (spec, outcome) = match result {
                 Ok(r) => r,
                 Err(msg) => (
-                    RunSpec::from_seed(c2.scenario, c2.from + o2[i], &c2.bugs, &c2.fixes),
+                    RunSpec::from_seed(c2.scenario, c2.seed_at(i as u64), &c2.bugs, &c2.fixes),
                     crash_outcome(msg),
                 ),
             };
-            let mut s = s2.lock().unwrap_or_else(|e| e.into_inner());
-            s.seeds_run += 1;
-            s.timers += outcome.timers;
-            s.messages += outcome.messages;
-            s.nodes += outcome.nodes as u64;
-            s.sim_time_ms += outcome.sim_time_ms;
-            s.events += outcome.events;
-            for (p, hit) in &outcome.coverage {
-                if *hit {
-                    if let Some(e) = s.coverage.iter_mut().find(|(q, _)| q == p) {
-                        e.1 += 1;
-                    }
-                }
-            }
-            if outcome.violation.is_some() {
-                let file = c2
-                    .out_dir
-                    .as_ref()
-                    .map(|d| d.join(format!("{}-{}.json", spec.scenario.name, spec.seed)));
-                let file = match (&file, ReplayFile::new(&spec, &outcome)) {
-                    (Some(path), Some(r)) => match r.write(path) {
-                        Ok(()) => Some(path.clone()),
-                        Err(e) => {
-                            s.write_errors
-                                .push(format!("cannot write {}: {e}", path.display()));
-                            None
-                        }
-                    },
-                    _ => None,
-                };
-                s.failures.push(Found {
+            let mut f = f2.lock().unwrap_or_else(|e| e.into_inner());
+            let failed = outcome.violation.is_some();
+            let file = failed.then(|| write_failure(&c2, &spec, &outcome, &mut f.summary));
+            f.add(
+                &c2,
+                i,
+                Found {
                     spec,
                     outcome,
-                    file,
-                });
-                if !c2.keep_going {
-                    stop2.store(true, std::sync::atomic::Ordering::SeqCst);
-                }
+                    file: file.flatten(),
+                },
+            );
+            let reason = if failed && !c2.keep_going {
+                Some(Stopped::Failure)
+            } else if stop.interrupt.load(Ordering::SeqCst) {
+                Some(Stopped::Interrupt)
+            } else if stop
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d)
+            {
+                Some(Stopped::Deadline)
+            } else {
+                None
+            };
+            if let Some(r) = reason {
+                f.summary.stopped.get_or_insert(r);
+                halt2.store(true, Ordering::SeqCst);
             }
-            let done = s.seeds_run;
-            drop(s);
-            progress(done);
+            let p = Progress {
+                done: f.done,
+                failures: f.failures,
+                prefix: f.next as u64,
+            };
+            drop(f);
+            progress(p);
         },
     );
-    let mut s = Arc::try_unwrap(summary)
+    let f = Arc::try_unwrap(fold)
         .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
         .unwrap_or_else(|a| a.lock().unwrap().clone());
-    s.failures.sort_by_key(|f| f.spec.seed);
+    let mut s = f.summary;
+    if s.seeds_run == cfg.len() && s.stopped != Some(Stopped::Failure) {
+        s.stopped = None;
+    }
     Ok(s)
+}
+
+/// Writes a failure's replay file into the output folder (if any), at once.
+fn write_failure(
+    cfg: &ExploreConfig,
+    spec: &RunSpec,
+    outcome: &Outcome,
+    s: &mut ExploreSummary,
+) -> Option<PathBuf> {
+    let path = cfg
+        .out_dir
+        .as_ref()?
+        .join(failure_file_name(spec.scenario.name, spec.seed));
+    match ReplayFile::new(spec, outcome)?.write(&path) {
+        Ok(()) => Some(path),
+        Err(e) => {
+            s.write_errors
+                .push(format!("cannot write {}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// A failure file's name: `<scenario>-<seed>.json`.
+pub fn failure_file_name(scenario: &str, seed: u64) -> String {
+    format!("{scenario}-{seed}.json")
+}
+
+/// The name of the shrunk version of a failure file: `<stem>.shrunk.json` (what `explore` and
+/// `shrink` both write).
+pub fn shrunk_file_name(failure: &Path) -> PathBuf {
+    let stem = failure
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("failure");
+    failure.with_file_name(format!("{stem}.shrunk.json"))
+}
+
+/// The seeds finished so far, folded into the summary in dispatch order.
+#[derive(Clone, Default)]
+struct Fold {
+    summary: ExploreSummary,
+    /// Finished seeds not yet folded (an earlier one is still running), by dispatch index.
+    pending: BTreeMap<usize, Found>,
+    /// The next dispatch index to fold.
+    next: usize,
+    /// A failure was folded without `keep_going`: nothing after it counts.
+    closed: bool,
+    /// Seeds finished, and failures among them.
+    done: u64,
+    failures: u64,
+}
+
+impl Fold {
+    fn add(&mut self, cfg: &ExploreConfig, i: usize, found: Found) {
+        self.done += 1;
+        self.failures += found.outcome.violation.is_some() as u64;
+        self.pending.insert(i, found);
+        while !self.closed {
+            let Some(found) = self.pending.remove(&self.next) else {
+                break;
+            };
+            self.next += 1;
+            self.closed = found.outcome.violation.is_some() && !cfg.keep_going;
+            fold_seed(&mut self.summary, found);
+        }
+    }
+}
+
+/// Adds one seed's run to the summary.
+fn fold_seed(s: &mut ExploreSummary, found: Found) {
+    let o = &found.outcome;
+    s.seeds_run += 1;
+    s.timers += o.timers;
+    s.messages += o.messages;
+    s.nodes += o.nodes as u64;
+    s.sim_time_ms += o.sim_time_ms;
+    s.events += o.events;
+    for (p, hit) in &o.coverage {
+        if *hit {
+            if let Some(e) = s.coverage.iter_mut().find(|(q, _)| q == p) {
+                e.1 += 1;
+            }
+        }
+    }
+    if o.violation.is_some() {
+        s.failures.push(found);
+    }
 }
 
 fn crash_outcome(msg: String) -> Outcome {

@@ -1,65 +1,9 @@
 //! The `faultline` command line: exit statuses, `--json` last lines, and bad input (one clear line
 //! on stderr, exit 2, never a panic).
 
-use std::process::{Command, Output};
-
-fn faultline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(args)
-        .output()
-        .expect("faultline runs")
-}
-
-/// `faultline` with these environment variables set (and the CI engines' own cleared).
-fn faultline_env(args: &[&str], vars: &[(&str, String)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_faultline"));
-    for v in [
-        "JOB_COMPLETION_INDEX",
-        "FAULTLINE_SHARDS",
-        "CI_NODE_INDEX",
-        "CI_NODE_TOTAL",
-    ] {
-        c.env_remove(v);
-    }
-    c.args(args)
-        .envs(vars.iter().map(|(k, v)| (k, v)))
-        .output()
-        .expect("faultline runs")
-}
-
-fn last_json(o: &Output) -> serde_json::Value {
-    let out = String::from_utf8_lossy(&o.stdout);
-    serde_json::from_str(out.lines().last().expect("some output")).expect("last line is JSON")
-}
-
-/// The last JSON line of a command that must have exited with `code` (else its stderr is shown).
-fn json_with_status(o: &Output, code: i32) -> serde_json::Value {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(code), "{err}");
-    last_json(o)
-}
-
-fn assert_bad_input(args: &[&str], needle: &str) {
-    let o = faultline(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: expected one line, got {err:?}"
-    );
-    assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-        "{args:?}: {err}"
-    );
-}
-
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("faultline-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
+#[path = "support/cli.rs"]
+mod cli_support;
+use cli_support::*;
 
 #[test]
 fn bad_input_gets_one_line_and_status_2() {
@@ -165,7 +109,7 @@ fn bad_input_gets_one_line_and_status_2() {
             "--out",
             out.to_str().unwrap(),
         ],
-        "cannot create output directory",
+        "cannot write --out folder",
     );
     assert_bad_input(
         &[
@@ -349,6 +293,19 @@ fn every_documented_exit_status_is_produced() {
                 std::fs::write(&file, v.to_string()).unwrap();
                 faultline(&["replay", &file])
             }
+            Exit::Interrupted => interrupted(
+                &[
+                    "explore",
+                    "calico-restart",
+                    "--seeds",
+                    "1000000",
+                    "--fix",
+                    "all",
+                    "--out",
+                    out,
+                ],
+                std::time::Duration::from_millis(1500),
+            ),
         };
         assert_eq!(o.status.code(), Some(e.code().into()), "{e:?}");
     }
@@ -488,192 +445,6 @@ fn explore_shrinks_the_first_failure_and_shrink_reports_json() {
 }
 
 #[test]
-fn shards_cover_the_range_disjointly_and_merge() {
-    let dir = tmp("shards");
-    let mut files = Vec::new();
-    for k in 1..=3 {
-        let o = faultline(&[
-            "explore",
-            "calico-restart",
-            "--seeds",
-            "30",
-            "--shard",
-            &format!("{k}/3"),
-            "--bug",
-            "calico-no-dead-pid-cleanup",
-            "--keep-going",
-            "--no-shrink",
-            "--out",
-            dir.to_str().unwrap(),
-            "--json",
-        ]);
-        let f = dir.join(format!("shard-{k}.json"));
-        std::fs::write(&f, &o.stdout).unwrap();
-        files.push(f);
-    }
-    let whole = last_json(&faultline(&[
-        "explore",
-        "calico-restart",
-        "--seeds",
-        "30",
-        "--bug",
-        "calico-no-dead-pid-cleanup",
-        "--keep-going",
-        "--no-shrink",
-        "--out",
-        dir.to_str().unwrap(),
-        "--json",
-    ]));
-    let mut args = vec!["merge".to_string()];
-    args.extend(files.iter().map(|f| f.display().to_string()));
-    let m = faultline(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let merged = last_json(&m);
-    assert_eq!(merged["seeds_run"], whole["seeds_run"]);
-    assert_eq!(merged["failures"], whole["failures"]);
-    assert_eq!(
-        merged["first_failure"]["seed"],
-        whole["first_failure"]["seed"]
-    );
-    assert_eq!(m.status.code(), Some(1));
-    assert_bad_input(
-        &["explore", "calico-restart", "--shard", "3/2"],
-        "malformed shard",
-    );
-    assert_bad_input(&["merge", "/nonexistent"], "cannot read");
-}
-
-/// `--shard auto` under a Kubernetes Indexed Job (JOB_COMPLETION_INDEX from 0, the count from
-/// --shards or FAULTLINE_SHARDS) and under GitLab's parallel (CI_NODE_INDEX from 1,
-/// CI_NODE_TOTAL): the merged shards count the same seeds and find the same failures as one
-/// unsharded exploration.
-#[test]
-fn shard_auto_under_kubernetes_and_gitlab_equals_unsharded() {
-    let dir = tmp("auto-shards");
-    let args = |out: &std::path::Path| {
-        [
-            "explore",
-            "calico-restart",
-            "--seeds",
-            "40",
-            "--bug",
-            "calico-no-dead-pid-cleanup",
-            "--keep-going",
-            "--no-shrink",
-            "--out",
-            out.to_str().unwrap(),
-            "--json",
-        ]
-        .map(String::from)
-        .to_vec()
-    };
-    let whole = last_json(&faultline(
-        &args(&dir).iter().map(String::as_str).collect::<Vec<_>>(),
-    ));
-    assert!(whole["failures"].as_u64().unwrap() > 1, "{whole}");
-    type Vars = fn(u64) -> Vec<(&'static str, String)>;
-    let engines: [(&str, Vars); 2] = [
-        ("k8s", |k| {
-            vec![
-                ("JOB_COMPLETION_INDEX", (k - 1).to_string()),
-                ("FAULTLINE_SHARDS", "3".into()),
-            ]
-        }),
-        ("gitlab", |k| {
-            vec![
-                ("CI_NODE_INDEX", k.to_string()),
-                ("CI_NODE_TOTAL", "3".into()),
-            ]
-        }),
-    ];
-    for (name, vars) in engines {
-        let mut files = Vec::new();
-        for k in 1..=3u64 {
-            let mut a = args(&dir);
-            a.extend(["--shard".into(), "auto".into()]);
-            let o = faultline_env(&a.iter().map(String::as_str).collect::<Vec<_>>(), &vars(k));
-            assert_eq!(last_json(&o)["shard"], format!("{k}/3"), "{name}");
-            let f = dir.join(format!("{name}-{k}.json"));
-            std::fs::write(&f, &o.stdout).unwrap();
-            files.push(f.display().to_string());
-        }
-        let mut m = vec!["merge".to_string()];
-        m.extend(files);
-        let merged = last_json(&faultline(
-            &m.iter().map(String::as_str).collect::<Vec<_>>(),
-        ));
-        for key in ["seeds_run", "failures", "failing_seeds"] {
-            assert_eq!(merged[key], whole[key], "{name}: {key}");
-        }
-    }
-    let explore = [
-        "explore",
-        "calico-restart",
-        "--seeds",
-        "3",
-        "--shard",
-        "auto",
-    ];
-    let bad = |vars: Vec<(&str, String)>, needle: &str| {
-        let o = faultline_env(&explore, &vars);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{vars:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.contains(needle), "{vars:?}: {err}");
-    };
-    bad(vec![], "neither JOB_COMPLETION_INDEX");
-    bad(
-        vec![("JOB_COMPLETION_INDEX", "0".into())],
-        "completion count",
-    );
-    bad(
-        vec![
-            ("JOB_COMPLETION_INDEX", "one".into()),
-            ("FAULTLINE_SHARDS", "2".into()),
-        ],
-        "not a whole number",
-    );
-    bad(vec![("CI_NODE_INDEX", "1".into())], "CI_NODE_TOTAL");
-    bad(
-        vec![("CI_NODE_INDEX", "4".into()), ("CI_NODE_TOTAL", "3".into())],
-        "outside",
-    );
-}
-
-#[test]
-fn bench_json_has_every_figure() {
-    let o = faultline(&[
-        "bench",
-        "cilium-swarm",
-        "--seeds",
-        "4",
-        "--repeat",
-        "2",
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(0));
-    let j = last_json(&o);
-    let rows = j["scenarios"].as_array().expect("scenarios");
-    assert_eq!(rows.len(), 1);
-    let r = &rows[0];
-    assert_eq!(r["scenario"], "cilium-swarm");
-    for k in [
-        "seeds_per_sec",
-        "sim_speedup",
-        "events_per_sec",
-        "peak_rss_mb",
-        "baseline_ratio",
-        "baseline_net_ratio",
-    ] {
-        let v = r[k].as_f64().unwrap_or_else(|| panic!("{k} missing: {r}"));
-        assert!(v.is_finite() && v > 0.0, "{k} = {v}");
-    }
-    assert!(r["timers_per_seed"].as_u64().unwrap() > r["messages_per_seed"].as_u64().unwrap());
-    assert!(j["jobs_scaling"].as_f64().unwrap() > 0.0);
-    assert_bad_input(&["bench", "--repeat", "0"], "repeat count");
-    assert_bad_input(&["bench", "no-such-scenario"], "no-such-scenario");
-}
-
-#[test]
 fn a_replay_file_of_the_previous_version_is_refused_with_its_version() {
     let path = tmp("old-replay.json");
     std::fs::write(
@@ -689,176 +460,6 @@ fn a_replay_file_of_the_previous_version_is_refused_with_its_version() {
         err.contains("version 2") && err.contains("older faultline"),
         "{err}"
     );
-}
-
-/// `explore --junit` (and `replay --junit`, `check-determinism --junit`) write JUnit XML that a real
-/// XML parser reads, with the elements and attributes GitLab and Jenkins use: testsuites >
-/// testsuite (name, tests, failures, errors, skipped, time) > testcase (name, classname, time) >
-/// failure (message: the causal sentence, type; text: the replay command and the schedule).
-#[test]
-fn junit_output_parses_and_names_the_replay_command() {
-    use quick_xml::events::Event;
-    let dir = tmp("junit");
-    let xml = dir.join("explore.xml");
-    let o = faultline(&[
-        "explore",
-        "calico-restart",
-        "--bug",
-        "calico-no-dead-pid-cleanup",
-        "--seeds",
-        "60",
-        "--keep-going",
-        "--out",
-        dir.to_str().unwrap(),
-        "--junit",
-        xml.to_str().unwrap(),
-        "--json",
-    ]);
-    let j = last_json(&o);
-    let failures = j["failures"].as_u64().unwrap();
-    assert!(failures > 0);
-    let text = std::fs::read_to_string(&xml).unwrap();
-    let mut reader = quick_xml::Reader::from_str(&text);
-    let (mut path, mut seen_failures, mut failure_texts) = (Vec::<String>::new(), 0, Vec::new());
-    loop {
-        match reader.read_event().expect("well-formed XML") {
-            Event::Start(e) | Event::Empty(e) => {
-                let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
-                let attrs: Vec<String> = e
-                    .attributes()
-                    .map(|a| String::from_utf8(a.unwrap().key.as_ref().to_vec()).unwrap())
-                    .collect();
-                let want: &[&str] = match name.as_str() {
-                    "testsuites" => &["tests", "failures"],
-                    "testsuite" => &["name", "tests", "failures", "errors", "skipped", "time"],
-                    "testcase" => &["name", "classname", "time"],
-                    "failure" => &["message", "type"],
-                    other => panic!("unexpected element {other}"),
-                };
-                for w in want {
-                    assert!(attrs.iter().any(|a| a == w), "{name} lacks {w}: {attrs:?}");
-                }
-                if name == "failure" {
-                    seen_failures += 1;
-                }
-                path.push(name);
-            }
-            Event::Text(t) if path.last().is_some_and(|p| p == "failure") => {
-                failure_texts.push(t.decode().unwrap().to_string());
-            }
-            Event::End(_) => {
-                path.pop();
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    assert_eq!(seen_failures, failures);
-    assert!(failure_texts
-        .iter()
-        .all(|t| t.contains("replay: ") && t.contains("measure: ") && t.contains("faults (")));
-    assert!(
-        failure_texts[0].contains("-shrunk.json"),
-        "{}",
-        failure_texts[0]
-    );
-    let file = j["failure_file"].as_str().unwrap();
-    let rx = dir.join("replay.xml");
-    faultline(&["replay", file, "--junit", rx.to_str().unwrap()]);
-    assert!(std::fs::read_to_string(&rx).unwrap().contains("<failure"));
-    let dx = dir.join("det.xml");
-    let d = faultline(&[
-        "check-determinism",
-        "calico-restart",
-        "--seeds",
-        "3",
-        "--junit",
-        dx.to_str().unwrap(),
-    ]);
-    assert_eq!(d.status.code(), Some(0));
-    let det = std::fs::read_to_string(&dx).unwrap();
-    assert!(det.contains("3 seeds with equal traces") && !det.contains("<failure"));
-}
-
-/// A report of a violation headlines the violated invariant's own measure with its bound: a
-/// master-only-work violation shows how long after losing the key the work was done (here past the
-/// 125 s bound), not the overlap of two masters.
-#[test]
-fn a_violation_report_headlines_its_invariants_measure() {
-    let dir = tmp("headline");
-    let o = faultline(&[
-        "report",
-        "calico-silent-task-death",
-        "--seed",
-        "22",
-        "--bug",
-        "calico-local-master-flag",
-        "--out",
-        dir.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(0));
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
-    assert_eq!(r["violation"]["invariant"], "master-only-work-legitimate");
-    let h = &r["headline"];
-    assert!(
-        h["name"]
-            .as_str()
-            .unwrap()
-            .contains("last holding the election key"),
-        "{h}"
-    );
-    assert!(h["value_s"].as_f64().unwrap() > 125.0, "{h}");
-    assert!(h["bound"].as_str().unwrap().contains("125 s"), "{h}");
-    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
-    assert!(md.contains("(bound: "), "{md}");
-}
-
-/// `bench --scale` measures each system's first scenario at 3, 5 and 9 nodes over 10 and 60
-/// simulated minutes, and writes its JSON and an SVG plot that parses as XML.
-#[test]
-fn bench_scale_writes_the_table_and_the_plot() {
-    let dir = tmp("scale");
-    let o = faultline(&[
-        "bench",
-        "--scale",
-        "--seeds",
-        "1",
-        "--out",
-        dir.to_str().unwrap(),
-        "--json",
-    ]);
-    let j = json_with_status(&o, 0);
-    let rows = j["scale"].as_array().unwrap();
-    assert_eq!(rows.len(), 3 * 3 * 2, "{j}");
-    assert!(rows
-        .iter()
-        .all(|r| r["us_per_event"].as_f64().unwrap() > 0.0
-            && r["us_per_work"].as_f64().unwrap() > 0.0
-            && r["work_per_seed"].as_f64().unwrap() > r["events_per_seed"].as_f64().unwrap()));
-    let spread = j["spread"].as_array().unwrap();
-    assert_eq!(spread.len(), 3);
-    assert!(spread
-        .iter()
-        .all(|s| s["us_per_event_max_over_min"].as_f64().unwrap() >= 1.0
-            && s["us_per_work_max_over_min"].as_f64().unwrap() >= 1.0));
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("scale.json")).unwrap()).unwrap();
-    assert_eq!(file, j);
-    let svg = std::fs::read_to_string(dir.join("scale.svg")).unwrap();
-    let mut reader = quick_xml::Reader::from_str(&svg);
-    let mut polylines = 0;
-    loop {
-        match reader.read_event().expect("the plot is well-formed XML") {
-            quick_xml::events::Event::Eof => break,
-            quick_xml::events::Event::Empty(e) if e.name().as_ref() == b"polyline" => {
-                polylines += 1
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(polylines, 3 * 2, "one line per scenario and duration");
 }
 
 /// `--fix all` applies every fix of the scenario's system (and only its system's).

@@ -189,7 +189,7 @@ fn bad_input_gets_one_line_and_status_2() {
             "--out",
             bad.to_str().unwrap(),
         ],
-        "cannot create output directory",
+        "cannot write report folder",
     );
 }
 

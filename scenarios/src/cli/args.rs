@@ -27,7 +27,7 @@ pub(super) enum Cmd {
     /// List the findings (violations of upstream logic), active and retired, with the upstream code
     /// that produces each.
     Findings(FindingsArgs),
-    /// Run one seed of a scenario.
+    /// Run one seed of a scenario, or a schedule file as written (--schedule).
     Run(RunArgs),
     /// Run many seeds in parallel; stop at the first failure unless --keep-going.
     Explore(ExploreArgs),
@@ -104,13 +104,23 @@ pub struct FindingsArgs {
     pub markdown: bool,
 }
 
-/// Run one seed of a scenario.
+/// Run one seed of a scenario, or a schedule file as written.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    pub scenario: String,
+    /// The scenario (with --schedule: optional, and must be the file's).
+    #[arg(required_unless_present = "schedule")]
+    pub scenario: Option<String>,
     /// Seed (decimal or 0x-hex).
+    #[arg(
+        long,
+        required_unless_present = "schedule",
+        conflicts_with = "schedule"
+    )]
+    pub seed: Option<String>,
+    /// Run this schedule file as written: a replay file (perhaps hand-edited) or a hand-written
+    /// one with `scenario`, `seed` and `schedule`. No determinism verdict: exit 0 or 1.
     #[arg(long)]
-    pub seed: String,
+    pub schedule: Option<PathBuf>,
     #[command(flatten)]
     pub switches: SwitchArgs,
     /// Write the JSON-lines trace to this file.
@@ -124,12 +134,17 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct ExploreArgs {
     pub scenario: String,
-    /// How many seeds.
-    #[arg(long, default_value = "1000")]
-    pub seeds: String,
+    /// How many seeds [default: 1000; with --duration: as many as the time allows].
+    #[arg(long)]
+    pub seeds: Option<String>,
     /// First seed.
     #[arg(long, default_value = "0")]
     pub from: String,
+    /// Stop starting seeds after this long (e.g. 90s, 10m, 2h); the seeds under way finish. The
+    /// clock decides only which seeds run, never a seed's result; the JSON's `seeds_ran` says
+    /// which ran, and the summary gives the command that resumes.
+    #[arg(long)]
+    pub duration: Option<String>,
     #[command(flatten)]
     pub switches: SwitchArgs,
     /// Worker threads (default: the number of cores).
@@ -138,7 +153,7 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub keep_going: bool,
     /// Where failure (replay) files are written.
-    #[arg(long, default_value = "target/faultline-failures")]
+    #[arg(long, default_value = DEFAULT_OUT)]
     pub out: PathBuf,
     /// Do not shrink the first failure.
     #[arg(long)]
@@ -195,6 +210,11 @@ pub struct ShrinkArgs {
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     pub file: PathBuf,
+    /// Re-run the failure with this fix on too (repeatable; `all`: every fix of its system) and
+    /// say whether the violation is gone: exit 0 if the run passes, 1 if not (no determinism
+    /// verdict: the fix changes the run).
+    #[arg(long = "fix")]
+    pub fixes: Vec<String>,
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Also write the results as JUnit XML to this file (for CI systems' test views).
@@ -225,7 +245,7 @@ pub struct CheckDeterminismArgs {
 /// Write a report (index.html, summary.md, report.json) of one seed, many seeds, or a replay file.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// The scenario (not with --replay).
+    /// The scenario (with --replay: optional, and must be the file's).
     pub scenario: Option<String>,
     /// Report this seed.
     #[arg(long)]
@@ -240,7 +260,8 @@ pub struct ReportArgs {
     /// Report the run of a replay file.
     #[arg(long)]
     pub replay: Option<PathBuf>,
-    /// Output directory (default: target/faultline-reports/<scenario>/).
+    /// Output directory (default: target/faultline-reports/<scenario>/seed-<N>/, or
+    /// .../seeds-<from>-<count>/ for --seeds).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[arg(long)]
@@ -286,6 +307,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+/// Where `explore` writes failure files unless `--out` says otherwise.
+pub(super) const DEFAULT_OUT: &str = "target/faultline-failures";
 
 /// `--jobs`: a whole number of at least 1.
 pub(super) fn at_least_one(v: &str) -> Result<usize, String> {

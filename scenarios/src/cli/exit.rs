@@ -7,22 +7,26 @@ pub enum Exit {
     /// Nothing failed.
     Clean,
     /// A failure: an invariant violated (for `replay`: reproduced; for `shrink`: the shrunk
-    /// violation), or a coverage point no seed of a full budget reached (`explore`, `merge`).
+    /// violation), a coverage point no seed of a full budget reached (`explore`, `merge`), or a
+    /// shard missing from (or repeated in) the files `merge` was given.
     Failed,
     /// Bad usage or bad input: one line on standard error, nothing run.
     BadInput,
     /// Nondeterminism: a replay that does not reproduce its file, a file `shrink` cannot
     /// reproduce, or trace hashes that differ between thread counts.
     Nondeterminism,
+    /// Interrupted (SIGINT) before the last seed, with no failure among the seeds that ran.
+    Interrupted,
 }
 
 impl Exit {
     /// Every status, in code order.
-    pub const ALL: [Exit; 4] = [
+    pub const ALL: [Exit; 5] = [
         Exit::Clean,
         Exit::Failed,
         Exit::BadInput,
         Exit::Nondeterminism,
+        Exit::Interrupted,
     ];
 
     /// Its numeric code.
@@ -32,6 +36,7 @@ impl Exit {
             Exit::Failed => 1,
             Exit::BadInput => 2,
             Exit::Nondeterminism => 3,
+            Exit::Interrupted => 130,
         }
     }
 
@@ -39,9 +44,10 @@ impl Exit {
     pub const fn meaning(self) -> &'static str {
         match self {
             Exit::Clean => "no failure",
-            Exit::Failed => "a failure: an invariant violated (replay: reproduced; shrink: the shrunk violation), or a coverage point that no seed of a full budget reached (explore, merge)",
+            Exit::Failed => "a failure: an invariant violated (replay: reproduced; shrink: the shrunk violation), a coverage point that no seed of a full budget reached (explore, merge), or a shard missing or repeated (merge)",
             Exit::BadInput => "bad usage or bad input: one line on standard error, nothing run",
             Exit::Nondeterminism => "nondeterminism: a replay that does not reproduce its file, a file shrink cannot reproduce, or trace hashes that differ between thread counts",
+            Exit::Interrupted => "interrupted (Ctrl-C, explore) with no failure among the seeds that ran: the summary gives the command that resumes",
         }
     }
 

@@ -1,14 +1,17 @@
 //! `explore` and `shrink`: many seeds, and the smallest story of a failure.
 
+use super::args::DEFAULT_OUT;
 use super::args::*;
 use super::count;
 use super::exit::Exit;
-use super::run::{check_writable, print_options, print_schedule, print_spec, print_violation};
+use super::output::{prepare_dir, prepare_opt};
+use super::run::{print_options, print_schedule, print_spec, print_violation};
+use super::steer::{group_line, groups, groups_json, on_interrupt, Group, Resume};
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
 use crate::explore::{
-    explore, parse_seed, run_spec, unreached_coverage, ExploreConfig, ExploreSummary, Found,
-    ReplayFile,
+    explore_until, failure_file_name, parse_seed, run_spec, shrunk_file_name, unreached_coverage,
+    ExploreConfig, ExploreSummary, Found, ReplayFile, Stopped,
 };
 use crate::system::Registry;
 use crate::RunSpec;
@@ -18,90 +21,169 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// Seeds an exploration runs without `--seeds` or `--duration`.
+pub const DEFAULT_SEEDS: u64 = 1000;
+
 /// `faultline explore`.
 pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<Exit, BadInput> {
-    let ExploreArgs {
-        scenario,
-        seeds,
-        from,
-        switches: SwitchArgs { bugs, fixes },
-        jobs,
-        keep_going,
-        out,
-        no_shrink,
-        shard,
-        shards,
-        junit,
-        json,
-    } = a;
-    let sc = reg.scenario(&scenario)?;
-    let seeds = count(&seeds, "seed count")?;
-    let from = parse_seed(&from)?;
-    let fixes = check_switches(reg, sc, &bugs, &fixes)?;
-    let jobs = jobs.unwrap_or_else(cores).max(1);
+    let sc = reg.scenario(&a.scenario)?;
+    let from = parse_seed(&a.from)?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| {
+            humantime::parse_duration(d).map_err(|e| {
+                BadInput(format!(
+                    "malformed --duration '{d}': {e} (e.g. 90s, 10m, 2h)"
+                ))
+            })
+        })
+        .transpose()?;
+    let seeds = match (&a.seeds, duration) {
+        (Some(n), _) => count(n, "seed count")?,
+        // Until the time runs out: every seed from `from` on.
+        (None, Some(_)) => (u64::MAX - from).saturating_add(1),
+        (None, None) => DEFAULT_SEEDS,
+    };
+    let fixes = check_switches(reg, sc, &a.switches.bugs, &a.switches.fixes)?;
+    let jobs = a.jobs.unwrap_or_else(cores).max(1);
     let cfg = ExploreConfig {
         scenario: sc,
         from,
         seeds,
-        bugs: bugs.clone(),
+        bugs: a.switches.bugs.clone(),
         fixes: fixes.clone(),
         jobs,
-        keep_going,
-        out_dir: Some(out.clone()),
-        shard: shard
+        keep_going: a.keep_going,
+        out_dir: Some(a.out.clone()),
+        shard: a
+            .shard
             .as_deref()
-            .map(|s| super::shard::resolve(s, shards.as_deref(), &|v| std::env::var(v).ok()))
+            .map(|s| super::shard::resolve(s, a.shards.as_deref(), &|v| std::env::var(v).ok()))
             .transpose()?,
     };
-    let bar = progress_bar(seeds, json);
+    prepare_dir(&a.out, "--out folder")?;
+    prepare_opt(a.junit.as_deref(), "--junit file")?;
+    let resume = resume_of(reg, &a);
+    let cfg2 = cfg.clone();
+    let (mut stop, prefix) = on_interrupt(move |p| resume.command(&cfg2, p));
+    stop.deadline = duration.map(|d| Instant::now() + d);
+    let bar = (!a.json)
+        .then(|| progress_bar(&cfg, duration.is_some() && a.seeds.is_none()))
+        .flatten();
     let b2 = bar.clone();
     let t0 = Instant::now();
-    let summary = explore(&cfg, move |done| {
+    let summary = explore_until(&cfg, &stop, move |p| {
+        prefix.store(p.prefix, std::sync::atomic::Ordering::SeqCst);
         if let Some(b) = &b2 {
-            b.set_position(done);
+            b.set_position(p.done);
+            if p.failures > 0 {
+                b.set_message(format!("{} failure(s)", p.failures));
+            }
         }
     })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let wall_ms = t0.elapsed().as_millis() as u64;
+    let wall_s = (t0.elapsed().as_millis().max(1)) as f64 / 1000.0;
+    finish(reg, &a, &cfg, &summary, wall_s)
+}
+
+/// What a resumed exploration repeats of `a`.
+fn resume_of(reg: &'static Registry, a: &ExploreArgs) -> Resume {
+    Resume {
+        command: reg.command(),
+        scenario: reg.scenario(&a.scenario).map_or("", |sc| sc.name),
+        bugs: a.switches.bugs.clone(),
+        fixes: a.switches.fixes.clone(),
+        keep_going: a.keep_going,
+        no_shrink: a.no_shrink,
+        out: (a.out != std::path::Path::new(DEFAULT_OUT)).then(|| a.out.display().to_string()),
+        jobs: a.jobs,
+        duration: a.duration.clone(),
+        seeds_given: a.seeds.is_some(),
+    }
+}
+
+/// Seeds per second, rounded for people and for the JSON alike.
+fn rate(n: u64, wall_s: f64) -> f64 {
+    (n as f64 / wall_s * 10.0).round() / 10.0
+}
+
+/// After the seeds ran: the summary, the first failure shrunk, JUnit, the JSON line and the
+/// exit status.
+fn finish(
+    reg: &'static Registry,
+    a: &ExploreArgs,
+    cfg: &ExploreConfig,
+    summary: &ExploreSummary,
+    wall_s: f64,
+) -> Result<Exit, BadInput> {
+    let sc = cfg.scenario;
     for e in &summary.write_errors {
         eprintln!("faultline: {e}");
     }
-    let wall_s = (wall_ms.max(1)) as f64 / 1000.0;
     let first = summary.failures.first();
-    let unreached = unreached_coverage(sc, &summary);
-    if !json {
-        print_summary(reg, sc.name, from, &summary, wall_s);
-        print_unreached(&unreached, summary.seeds_run);
-    }
-    // Shrink the first failure (deterministically) so the user gets the smallest story.
-    let shrunk = match (first, no_shrink) {
-        (Some(f), false) => Some(shrink_failure(reg, f, jobs, &out, json)?),
+    let unreached = unreached_coverage(sc, summary);
+    let groups = groups(reg, &summary.failures);
+    let resume = resume_of(reg, a);
+    // A failure that ends the exploration is no place to resume from: it is the result.
+    let resume = match summary.stopped {
+        Some(Stopped::Interrupt | Stopped::Deadline) => resume.command(cfg, summary.seeds_run),
         _ => None,
     };
-    if let Some(path) = &junit {
+    if !a.json {
+        print_summary(cfg, summary, wall_s);
+        print_unreached(&unreached, summary.seeds_run);
+        print_groups(reg, &groups);
+    }
+    // Shrink the first failure (deterministically) so the user gets the smallest story.
+    let shrunk = match (first, a.no_shrink) {
+        (Some(f), false) => Some(shrink_failure(reg, f, cfg.jobs, &a.out, a.json)?),
+        _ => None,
+    };
+    if let Some(path) = &a.junit {
         write_junit(
             reg,
             path,
             sc.name,
-            &summary,
+            summary,
             wall_s,
             shrunk.as_ref().map(|(p, _)| p),
             &unreached,
         )?;
     }
+    if let (false, Some(stopped), Some(cmd)) = (a.json, summary.stopped, &resume) {
+        let why = match stopped {
+            Stopped::Interrupt => "interrupted",
+            _ => "out of time",
+        };
+        println!(
+            "\n{why} after {} seed(s), {} failure(s) so far; resume: {cmd}",
+            summary.seeds_run,
+            summary.failures.len()
+        );
+    }
+    let ran = (summary.seeds_run > 0).then(|| {
+        json!({"first": cfg.seed_at(0), "last": cfg.seed_at(summary.seeds_run - 1),
+               "step": cfg.shard.map_or(1, |(_, n)| n)})
+    });
     println!(
         "{}",
         json!({
-            "scenario": sc.name, "bugs": bugs, "fixes": fixes,
+            "scenario": sc.name, "bugs": cfg.bugs, "fixes": cfg.fixes,
+            "from": cfg.from, "seeds": a.seeds.is_some().then_some(cfg.seeds),
             "seeds_run": summary.seeds_run,
+            "seeds_ran": ran,
+            "stopped": summary.stopped,
+            "resume_command": resume,
             "failures": summary.failures.len(),
             "failing_seeds": summary.failures.iter().map(|f| f.spec.seed).collect::<Vec<_>>(),
+            "failure_groups": groups_json(&groups),
             "first_failure": first.map(|f| { let v = f.outcome.violation.as_ref().unwrap(); json!({"seed": f.spec.seed, "invariant": v.invariant, "sim_time_ms": v.sim_time_ms}) }),
-            "wall_ms": wall_ms,
-            "seeds_per_sec": summary.seeds_run as f64 / wall_s,
-            "sim_speedup": summary.sim_time_ms as f64 / 1000.0 / wall_s,
+            "wall_ms": (wall_s * 1000.0) as u64,
+            "seeds_per_sec": rate(summary.seeds_run, wall_s),
+            "sim_speedup": rate(summary.sim_time_ms / 1000, wall_s),
             "failure_file": first.and_then(|f| f.file.as_ref().map(|p| p.display().to_string())),
             "shrunk_file": shrunk.as_ref().map(|(p, _)| p.display().to_string()),
             "shard": cfg.shard.map(|(k, n)| format!("{k}/{n}")),
@@ -110,9 +192,13 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<Exit
             "unreached_coverage": unreached,
         })
     );
-    Ok(Exit::failed_if(
-        !summary.failures.is_empty() || !unreached.is_empty(),
-    ))
+    Ok(if !summary.failures.is_empty() || !unreached.is_empty() {
+        Exit::Failed
+    } else if summary.stopped == Some(Stopped::Interrupt) {
+        Exit::Interrupted
+    } else {
+        Exit::Clean
+    })
 }
 
 /// Coverage points no seed reached, as failures of their own kind (after the summary).
@@ -125,28 +211,42 @@ fn print_unreached(unreached: &[&str], seeds: u64) {
     }
 }
 
-/// The progress bar, on a terminal and without `--json`.
-fn progress_bar(seeds: u64, json: bool) -> Option<indicatif::ProgressBar> {
-    (!json && std::io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(seeds);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} seeds [{elapsed_precise}] {wide_bar} {per_sec} eta {eta}",
+/// The progress bar, on a terminal and without `--json`: seeds done, the rate, and failures so
+/// far. `open`: a time-limited run with no seed count (no bar to fill, a spinner).
+fn progress_bar(cfg: &ExploreConfig, open: bool) -> Option<indicatif::ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let (b, template) = if open {
+            (
+                indicatif::ProgressBar::no_length(),
+                "{spinner} {pos} seeds [{elapsed_precise}] {rate} {msg}",
             )
-            .unwrap(),
+        } else {
+            (
+                indicatif::ProgressBar::new(cfg.len()),
+                "{spinner} {pos}/{len} seeds [{elapsed_precise}] {wide_bar} {rate} {msg} eta {eta}",
+            )
+        };
+        b.set_style(
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap()
+                .with_key(
+                    "rate",
+                    |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0}/s", s.per_sec());
+                    },
+                ),
         );
         b
     })
 }
 
-/// What an exploration saw, for people: speed, coverage, and each failure with the command that
-/// replays it.
-fn print_summary(reg: &Registry, scenario: &str, from: u64, summary: &ExploreSummary, wall_s: f64) {
+/// What an exploration saw, for people: speed and coverage.
+fn print_summary(cfg: &ExploreConfig, summary: &ExploreSummary, wall_s: f64) {
     println!(
         "{}: {} seeds from {} in {:.2} s ({:.0} seeds/s, {:.0}x real time), {} failure(s)",
-        scenario,
+        cfg.scenario.name,
         summary.seeds_run,
-        from,
+        cfg.from,
         wall_s,
         summary.seeds_run as f64 / wall_s,
         summary.sim_time_ms as f64 / 1000.0 / wall_s,
@@ -156,7 +256,13 @@ fn print_summary(reg: &Registry, scenario: &str, from: u64, summary: &ExploreSum
     for (p, n) in &summary.coverage {
         println!("  {:<34} {} seeds", p, n);
     }
-    for f in &summary.failures {
+}
+
+/// One block per failure signature: its first seed's options and violation with the command
+/// that replays it, then how many seeds fail the same way.
+fn print_groups(reg: &Registry, groups: &[Group]) {
+    for g in groups {
+        let f = g.failures[0];
         let cmd = match &f.file {
             Some(p) => format!("{} replay {}", reg.command(), p.display()),
             None => f.spec.command(),
@@ -170,10 +276,13 @@ fn print_summary(reg: &Registry, scenario: &str, from: u64, summary: &ExploreSum
             f.spec.seed,
             &cmd,
         );
+        if g.failures.len() > 1 {
+            println!("{}", group_line(g));
+        }
     }
 }
 
-/// Shrinks failure `f` into `<out>/<scenario>-<seed>-shrunk.json` and, without `--json`, tells
+/// Shrinks failure `f` into `<out>/<scenario>-<seed>.shrunk.json` (the name `shrink` gives too) and, without `--json`, tells
 /// its smaller story: the file written and how many faults it keeps.
 fn shrink_failure(
     reg: &Registry,
@@ -182,10 +291,7 @@ fn shrink_failure(
     out: &std::path::Path,
     json: bool,
 ) -> Result<(PathBuf, usize), BadInput> {
-    let path = out.join(format!(
-        "{}-{}-shrunk.json",
-        f.spec.scenario.name, f.spec.seed
-    ));
+    let path = shrunk_file_name(&out.join(failure_file_name(f.spec.scenario.name, f.spec.seed)));
     let s = shrink_to_file(&f.spec, &f.outcome, jobs, &path)?;
     if !json {
         println!();
@@ -217,8 +323,8 @@ pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<Exit, BadI
     } = a;
     let replay = ReplayFile::load(&file)?;
     let spec = replay.spec(reg)?;
-    let out = out.unwrap_or_else(|| shrunk_path(&file));
-    check_writable(Some(&out))?;
+    let out = out.unwrap_or_else(|| shrunk_file_name(&file));
+    prepare_opt(Some(&out), "shrunk file")?;
     let outcome = run_spec(spec.clone());
     if outcome.violation.as_ref().map(|v| v.invariant.as_str())
         != Some(replay.violation.invariant.as_str())
@@ -255,14 +361,6 @@ pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<Exit, BadI
         json!({"invariant": replay.violation.invariant, "before_faults": shrunk.before_faults, "after_faults": shrunk.after_faults, "file": out.display().to_string()})
     );
     Ok(Exit::Failed)
-}
-
-pub(super) fn shrunk_path(file: &std::path::Path) -> PathBuf {
-    let stem = file
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("failure");
-    file.with_file_name(format!("{stem}.shrunk.json"))
 }
 
 pub(super) fn shrink_to_file(

@@ -36,8 +36,15 @@ pub(super) fn merge(reg: &Registry, files: &[PathBuf]) -> Result<Exit, BadInput>
                 f.display()
             )));
         }
-        parts.push(v);
+        parts.push((f, v));
     }
+    let set = ShardSet::check(&parts)?;
+    let parts: Vec<serde_json::Value> = parts
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !set.dropped.contains(i))
+        .map(|(_, (_, v))| v)
+        .collect();
     let scenario = parts[0]["scenario"].clone();
     if parts.iter().any(|p| {
         p["scenario"] != scenario
@@ -88,10 +95,97 @@ pub(super) fn merge(reg: &Registry, files: &[PathBuf]) -> Result<Exit, BadInput>
             "wall_ms": wall_ms, "seeds_per_sec": seeds_per_sec, "sim_speedup": sim_speedup,
             "failure_file": first.map(|p| p["failure_file"].clone()),
             "shards": parts.len(),
+            "missing_shards": set.missing, "duplicate_shards": set.duplicates,
             "coverage": coverage, "unreached_coverage": unreached,
         })
     );
-    Ok(Exit::failed_if(failures > 0 || !unreached.is_empty()))
+    for line in set.problems() {
+        eprintln!("faultline: {line}");
+    }
+    Ok(Exit::failed_if(
+        failures > 0 || !unreached.is_empty() || !set.complete(),
+    ))
+}
+
+/// Which shards the merged files are (each explore `--json` line records `"shard": "K/N"`): the
+/// shards missing from `1..=N`, and the files that repeat a shard already given (merged once).
+struct ShardSet {
+    /// Shards of `1..=N` no file holds, as `K/N`.
+    missing: Vec<String>,
+    /// Shards given more than once, as `K/N` (once per extra file).
+    duplicates: Vec<String>,
+    /// Indices of the files left out of the sums: the repeats.
+    dropped: Vec<usize>,
+}
+
+impl ShardSet {
+    fn check(parts: &[(&PathBuf, serde_json::Value)]) -> Result<ShardSet, BadInput> {
+        let mut set = ShardSet {
+            missing: Vec::new(),
+            duplicates: Vec::new(),
+            dropped: Vec::new(),
+        };
+        let shards: Vec<Option<(u64, u64)>> = parts
+            .iter()
+            .map(|(f, v)| match v["shard"].as_str() {
+                None => Ok(None),
+                Some(s) => super::shard::parse_shard(s)
+                    .map(Some)
+                    .map_err(|e| BadInput(format!("{}: {e}", f.display()))),
+            })
+            .collect::<Result<_, _>>()?;
+        if shards.iter().all(Option::is_none) {
+            return Ok(set);
+        }
+        let Some(n) = shards.iter().flatten().map(|(_, n)| *n).next() else {
+            return Ok(set);
+        };
+        if let Some(((f, _), _)) = parts
+            .iter()
+            .zip(&shards)
+            .find(|(_, s)| s.is_none_or(|(_, m)| m != n))
+        {
+            return Err(BadInput(format!(
+                "{} is not one of {n} shards: merge the outputs of one `explore --shard K/{n}` \
+                 each",
+                f.display()
+            )));
+        }
+        let mut seen = vec![false; n as usize + 1];
+        for (i, (k, _)) in shards.iter().flatten().enumerate() {
+            if std::mem::replace(&mut seen[*k as usize], true) {
+                set.duplicates.push(format!("{k}/{n}"));
+                set.dropped.push(i);
+            }
+        }
+        set.missing = (1..=n)
+            .filter(|k| !seen[*k as usize])
+            .map(|k| format!("{k}/{n}"))
+            .collect();
+        Ok(set)
+    }
+
+    fn complete(&self) -> bool {
+        self.missing.is_empty() && self.duplicates.is_empty()
+    }
+
+    /// One line for each problem, naming the shards.
+    fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.missing.is_empty() {
+            out.push(format!(
+                "incomplete merge: shard(s) {} missing; their seeds were not run",
+                self.missing.join(", ")
+            ));
+        }
+        if !self.duplicates.is_empty() {
+            out.push(format!(
+                "shard(s) {} given more than once; each counted once",
+                self.duplicates.join(", ")
+            ));
+        }
+        out
+    }
 }
 
 /// Each coverage point's seeds summed over the shards, and those none reached once the shards ran

@@ -13,11 +13,13 @@ mod explore;
 mod junit;
 mod list;
 mod merge;
+mod output;
 pub use exit::Exit;
 mod report;
 mod run;
 mod scale;
 mod shard;
+mod steer;
 
 use crate::explore::{parse_seed, BadInput};
 use crate::system::Registry;
@@ -62,14 +64,9 @@ pub fn main(reg: &'static Registry) -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("bad usage");
             eprintln!(
                 "faultline: {} (see --help)",
-                first.trim_start_matches("error: ")
+                one_line(&e.render().to_string())
             );
             return ExitCode::from(Exit::BadInput.code());
         }
@@ -80,6 +77,22 @@ pub fn main(reg: &'static Registry) -> ExitCode {
             eprintln!("faultline: {msg}");
             ExitCode::from(Exit::BadInput.code())
         }
+    }
+}
+
+/// clap's error as one line: its message with the indented lines under it (a missing argument's
+/// names, like `--seed <SEED>`, come on the lines after "the following required arguments were
+/// not provided:"), up to the usage and tips.
+fn one_line(text: &str) -> String {
+    let words: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+        .collect();
+    match words.join(" ") {
+        s if s.is_empty() => "bad usage".into(),
+        s => s.trim_start_matches("error: ").to_string(),
     }
 }
 

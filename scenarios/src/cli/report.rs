@@ -2,6 +2,7 @@
 
 use super::args::*;
 use super::exit::Exit;
+use super::output::prepare_dir;
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
 use crate::explore::{parse_seed, run_spec, write_atomic, ReplayFile};
@@ -141,24 +142,50 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<Exit, BadI
         out,
         json,
     } = a;
-    let default_dir = |name: &str| PathBuf::from("target/faultline-reports").join(name);
+    // One folder per report: reports of different seeds do not overwrite each other.
+    let default_dir = |name: &str, what: String| {
+        PathBuf::from("target/faultline-reports")
+            .join(name)
+            .join(what)
+    };
     let (dir, files, label) = if let Some(file) = replay {
+        if seed.is_some() || seeds.is_some() || !bugs.is_empty() || !fixes.is_empty() {
+            return Err(BadInput(
+                "--replay FILE reports the file's own run: no --seed, --seeds, --bug or --fix"
+                    .into(),
+            ));
+        }
         let r = ReplayFile::load(&file)?;
         let spec = r.spec(reg)?;
+        if let Some(name) = &scenario {
+            let sc = reg.scenario(name)?;
+            if sc.name != spec.scenario.name {
+                return Err(BadInput(format!(
+                    "{} is a failure of {}, not of {}",
+                    file.display(),
+                    spec.scenario.name,
+                    sc.name
+                )));
+            }
+        }
+        let dir =
+            out.unwrap_or_else(|| default_dir(spec.scenario.name, format!("seed-{}", spec.seed)));
+        prepare_dir(&dir, "report folder")?;
         let rep = report_of(
             &spec,
             format!("{} replay {}", reg.command(), file.display()),
         );
-        let dir = out.unwrap_or_else(|| default_dir(spec.scenario.name));
         (dir, report_files(&rep), format!("seed {}", spec.seed))
     } else {
         let name = scenario.ok_or_else(|| BadInput("give a scenario, or --replay FILE".into()))?;
         let sc = reg.scenario(&name)?;
         let fixes = check_switches(reg, sc, &bugs, &fixes)?;
-        let dir = out.unwrap_or_else(|| default_dir(sc.name));
         match (seed, seeds) {
             (Some(seed), None) => {
                 let spec = RunSpec::from_seed(sc, parse_seed(&seed)?, &bugs, &fixes);
+                let dir =
+                    out.unwrap_or_else(|| default_dir(sc.name, format!("seed-{}", spec.seed)));
+                prepare_dir(&dir, "report folder")?;
                 let rep = report_of(&spec, spec.command());
                 (dir, report_files(&rep), format!("seed {}", spec.seed))
             }
@@ -170,6 +197,8 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<Exit, BadI
                         "seed range {from}..+{n} overflows 64 bits"
                     )));
                 }
+                let dir = out.unwrap_or_else(|| default_dir(sc.name, format!("seeds-{from}-{n}")));
+                prepare_dir(&dir, "report folder")?;
                 let files = seeds_report(sc, from, n, &bugs, &fixes);
                 (dir, files, format!("{n} seeds"))
             }

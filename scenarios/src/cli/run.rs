@@ -3,9 +3,10 @@
 use super::args::*;
 use super::count;
 use super::exit::Exit;
+use super::output::prepare_opt;
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
-use crate::explore::{hashes, parse_seed, run_spec, write_atomic, ReplayFile};
+use crate::explore::{hashes, parse_seed, run_spec, write_atomic, ReplayFile, ScheduleFile};
 use crate::system::Registry;
 use crate::RunSpec;
 use serde_json::json;
@@ -18,20 +19,50 @@ pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<Exit, BadInput> 
     let RunArgs {
         scenario,
         seed,
+        schedule,
         switches: SwitchArgs { bugs, fixes },
         trace,
         json,
     } = a;
-    let sc = reg.scenario(&scenario)?;
-    let seed = parse_seed(&seed)?;
-    let fixes = check_switches(reg, sc, &bugs, &fixes)?;
-    let mut spec = RunSpec::from_seed(sc, seed, &bugs, &fixes);
+    let (mut spec, cmd) = match (&schedule, seed) {
+        (Some(file), _) => {
+            let f = ScheduleFile::load(file)?;
+            if let Some(name) = &scenario {
+                let sc = reg.scenario(name)?;
+                if sc.name != f.scenario {
+                    return Err(BadInput(format!(
+                        "{} is a schedule of {}, not of {}",
+                        file.display(),
+                        f.scenario,
+                        sc.name
+                    )));
+                }
+            }
+            let spec = f.spec(reg, &bugs, &fixes)?;
+            let mut cmd = format!("{} run --schedule {}", reg.command(), file.display());
+            for b in &bugs {
+                cmd += &format!(" --bug {b}");
+            }
+            for x in &fixes {
+                cmd += &format!(" --fix {x}");
+            }
+            (spec, cmd)
+        }
+        (None, seed) => {
+            let name = scenario.ok_or_else(|| BadInput("give a scenario".into()))?;
+            let sc = reg.scenario(&name)?;
+            let seed = parse_seed(&seed.ok_or_else(|| BadInput("give --seed".into()))?)?;
+            let fixes = check_switches(reg, sc, &bugs, &fixes)?;
+            let spec = RunSpec::from_seed(sc, seed, &bugs, &fixes);
+            let cmd = spec.command();
+            (spec, cmd)
+        }
+    };
     spec.keep_trace = trace.is_some();
-    check_writable(trace.as_ref())?;
+    prepare_opt(trace.as_deref(), "trace file")?;
     if !json {
         print_spec(&spec);
     }
-    let cmd = spec.command();
     let t0 = Instant::now();
     let outcome = run_spec(spec.clone());
     let wall_ms = t0.elapsed().as_millis() as u64;
@@ -40,18 +71,79 @@ pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<Exit, BadInput> 
     Ok(Exit::failed_if(outcome.violation.is_some()))
 }
 
+/// `faultline replay FILE --fix X`: the failure re-run with fixes on; says whether its violation
+/// is gone. Exit 0 if the run passes, 1 if anything is still violated.
+fn replay_with_fixes(
+    reg: &'static Registry,
+    file: &std::path::Path,
+    replay: &ReplayFile,
+    extra: &[String],
+    json: bool,
+) -> Result<Exit, BadInput> {
+    let mut spec = replay.spec(reg)?;
+    for f in check_switches(reg, spec.scenario, &[], extra)? {
+        if !spec.fixes.contains(&f) {
+            spec.fixes.push(f);
+        }
+    }
+    if !json {
+        print_spec(&spec);
+    }
+    let t0 = Instant::now();
+    let outcome = run_spec(spec.clone());
+    let wall_ms = t0.elapsed().as_millis() as u64;
+    let was = &replay.violation.invariant;
+    let gone = outcome
+        .violation
+        .as_ref()
+        .is_none_or(|v| &v.invariant != was);
+    let mut cmd = format!("{} replay {}", reg.command(), file.display());
+    for x in extra {
+        cmd += &format!(" --fix {x}");
+    }
+    let line = format!(
+        "with --fix {}: {}",
+        extra.join(" --fix "),
+        match (&outcome.violation, gone) {
+            (None, _) => format!("the violation of {was} is gone, and the run passes"),
+            (Some(v), true) => format!(
+                "the violation of {was} is gone, but the run violates {}",
+                v.invariant
+            ),
+            (Some(_), false) => format!("{was} is still violated"),
+        }
+    );
+    let note = Note {
+        line,
+        field: "violation_gone",
+        value: gone,
+    };
+    report_run(reg, &spec, &outcome, wall_ms, json, &cmd, Some(note));
+    Ok(Exit::failed_if(outcome.violation.is_some()))
+}
+
 /// `faultline replay`.
 pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<Exit, BadInput> {
     let ReplayArgs {
         file,
+        fixes,
         trace,
         junit,
         json,
     } = a;
     let replay = ReplayFile::load(&file)?;
+    if !fixes.is_empty() {
+        if trace.is_some() || junit.is_some() {
+            return Err(BadInput(
+                "replay --fix checks a fix; --trace and --junit go with a plain replay".into(),
+            ));
+        }
+        return replay_with_fixes(reg, &file, &replay, &fixes, json);
+    }
     let mut spec = replay.spec(reg)?;
     spec.keep_trace = trace.is_some();
-    check_writable(trace.as_ref())?;
+    prepare_opt(trace.as_deref(), "trace file")?;
+    prepare_opt(junit.as_deref(), "--junit file")?;
     if !json {
         print_spec(&spec);
     }
@@ -63,7 +155,16 @@ pub(super) fn replay(reg: &'static Registry, a: ReplayArgs) -> Result<Exit, BadI
         v.invariant == replay.violation.invariant && v.event_index == replay.violation.event_index
     }) && outcome.trace_hash == replay.trace_hash;
     let cmd = format!("{} replay {}", reg.command(), file.display());
-    report_run(reg, &spec, &outcome, wall_ms, json, &cmd, Some(same));
+    let line = match same {
+        true => "reproduced: same invariant, event index and trace hash",
+        false => "NOT reproduced",
+    };
+    let note = Note {
+        line: line.into(),
+        field: "reproduced",
+        value: same,
+    };
+    report_run(reg, &spec, &outcome, wall_ms, json, &cmd, Some(note));
     if let Some(path) = &junit {
         let case = match outcome.violation {
             Some(_) => super::junit::failing_case(&spec, &outcome, &cmd),
@@ -134,6 +235,7 @@ pub(super) fn check_determinism(
     let seeds = count(&seeds, "seed count")?;
     let from = parse_seed(&from)?;
     let fixes = check_switches(reg, sc, &bugs, &fixes)?;
+    prepare_opt(junit.as_deref(), "--junit file")?;
     let one = hashes(sc, from, seeds, &bugs, &fixes, 1);
     let many = hashes(sc, from, seeds, &bugs, &fixes, cores().max(2));
     let mismatches: Vec<u64> = (0..seeds)
@@ -187,17 +289,6 @@ pub(super) fn check_determinism(
     } else {
         Exit::Nondeterminism
     })
-}
-
-pub(super) fn check_writable(path: Option<&PathBuf>) -> Result<(), BadInput> {
-    if let Some(p) = path {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-            .map_err(|e| BadInput(format!("cannot write trace file {}: {e}", p.display())))?;
-    }
-    Ok(())
 }
 
 pub(super) fn write_trace(path: Option<&PathBuf>, outcome: &Outcome) -> Result<(), BadInput> {
@@ -264,6 +355,8 @@ pub(super) fn print_violation(
     println!("  replay: {replay}");
 }
 
+/// A run's result: for people (without `--json`) the violation or PASS, its figures and `note`'s
+/// line; then the JSON line, with `note`'s field.
 pub(super) fn report_run(
     reg: &Registry,
     spec: &RunSpec,
@@ -271,7 +364,7 @@ pub(super) fn report_run(
     wall_ms: u64,
     json: bool,
     replay: &str,
-    reproduced: Option<bool>,
+    note: Option<Note>,
 ) {
     if !json {
         match &o.violation {
@@ -285,15 +378,8 @@ pub(super) fn report_run(
             wall_ms,
             o.trace_hash
         );
-        if let Some(r) = reproduced {
-            println!(
-                "{}",
-                if r {
-                    "reproduced: same invariant, event index and trace hash"
-                } else {
-                    "NOT reproduced"
-                }
-            );
+        if let Some(n) = &note {
+            println!("{}", n.line);
         }
     }
     let mut j = json!({
@@ -303,8 +389,15 @@ pub(super) fn report_run(
         "finding": o.violation.as_ref().and_then(|v| reg.finding_for(spec.scenario.name, v)).map(|f| f.id),
         "events": o.events, "sim_time_ms": o.sim_time_ms, "wall_ms": wall_ms, "trace_hash": o.trace_hash,
     });
-    if let Some(r) = reproduced {
-        j["reproduced"] = json!(r);
+    if let Some(n) = note {
+        j[n.field] = json!(n.value);
     }
     println!("{j}");
+}
+
+/// A verdict a command adds to a run's result: a line for people, a boolean JSON field.
+pub(super) struct Note {
+    pub line: String,
+    pub field: &'static str,
+    pub value: bool,
 }
