@@ -190,18 +190,18 @@ impl FaultChoice {
             ),
             DeathAgentStatusWatcher | DeathEndpointStatusWatcher => ChoiceFacts::hypothetical(
                 &[&k::TASK_DEATH],
-                "`watch_status_updates` (mech_calico.py 678-728) has nothing in its loop body \
-                 that raises or returns, and `@logging_exceptions` would log a death",
+                "`watch_status_updates` (mech_calico.py 677-728) has nothing in its loop body \
+                 that raises or returns, and its `@logging_exceptions` would log a death",
             ),
             DeathCompaction => ChoiceFacts::hypothetical(
                 &[&k::TASK_DEATH],
-                "`do_periodic_compaction` (mech_calico.py 1324) catches and logs every exception \
-                 of its check and loops on",
+                "`do_periodic_compaction` (mech_calico.py 1324-1345) catches and logs every \
+                 exception of its check and loops on",
             ),
             DeathElector => ChoiceFacts::hypothetical(
                 &[&k::TASK_DEATH],
-                "the elector (election.py `_run`) steps down and exits the process on an \
-                 unexpected exception; nothing ends it silently",
+                "the elector's `_run` (election.py 116-151) logs any unexpected exception, \
+                 steps down and exits the process (`sys.exit(1)`); nothing ends it silently",
             ),
             DeathAny => ChoiceFacts::hypothetical(
                 &[&k::TASK_DEATH],

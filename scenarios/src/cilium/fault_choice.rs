@@ -143,8 +143,10 @@ impl FaultChoice {
             CloudSlow => ChoiceFacts::real(&[&k::SERVICE_SLOW], &[]),
             DeathMaintenance | DeathStatusWriter => ChoiceFacts::hypothetical(
                 &[&k::TASK_DEATH],
-                "no upstream path ends this goroutine while its process lives (a Go panic ends \
-                 the whole process, which `*-crash` models)",
+                "both run as triggers or controllers (the agent's `refreshTrigger`, the \
+                 operator's pool maintainer and `ipam-node-interval-refresh` controller), which \
+                 retry on error; nothing ends them while the process lives, and a Go panic ends \
+                 the whole process (`*-crash`)",
             ),
             Drift => ChoiceFacts::real(&[&k::DRIFT], &[]),
             NodeApiCut | OperatorApiCut | OperatorCloudCut => {
