@@ -120,6 +120,10 @@ pub struct ReplayFile {
     pub events: u64,
     /// The run's trace hash, which a replay must reproduce.
     pub trace_hash: String,
+    /// The profile the seed drew its faults with (files written before profiles existed have
+    /// none: adversarial).
+    #[serde(default)]
+    pub profile: crate::faults::Profile,
 }
 
 impl ReplayFile {
@@ -137,6 +141,7 @@ impl ReplayFile {
             violation: outcome.violation.clone()?,
             events: outcome.events,
             trace_hash: outcome.trace_hash.clone(),
+            profile: spec.profile,
         })
     }
 
@@ -191,6 +196,7 @@ impl ReplayFile {
             &self.fixes,
             Some(&self.options),
             &self.schedule,
+            self.profile,
         )
     }
 
@@ -215,10 +221,11 @@ fn spec_of(
     fixes: &[String],
     options: Option<&serde_json::Value>,
     schedule: &Schedule,
+    profile: crate::faults::Profile,
 ) -> Result<RunSpec, BadInput> {
     let sc = reg.scenario(scenario)?;
     let fixes = check_switches(reg, sc, bugs, fixes)?;
-    let mut spec = RunSpec::from_seed(sc, seed, bugs, &fixes);
+    let mut spec = RunSpec::from_seed_in(sc, seed, bugs, &fixes, profile);
     if let Some(o) = options {
         spec.options = sc.options_from_json(o.clone()).map_err(|e| {
             BadInput(format!(
@@ -254,6 +261,9 @@ pub struct ScheduleFile {
     pub options: Option<serde_json::Value>,
     /// The fault schedule.
     pub schedule: Schedule,
+    /// The profile the options are drawn with when the file gives none (default: adversarial).
+    #[serde(default)]
+    pub profile: crate::faults::Profile,
 }
 
 impl ScheduleFile {
@@ -303,6 +313,7 @@ impl ScheduleFile {
             &f,
             self.options.as_ref(),
             &self.schedule,
+            self.profile,
         )
     }
 }
@@ -339,6 +350,8 @@ pub struct ExploreConfig {
     /// Explore only shard `k` of `n` (1-based): the seeds whose offset from `from` is `k-1` modulo
     /// `n`, so `n` machines cover the range with disjoint seeds.
     pub shard: Option<(u64, u64)>,
+    /// The profile seeds draw their faults with.
+    pub profile: crate::faults::Profile,
 }
 
 /// A failure found by an exploration.
@@ -496,7 +509,13 @@ pub fn explore_until(
         cfg.jobs,
         halt,
         move |i| {
-            let spec = RunSpec::from_seed(c1.scenario, c1.seed_at(i as u64), &c1.bugs, &c1.fixes);
+            let spec = RunSpec::from_seed_in(
+                c1.scenario,
+                c1.seed_at(i as u64),
+                &c1.bugs,
+                &c1.fixes,
+                c1.profile,
+            );
             let outcome = spec.run();
             (spec, outcome)
         },
@@ -506,7 +525,13 @@ pub fn explore_until(
             let (spec, outcome) = match result {
                 Ok(r) => r,
                 Err(msg) => (
-                    RunSpec::from_seed(c2.scenario, c2.seed_at(i as u64), &c2.bugs, &c2.fixes),
+                    RunSpec::from_seed_in(
+                        c2.scenario,
+                        c2.seed_at(i as u64),
+                        &c2.bugs,
+                        &c2.fixes,
+                        c2.profile,
+                    ),
                     crash_outcome(msg),
                 ),
             };

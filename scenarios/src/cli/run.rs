@@ -21,9 +21,11 @@ pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<Exit, BadInput> 
         seed,
         schedule,
         switches: SwitchArgs { bugs, fixes },
+        profile,
         trace,
         json,
     } = a;
+    let profile = crate::faults::Profile::parse(&profile.profile)?;
     let (mut spec, cmd) = match (&schedule, seed) {
         (Some(file), _) => {
             let f = ScheduleFile::load(file)?;
@@ -53,7 +55,7 @@ pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<Exit, BadInput> 
             let sc = reg.scenario(&name)?;
             let seed = parse_seed(&seed.ok_or_else(|| BadInput("give --seed".into()))?)?;
             let fixes = check_switches(reg, sc, &bugs, &fixes)?;
-            let spec = RunSpec::from_seed(sc, seed, &bugs, &fixes);
+            let spec = RunSpec::from_seed_in(sc, seed, &bugs, &fixes, profile);
             let cmd = spec.command();
             (spec, cmd)
         }
@@ -313,7 +315,11 @@ pub(super) fn print_spec(spec: &RunSpec) {
 }
 
 pub(super) fn print_schedule(spec: &RunSpec) {
-    println!("faults ({}):", spec.schedule.len());
+    println!(
+        "faults ({}, {} profile):",
+        spec.schedule.len(),
+        spec.profile.name()
+    );
     for f in &spec.schedule {
         let dur = if f.dur_ms > 0 {
             format!("for {:.3} s", f.dur_ms as f64 / 1000.0)

@@ -95,6 +95,9 @@ impl Resume {
         for f in &self.fixes {
             c += &format!(" --fix {f}");
         }
+        if !cfg.profile.is_default() {
+            c += &format!(" --profile {}", cfg.profile.name());
+        }
         if let Some((k, n)) = cfg.shard {
             c += &format!(" --shard {k}/{n}");
         }
@@ -220,6 +223,7 @@ mod tests {
             keep_going: true,
             out_dir: None,
             shard,
+            profile: Default::default(),
         }
     }
 
