@@ -36,6 +36,13 @@ bench:
 docs:
     .ci/regen-docs
 
+# Check every upstream citation (file, lines, function, commit) in the sources and the findings
+# catalog against upstream git dirs fetched by hand (docs/citations.md); prints every mismatch.
+check-citations +upstream_dirs:
+    cargo build -q --bin faultline
+    ${CARGO_TARGET_DIR:-target}/debug/faultline findings --json > /tmp/faultline-findings.json
+    .ci/check-citations --findings-json /tmp/faultline-findings.json {{upstream_dirs}}
+
 # Mutation testing of a system's decision code with cargo-mutants (slow; `shard` samples, e.g.
 # "1/3"): results in mutants.out/<system>/, summarised in docs/mutation.md.
 mutants system="calico" shard="1/1":
