@@ -7,6 +7,8 @@ pub mod cilium;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod explore;
+pub mod finding_rates;
+pub mod finding_report;
 pub mod findings;
 pub mod invariant;
 pub mod metallb;
