@@ -42,6 +42,8 @@ pub struct RunInfo {
     pub schedule: Vec<Fault>,
     /// The command that replays it.
     pub replay: String,
+    /// The fault profile its seed drew with (`adversarial`, `realistic`).
+    pub profile: String,
     /// Length of the fault window (s).
     pub fault_window_s: f64,
     /// Each invariant of the system (a report of a violation headlines the violated one's
@@ -186,6 +188,8 @@ pub struct Report {
     pub bugs: Vec<String>,
     /// The fix switches the run had.
     pub fixes: Vec<String>,
+    /// The fault profile its seed drew with.
+    pub profile: String,
     /// The run's swarm options (as JSON).
     pub options: serde_json::Value,
     /// The fault schedule, in order.
@@ -303,6 +307,7 @@ pub fn build(info: &RunInfo, outcome: &Outcome, lens: &mut dyn ReportLens) -> Re
         seed: info.seed,
         bugs: info.bugs.clone(),
         fixes: info.fixes.clone(),
+        profile: info.profile.clone(),
         options: info.options.clone(),
         faults: info
             .schedule
@@ -394,6 +399,8 @@ pub struct Distribution {
     pub bugs: Vec<String>,
     /// The fix switches every seed ran with.
     pub fixes: Vec<String>,
+    /// The fault profile the seeds drew with (`adversarial` unless set).
+    pub profile: String,
     /// What the headline number measures.
     pub headline: String,
     /// One row per seed, by seed.
@@ -423,6 +430,7 @@ pub fn distribution(
         scenario: scenario.into(),
         bugs: bugs.to_vec(),
         fixes: fixes.to_vec(),
+        profile: "adversarial".into(),
         headline: headline.into(),
         median_s: q(0.5),
         p90_s: q(0.9),

@@ -83,6 +83,7 @@ pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u3
             keep_going: true,
             out_dir: None,
             shard: None,
+            profile: Default::default(),
         };
         let t0 = Instant::now();
         let s = explore(&cfg, |_| {}).expect("bench config is valid");

@@ -119,6 +119,10 @@ pub struct ReplayFile {
     pub events: u64,
     /// The run's trace hash, which a replay must reproduce.
     pub trace_hash: String,
+    /// The profile the seed drew its faults with (files written before profiles existed have
+    /// none: adversarial).
+    #[serde(default)]
+    pub profile: crate::faults::Profile,
 }
 
 impl ReplayFile {
@@ -136,6 +140,7 @@ impl ReplayFile {
             violation: outcome.violation.clone()?,
             events: outcome.events,
             trace_hash: outcome.trace_hash.clone(),
+            profile: spec.profile,
         })
     }
 
@@ -201,6 +206,7 @@ impl ReplayFile {
             schedule: self.schedule.clone(),
             keep_trace: false,
             fault_window_ms: None,
+            profile: self.profile,
         })
     }
 
@@ -247,6 +253,8 @@ pub struct ExploreConfig {
     /// Explore only shard `k` of `n` (1-based): the seeds whose offset from `from` is `k-1` modulo
     /// `n`, so `n` machines cover the range with disjoint seeds.
     pub shard: Option<(u64, u64)>,
+    /// The profile seeds draw their faults with.
+    pub profile: crate::faults::Profile,
 }
 
 /// A failure found by an exploration.
@@ -329,7 +337,13 @@ pub fn explore(
         cfg.jobs,
         stop.clone(),
         move |i| {
-            let spec = RunSpec::from_seed(c1.scenario, c1.from + o1[i], &c1.bugs, &c1.fixes);
+            let spec = RunSpec::from_seed_in(
+                c1.scenario,
+                c1.from + o1[i],
+                &c1.bugs,
+                &c1.fixes,
+                c1.profile,
+            );
             let outcome = spec.run();
             (spec, outcome)
         },
@@ -339,7 +353,13 @@ pub fn explore(
             let (spec, outcome) = match result {
                 Ok(r) => r,
                 Err(msg) => (
-                    RunSpec::from_seed(c2.scenario, c2.from + o2[i], &c2.bugs, &c2.fixes),
+                    RunSpec::from_seed_in(
+                        c2.scenario,
+                        c2.from + o2[i],
+                        &c2.bugs,
+                        &c2.fixes,
+                        c2.profile,
+                    ),
                     crash_outcome(msg),
                 ),
             };

@@ -8,6 +8,7 @@
 //! `scenarios/tests/finding_rates.rs` re-runs a sub-range and the recorded failing seeds.
 
 use crate::explore::{run_spec, BadInput};
+use crate::faults::Profile;
 use crate::findings::Finding;
 use crate::system::Registry;
 use crate::RunSpec;
@@ -43,7 +44,7 @@ pub struct Measurement {
     /// The switches on (the findings' `shown_with`; empty: the default model).
     pub with: Vec<String>,
     /// The fault profile.
-    pub profile: String,
+    pub profile: Profile,
     /// The first seed of the range.
     pub first_seed: u64,
     /// How many consecutive seeds were run.
@@ -76,7 +77,7 @@ pub fn recorded() -> &'static [Measurement] {
 #[derive(Clone, Debug, Serialize)]
 pub struct Rate {
     /// The fault profile.
-    pub profile: String,
+    pub profile: Profile,
     /// Seeds whose violation is this finding.
     pub failures: usize,
     /// Seeds run.
@@ -97,7 +98,7 @@ pub fn rates_of(f: &Finding) -> Vec<Rate> {
         .filter_map(|m| {
             let failures = m.failing.get(f.id)?.len();
             Some(Rate {
-                profile: m.profile.clone(),
+                profile: m.profile,
                 failures,
                 seeds: m.seeds,
                 first_seed: m.first_seed,
@@ -129,18 +130,17 @@ pub fn failing_seeds(
     reg: &'static Registry,
     scenario: &str,
     with: &[String],
-    profile: &str,
+    profile: Profile,
     seeds: impl Iterator<Item = u64>,
     findings: &[&'static Finding],
 ) -> Result<BTreeMap<String, Vec<u64>>, BadInput> {
-    check_profile(profile)?;
     let sc = reg.scenario(scenario)?;
     let mut failing: BTreeMap<String, Vec<u64>> = findings
         .iter()
         .map(|f| (f.id.to_string(), vec![]))
         .collect();
     for seed in seeds {
-        let out = run_spec(RunSpec::from_seed(sc, seed, &[], with));
+        let out = run_spec(RunSpec::from_seed_in(sc, seed, &[], with, profile));
         let Some(v) = out.violation else { continue };
         if let Some(f) = findings.iter().find(|f| f.signature.matches(&v)) {
             failing.entry(f.id.to_string()).or_default().push(seed);
@@ -153,7 +153,7 @@ pub fn failing_seeds(
 /// `profile`, recording `commit`.
 pub fn measure(
     reg: &'static Registry,
-    profile: &str,
+    profile: Profile,
     first_seed: u64,
     seeds: u64,
     commit: &str,
@@ -165,7 +165,7 @@ pub fn measure(
         out.push(Measurement {
             scenario,
             with,
-            profile: profile.to_string(),
+            profile,
             first_seed,
             seeds,
             commit: commit.to_string(),
@@ -186,7 +186,7 @@ pub fn markdown_of(f: &Finding) -> String {
         .map(|r| {
             format!(
                 "{} {} per 100,000 ({} of {} seeds from {}, at {})",
-                r.profile,
+                r.profile.name(),
                 r.per_100k,
                 r.failures,
                 r.seeds,

@@ -7,6 +7,7 @@ pub mod cilium;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod explore;
+pub mod faults;
 pub mod finding_rates;
 pub mod finding_report;
 pub mod findings;

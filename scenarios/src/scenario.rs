@@ -69,18 +69,38 @@ pub struct RunSpec {
     pub keep_trace: bool,
     /// Run a longer (or shorter) fault window than the scenario's (cost measurements).
     pub fault_window_ms: Option<u64>,
+    /// The profile the seed drew its faults with.
+    pub profile: crate::faults::Profile,
 }
 
 impl RunSpec {
-    /// The spec a seed draws.
+    /// The spec a seed draws (the adversarial profile).
     pub fn from_seed(
         scenario: &'static Scenario,
         seed: u64,
         bugs: &[String],
         fixes: &[String],
     ) -> RunSpec {
-        let (options, schedule) = scenario.draw(seed);
+        Self::from_seed_in(
+            scenario,
+            seed,
+            bugs,
+            fixes,
+            crate::faults::Profile::Adversarial,
+        )
+    }
+
+    /// The spec a seed draws under `profile`.
+    pub fn from_seed_in(
+        scenario: &'static Scenario,
+        seed: u64,
+        bugs: &[String],
+        fixes: &[String],
+        profile: crate::faults::Profile,
+    ) -> RunSpec {
+        let (options, schedule) = scenario.draw_in(seed, profile);
         RunSpec {
+            profile,
             scenario,
             seed,
             bugs: bugs.to_vec(),
@@ -119,9 +139,13 @@ impl RunSpec {
         self.scenario.run(self)
     }
 
-    /// The `faultline run` command line that reproduces this seed (with its switches).
+    /// The `faultline run` command line that reproduces this seed (with its switches and, unless
+    /// it is the default, its profile).
     pub fn command(&self) -> String {
         let mut c = format!("faultline run {} --seed {}", self.scenario.name, self.seed);
+        if !self.profile.is_default() {
+            c += &format!(" --profile {}", self.profile.name());
+        }
         for b in &self.bugs {
             c += &format!(" --bug {b}");
         }

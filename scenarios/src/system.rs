@@ -49,6 +49,20 @@ pub trait System: Send + Sync + 'static {
     }
     /// The options and fault schedule a seed draws (a function of the seed alone).
     fn draw(family: Self::Family, seed: u64) -> (Self::Options, Schedule);
+    /// The same under `profile` (a function of the seed and the profile). The adversarial profile
+    /// must be [`System::draw`]. By default a system has no fault catalog and draws the same under
+    /// both profiles.
+    fn draw_in(
+        family: Self::Family,
+        seed: u64,
+        _profile: crate::faults::Profile,
+    ) -> (Self::Options, Schedule) {
+        Self::draw(family, seed)
+    }
+    /// Its fault choices as `faultline faults` lists them (none by default).
+    fn faults() -> Vec<crate::faults::FaultRow> {
+        Vec::new()
+    }
     /// The names of the nodes a run with these options has (a fault schedule may name only these).
     fn node_names(options: &Self::Options) -> Vec<String>;
     /// Runs one spec on the current thread: builds the world, deploys the model, checks the
@@ -208,9 +222,14 @@ impl Debug for Scenario {
 }
 
 impl Scenario {
-    /// The options and fault schedule a seed draws.
+    /// The options and fault schedule a seed draws (the adversarial profile).
     pub fn draw(&self, seed: u64) -> (AnyOptions, Schedule) {
-        self.imp.draw(seed)
+        self.imp.draw(seed, crate::faults::Profile::Adversarial)
+    }
+
+    /// The options and fault schedule a seed draws under `profile`.
+    pub fn draw_in(&self, seed: u64, profile: crate::faults::Profile) -> (AnyOptions, Schedule) {
+        self.imp.draw(seed, profile)
     }
 
     /// Runs a spec of this scenario on the current thread. A violation names one of the
@@ -285,7 +304,7 @@ impl Scenario {
 }
 
 trait ScenarioImpl: Send + Sync {
-    fn draw(&self, seed: u64) -> (AnyOptions, Schedule);
+    fn draw(&self, seed: u64, profile: crate::faults::Profile) -> (AnyOptions, Schedule);
     fn run(&self, spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome;
     fn options_from_json(&self, v: serde_json::Value) -> Result<AnyOptions, String>;
     fn smaller_options(&self, o: &AnyOptions, schedule: &Schedule) -> Vec<AnyOptions>;
@@ -306,8 +325,11 @@ impl<S: System> Typed<S> {
 }
 
 impl<S: System> ScenarioImpl for Typed<S> {
-    fn draw(&self, seed: u64) -> (AnyOptions, Schedule) {
-        let (o, s) = S::draw(self.family, seed);
+    fn draw(&self, seed: u64, profile: crate::faults::Profile) -> (AnyOptions, Schedule) {
+        let (o, s) = match profile {
+            crate::faults::Profile::Adversarial => S::draw(self.family, seed),
+            p => S::draw_in(self.family, seed, p),
+        };
         (AnyOptions::new::<S>(o), s)
     }
     fn run(&self, spec: &RunSpec, coverage: &'static [&'static str]) -> Outcome {
@@ -350,6 +372,8 @@ pub struct SystemInfo {
     pub invariants: &'static [Invariant],
     /// Reads its events from a trace's JSON.
     pub decode_event: fn(&serde_json::Value) -> Option<sim::Event>,
+    /// Its fault choices' catalog rows.
+    pub faults: fn() -> Vec<crate::faults::FaultRow>,
 }
 
 /// The systems one command line serves, with their scenarios.
@@ -397,6 +421,7 @@ impl Registry {
             findings: S::findings(),
             invariants: S::invariants(),
             decode_event: S::decode_event,
+            faults: S::faults,
         });
         for d in S::scenarios() {
             self.scenarios.push(Scenario {

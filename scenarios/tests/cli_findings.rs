@@ -34,7 +34,12 @@ fn findings_json_has_preconditions_realism_and_rates() {
             "{realism}"
         );
         let rates = f["rates"].as_array().expect("rates");
-        assert!(rates.iter().any(|r| r["profile"] == "adversarial"), "{f}");
+        for profile in ["adversarial", "realistic"] {
+            assert!(
+                rates.iter().any(|r| r["profile"] == profile),
+                "{profile}: {f}"
+            );
+        }
         for r in rates {
             let (n, seeds) = (
                 r["failures"].as_u64().unwrap(),

@@ -23,6 +23,7 @@ pub fn sweep(
         keep_going,
         out_dir: None,
         shard: None,
+        profile: Default::default(),
     };
     explore(&cfg, |_| {}).expect("valid exploration")
 }

@@ -119,3 +119,15 @@ fn the_exit_status_table_is_the_clis() {
         .expect("docs/ci.md");
     assert_eq!(section(&doc, "exit"), scenarios::cli::exit::markdown());
 }
+
+/// docs/faults.md's catalog is the code's (`faultline faults --markdown`).
+#[test]
+fn the_fault_catalog_doc_is_generated_from_the_catalog() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/faults.md"))
+        .expect("docs/faults.md");
+    assert_eq!(
+        section(&doc, "faults"),
+        scenarios::faults::markdown(scenarios::builtin()),
+        "docs/faults.md is stale: run .ci/regen-docs"
+    );
+}

@@ -25,6 +25,7 @@ fn config(reg: &'static Registry, bugs: &[&str]) -> ExploreConfig {
         keep_going: false,
         out_dir: None,
         shard: None,
+        profile: Default::default(),
     }
 }
 

@@ -3,6 +3,7 @@
 //! scenarios/data/finding-rates.json and re-measured exactly here on a sample), and its
 //! upstream-ready report in docs/findings/ (generated, and fresh).
 
+use scenarios::faults::Profile;
 use scenarios::finding_rates::{failing_seeds, groups, recorded};
 use scenarios::finding_report;
 use scenarios::{builtin, run_spec};
@@ -27,18 +28,24 @@ fn every_active_finding_has_an_impact_preconditions_and_a_realism_class() {
     }
 }
 
-/// The recorded rates cover every active finding under the default profile, and re-measuring the
+/// The recorded rates cover every active finding under both profiles, and re-measuring the
 /// start of each recorded range, and a few of its recorded failing seeds, gives exactly the
 /// recorded failing seeds (determinism makes this exact, not statistical).
 #[test]
 fn recorded_rates_cover_every_active_finding_and_re_measure_exactly() {
     let reg = builtin();
-    for ((scenario, with), findings) in groups(reg) {
+    for (((scenario, with), findings), profile) in groups(reg)
+        .into_iter()
+        .flat_map(|g| [Profile::Adversarial, Profile::Realistic].map(|p| (g.clone(), p)))
+    {
         let m = recorded()
             .iter()
-            .find(|m| m.scenario == scenario && m.with == with && m.profile == "adversarial")
+            .find(|m| m.scenario == scenario && m.with == with && m.profile == profile)
             .unwrap_or_else(|| {
-                panic!("no recorded rates for {scenario} with {with:?}: run `just measure-rates`")
+                panic!(
+                    "no recorded {} rates for {scenario} with {with:?}: run `just measure-rates`",
+                    profile.name()
+                )
             });
         for f in &findings {
             assert!(
@@ -83,8 +90,9 @@ fn recorded_rates_cover_every_active_finding_and_re_measure_exactly() {
         }
         assert_eq!(
             now_sorted, expected_sorted,
-            "{scenario} with {with:?}: the re-measured sample differs from the recorded rates \
+            "{scenario} with {with:?} ({}): the re-measured sample differs from the recorded rates \
              (recorded at {}): run `just measure-rates`",
+            profile.name(),
             m.commit
         );
     }

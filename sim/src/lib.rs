@@ -12,6 +12,7 @@
 //! * [`short`]: inline short strings ordered as their text (IP addresses, interface names);
 //! * [`event`], [`fault`], [`monitor`]: the typed vocabulary shared with models, scenarios and reports.
 
+pub mod catalog;
 pub mod clock;
 pub mod cloud;
 pub mod etcd;

@@ -2,6 +2,7 @@
 //! draws its faults from it). Declared in the order of their names, so that sorting a set of them
 //! sorts by name, as the draws have always done (the findings' pinned seeds depend on it).
 
+use crate::faults::ChoiceFacts;
 use serde::{Deserialize, Serialize};
 
 /// One kind of fault a Calico scenario draws (what it hits is chosen when it is drawn).
@@ -118,6 +119,118 @@ impl FaultChoice {
             FaultChoice::Stall => "stall",
             FaultChoice::StallElector => "stall-elector",
             FaultChoice::WatchCut => "watch-cut",
+        }
+    }
+}
+
+/// Every Calico fault choice, in declaration order.
+pub const ALL: &[FaultChoice] = {
+    use FaultChoice::*;
+    &[
+        ComputeCrash,
+        ComputeIsolate,
+        ComputePause,
+        ComputeStep,
+        DbSlow,
+        DbUnavailable,
+        DeathAgentStatus,
+        DeathAgentStatusWatcher,
+        DeathAny,
+        DeathCompaction,
+        DeathElector,
+        DeathEndpointStatus,
+        DeathEndpointStatusWatcher,
+        DriftChange,
+        EtcdAmbiguous,
+        EtcdGarbled,
+        EtcdRestart,
+        EtcdSlow,
+        EtcdStep,
+        EtcdUnavailable,
+        Flapping,
+        GracefulRestart,
+        HostCrash,
+        HostStep,
+        Isolate,
+        Latency,
+        ManagerCrash,
+        Partition,
+        Pause,
+        Simplex,
+        Stall,
+        StallElector,
+        WatchCut,
+    ]
+};
+
+impl FaultChoice {
+    /// Its catalog entry: the kinds it draws, its causes, whether upstream code produces it
+    /// (networking-calico at projectcalico/calico 87c15906, folder networking-calico/networking_calico/).
+    pub fn facts(self) -> ChoiceFacts {
+        use sim::catalog as k;
+        use FaultChoice::*;
+        match self {
+            ComputeCrash | HostCrash => ChoiceFacts::real(&[&k::CRASH], &[]),
+            ComputeIsolate | Isolate => ChoiceFacts::real(&[&k::ISOLATE], &[]),
+            ComputePause | Pause => ChoiceFacts::real(&[&k::PAUSE], &[]),
+            ComputeStep | HostStep | EtcdStep => ChoiceFacts::real(&[&k::CLOCK_STEP], &[]),
+            DriftChange => ChoiceFacts::real(&[&k::DRIFT], &[]),
+            DbSlow => ChoiceFacts::real(
+                &[&k::SERVICE_SLOW],
+                &["the Neutron database (MySQL or Galera) on a slow disk or under lock contention"],
+            ),
+            DbUnavailable => ChoiceFacts::real(
+                &[&k::SERVICE_UNAVAILABLE],
+                &["a Galera failover or a MySQL restart under Neutron"],
+            ),
+            DeathAgentStatus | DeathEndpointStatus => ChoiceFacts::real(
+                &[&k::TASK_DEATH],
+                &["a timeout or etcd error of the status watcher's status or snapshot read ends \
+                   its greenlet (etcdutils.py `EtcdWatcher.start`, line 150)"],
+            ),
+            DeathAgentStatusWatcher | DeathEndpointStatusWatcher => ChoiceFacts::hypothetical(
+                &[&k::TASK_DEATH],
+                "`watch_status_updates` (mech_calico.py 677-728) has nothing in its loop body \
+                 that raises or returns, and its `@logging_exceptions` would log a death",
+            ),
+            DeathCompaction => ChoiceFacts::hypothetical(
+                &[&k::TASK_DEATH],
+                "`do_periodic_compaction` (mech_calico.py 1324-1345) catches and logs every \
+                 exception of its check and loops on",
+            ),
+            DeathElector => ChoiceFacts::hypothetical(
+                &[&k::TASK_DEATH],
+                "the elector's `_run` (election.py 116-151) logs any unexpected exception, \
+                 steps down and exits the process (`sys.exit(1)`); nothing ends it silently",
+            ),
+            DeathAny => ChoiceFacts::hypothetical(
+                &[&k::TASK_DEATH],
+                "draws any worker task, most of whose loops catch everything (the port writers, \
+                 mech_calico.py 846-852; compaction; the status loops)",
+            ),
+            EtcdAmbiguous => ChoiceFacts::real(&[&k::SERVICE_AMBIGUOUS], &[]),
+            EtcdGarbled => ChoiceFacts::real(
+                &[&k::SERVICE_GARBLED],
+                &["a proxy or load balancer in front of etcd's gateway answering with an error \
+                   page the client cannot decode"],
+            ),
+            EtcdRestart => ChoiceFacts::real(&[&k::CRASH], &["etcd killed and restarted (upgrade, OOM)"]),
+            EtcdSlow => ChoiceFacts::real(&[&k::SERVICE_SLOW], &[]),
+            EtcdUnavailable => ChoiceFacts::real(&[&k::SERVICE_UNAVAILABLE], &[]),
+            Flapping => ChoiceFacts::real(
+                &[&k::PARTITION],
+                &["a flapping link or switch port (repeated short cuts between a host and etcd)"],
+            ),
+            GracefulRestart => ChoiceFacts::real(&[&k::SERVICE_RESTART], &[]),
+            Latency => ChoiceFacts::real(&[&k::LATENCY], &[]),
+            ManagerCrash => ChoiceFacts::real(&[&k::PROCESS_CRASH], &[]),
+            Partition => ChoiceFacts::real(&[&k::PARTITION], &[]),
+            Simplex | WatchCut => ChoiceFacts::real(&[&k::SIMPLEX], &[]),
+            Stall | StallElector => ChoiceFacts::real(
+                &[&k::TASK_STALL],
+                &["a greenthread that does not yield to eventlet's hub (a blocking call, a long \
+                   CPU-bound loop) starves the others"],
+            ),
         }
     }
 }

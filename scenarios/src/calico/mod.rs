@@ -17,6 +17,7 @@ pub use system::Calico;
 mod ports;
 mod schedule;
 use crate::calico::fault_choice::FaultChoice;
+use crate::faults::Profile;
 use schedule::schedule;
 
 use crate::scenario::RunSpec;
@@ -140,8 +141,27 @@ fn pick_subset(
     on
 }
 
-/// Draws the options and the fault schedule of `family` for `seed`.
+/// Draws the options and the fault schedule of `family` for `seed` (the adversarial profile).
 pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
+    draw_in(family, seed, Profile::Adversarial)
+}
+
+/// The fault kinds a seed of `family` enables under `profile`: the realistic profile leaves out
+/// the hypothetical ones (and, when every subject kind is hypothetical, takes any kind left).
+fn pick_kinds(rng: &mut ChaCha8Rng, family: Family, profile: Profile) -> Vec<FaultChoice> {
+    if profile == Profile::Adversarial {
+        return pick_subset(rng, fault_kinds(family), subject_kinds(family));
+    }
+    let all = crate::faults::known_causes(fault_kinds(family), FaultChoice::facts);
+    let mut subject = crate::faults::known_causes(subject_kinds(family), FaultChoice::facts);
+    if subject.is_empty() {
+        subject = all.clone();
+    }
+    pick_subset(rng, &all, &subject)
+}
+
+/// Draws the options and the fault schedule of `family` for `seed` under `profile`.
+pub fn draw_in(family: Family, seed: u64, profile: Profile) -> (CalicoOptions, Schedule) {
     let mut rng = sim::rng::rng_for(seed, "calico-swarm");
     let hosts = rng.random_range(3..=5u32);
     let latency_min_us = rng.random_range(200..=2_000u64);
@@ -160,7 +180,7 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
     let drift_ppm = (0..n)
         .map(|_| rng.random_range(-drift_max..=drift_max))
         .collect();
-    let fault_kinds = pick_subset(&mut rng, fault_kinds(family), subject_kinds(family));
+    let fault_kinds = pick_kinds(&mut rng, family, profile);
     let fault_count = match family {
         Family::Swarm => rng.random_range(1..=16u32),
         _ => rng.random_range(1..=8u32),
@@ -215,7 +235,13 @@ pub fn draw(family: Family, seed: u64) -> (CalicoOptions, Schedule) {
         resync_interval_s,
         compaction_period_min,
     };
-    let schedule = schedule(&opts, &mut rng);
+    let mut schedule = schedule(&opts, &mut rng);
+    let mut opts = opts;
+    if profile == Profile::Realistic {
+        crate::faults::realize_schedule(&mut schedule, &mut rng);
+        crate::faults::realize_clocks(&mut opts.clock_offset_ms, &mut opts.drift_ppm, &mut rng);
+        crate::faults::realize_clocks(&mut opts.compute_offset_ms, &mut [], &mut rng);
+    }
     (opts, schedule)
 }
 

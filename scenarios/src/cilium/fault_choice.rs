@@ -2,6 +2,7 @@
 //! draws its faults from it). Declared in the order of their names, so that sorting a set of them
 //! sorts by name, as the draws have always done (the findings' pinned seeds depend on it).
 
+use crate::faults::ChoiceFacts;
 use serde::{Deserialize, Serialize};
 
 /// One kind of fault a Cilium scenario draws (what it hits is chosen when it is drawn).
@@ -83,6 +84,83 @@ impl FaultChoice {
             FaultChoice::OperatorStep => "operator-step",
             FaultChoice::StallMaintenance => "stall-maintenance",
             FaultChoice::StallStatusWriter => "stall-status-writer",
+        }
+    }
+}
+
+/// Every Cilium fault choice, in declaration order.
+pub const ALL: &[FaultChoice] = {
+    use FaultChoice::*;
+    &[
+        AgentCrash,
+        ApiDown,
+        ApiLatency,
+        ApiSlow,
+        CloudAmbiguous,
+        CloudDown,
+        CloudSlow,
+        DeathMaintenance,
+        DeathStatusWriter,
+        Drift,
+        NodeApiCut,
+        NodeIsolate,
+        NodeStep,
+        OperatorApiCut,
+        OperatorApiSlow,
+        OperatorClockRate,
+        OperatorCloudCut,
+        OperatorCrash,
+        OperatorPause,
+        OperatorRestart,
+        OperatorStep,
+        StallMaintenance,
+        StallStatusWriter,
+    ]
+};
+
+impl FaultChoice {
+    /// Its catalog entry: the kinds it draws, its causes, whether upstream code produces it.
+    pub fn facts(self) -> ChoiceFacts {
+        use sim::catalog as k;
+        use FaultChoice::*;
+        match self {
+            AgentCrash | OperatorCrash => ChoiceFacts::real(&[&k::PROCESS_CRASH], &[]),
+            ApiDown => ChoiceFacts::real(&[&k::SERVICE_UNAVAILABLE], &[]),
+            ApiLatency => ChoiceFacts::real(&[&k::LATENCY], &[]),
+            ApiSlow | OperatorApiSlow => ChoiceFacts::real(
+                &[&k::SERVICE_SLOW],
+                &["an API server slowed by a fail-slow etcd disk or by client-side throttling \
+                   (client-go's QPS limit)"],
+            ),
+            CloudAmbiguous => ChoiceFacts::real(
+                &[&k::SERVICE_AMBIGUOUS],
+                &["a cloud API call that times out at the client after the cloud applied it"],
+            ),
+            CloudDown => ChoiceFacts::real(
+                &[&k::SERVICE_UNAVAILABLE],
+                &["the cloud API throttling the account (RequestLimitExceeded) or a regional outage"],
+            ),
+            CloudSlow => ChoiceFacts::real(&[&k::SERVICE_SLOW], &[]),
+            DeathMaintenance | DeathStatusWriter => ChoiceFacts::hypothetical(
+                &[&k::TASK_DEATH],
+                "both run as triggers or controllers (the agent's `refreshTrigger`, the \
+                 operator's pool maintainer and `ipam-node-interval-refresh` controller), which \
+                 retry on error; nothing ends them while the process lives, and a Go panic ends \
+                 the whole process (`*-crash`)",
+            ),
+            Drift => ChoiceFacts::real(&[&k::DRIFT], &[]),
+            NodeApiCut | OperatorApiCut | OperatorCloudCut => {
+                ChoiceFacts::real(&[&k::PARTITION], &[])
+            }
+            NodeIsolate => ChoiceFacts::real(&[&k::ISOLATE], &[]),
+            NodeStep | OperatorStep => ChoiceFacts::real(&[&k::CLOCK_STEP], &[]),
+            OperatorClockRate => ChoiceFacts::real(&[&k::CLOCK_RATE], &[]),
+            OperatorPause => ChoiceFacts::real(&[&k::PAUSE], &[]),
+            OperatorRestart => ChoiceFacts::real(&[&k::SERVICE_RESTART], &[]),
+            StallMaintenance | StallStatusWriter => ChoiceFacts::real(
+                &[&k::TASK_STALL],
+                &["a call without a deadline blocking on a slow API server or cloud API"],
+            ),
         }
     }
 }

@@ -262,8 +262,19 @@ pub enum Family {
     Swarm,
 }
 
-/// Draws options and a fault schedule.
+/// Draws options and a fault schedule (the adversarial profile).
 pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
+    draw_in(family, seed, crate::faults::Profile::Adversarial)
+}
+
+/// Draws options and a fault schedule under `profile`: the realistic profile leaves the
+/// hypothetical fault kinds out and brings sizes and clocks to the catalog's realistic ones.
+pub fn draw_in(
+    family: Family,
+    seed: u64,
+    profile: crate::faults::Profile,
+) -> (CiliumOptions, Schedule) {
+    let realistic = profile == crate::faults::Profile::Realistic;
     let mut rng = sim::rng::rng_for(seed, "cilium-swarm");
     let nodes = rng.random_range(2..=4u32);
     let latency_min_us = rng.random_range(200..=2_000u64);
@@ -340,6 +351,13 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
             FaultChoice::ApiSlow,
         ],
     };
+    let known;
+    let kinds = if realistic {
+        known = crate::faults::known_causes(kinds, FaultChoice::facts);
+        &known[..]
+    } else {
+        kinds
+    };
     let fault_kinds = crate::scenario::draw_fault_kinds(&mut rng, kinds);
     let fault_count = rng.random_range(1..=if family == Family::Swarm { 14 } else { 8 });
     let o = CiliumOptions {
@@ -359,7 +377,12 @@ pub fn draw(family: Family, seed: u64) -> (CiliumOptions, Schedule) {
         fault_kinds,
         fault_count,
     };
-    let schedule = schedule(&o, &mut rng);
+    let mut schedule = schedule(&o, &mut rng);
+    let mut o = o;
+    if realistic {
+        crate::faults::realize_schedule(&mut schedule, &mut rng);
+        crate::faults::realize_clocks(&mut o.clock_offset_ms, &mut o.drift_ppm, &mut rng);
+    }
     (o, schedule)
 }
 

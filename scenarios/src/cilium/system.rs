@@ -65,6 +65,21 @@ impl System for Cilium {
         super::draw(family, seed)
     }
 
+    fn draw_in(
+        family: Family,
+        seed: u64,
+        profile: crate::faults::Profile,
+    ) -> (CiliumOptions, Schedule) {
+        super::draw_in(family, seed, profile)
+    }
+
+    fn faults() -> Vec<crate::faults::FaultRow> {
+        super::fault_choice::ALL
+            .iter()
+            .map(|c| crate::faults::choice_row(Self::NAME, c.name(), c.facts()))
+            .collect()
+    }
+
     fn node_names(o: &CiliumOptions) -> Vec<String> {
         o.node_names()
     }

@@ -24,6 +24,8 @@ pub(super) enum Cmd {
     Bugs(BugsArgs),
     /// List the invariants each system's monitor checks: name, kind, bound, meaning.
     Invariants(InvariantsArgs),
+    /// List the fault catalog: causes, realistic sizes, sources, hypothetical or not.
+    Faults(FaultsArgs),
     /// List the findings (violations of upstream logic), active and retired, with the upstream code
     /// that produces each.
     Findings(FindingsArgs),
@@ -76,6 +78,26 @@ pub struct SwitchArgs {
     pub fixes: Vec<String>,
 }
 
+/// `--profile`, shared by every command that draws runs from seeds.
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// How seeds draw their faults: `adversarial` (wide draws, the default) or `realistic`
+    /// (only faults with a known cause, at realistic sizes; see `faultline faults`).
+    #[arg(long, default_value = "adversarial")]
+    pub profile: String,
+}
+
+/// List the fault catalog: every fault kind and each system's fault choices, with causes,
+/// realistic sizes, sources and whether it is hypothetical.
+#[derive(Args, Debug)]
+pub struct FaultsArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// Print docs/faults.md's catalog section (generated from the catalog).
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+}
+
 /// List the scenarios, one a line.
 #[derive(Args, Debug)]
 pub struct ListArgs {
@@ -115,6 +137,8 @@ pub struct RunArgs {
     pub seed: String,
     #[command(flatten)]
     pub switches: SwitchArgs,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
     /// Write the JSON-lines trace to this file.
     #[arg(long)]
     pub trace: Option<PathBuf>,
@@ -134,6 +158,8 @@ pub struct ExploreArgs {
     pub from: String,
     #[command(flatten)]
     pub switches: SwitchArgs,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
     /// Worker threads (default: the number of cores).
     #[arg(long, value_parser = at_least_one)]
     pub jobs: Option<usize>,
@@ -239,6 +265,8 @@ pub struct ReportArgs {
     pub from: String,
     #[command(flatten)]
     pub switches: SwitchArgs,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
     /// Report the run of a replay file.
     #[arg(long)]
     pub replay: Option<PathBuf>,
@@ -259,6 +287,8 @@ pub struct MeasureArgs {
     /// Seed budget per start.
     #[arg(long, default_value = "1000")]
     pub seeds: String,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
     #[arg(long)]
     pub json: bool,
 }

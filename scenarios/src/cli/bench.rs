@@ -46,6 +46,7 @@ pub(super) fn measure(
     reg: &'static Registry,
     starts: u64,
     seeds: u64,
+    profile: crate::faults::Profile,
     json: bool,
 ) -> Result<Exit, BadInput> {
     let mut rows = Vec::new();
@@ -74,6 +75,7 @@ pub(super) fn measure(
                 keep_going: false,
                 out_dir: None,
                 shard: None,
+                profile,
             };
             let t0 = Instant::now();
             let s = explore(&cfg, |_| {})?;
@@ -94,7 +96,7 @@ pub(super) fn measure(
                 sw.name, sc.name, found, starts, ms, mw, mz
             );
         }
-        rows.push(json!({"bug": sw.name, "scenario": sc.name, "found": found, "starts": starts, "median_seeds": ms, "median_seconds": mw, "median_shrunk_faults": mz, "shrunk_at_most_5": small}));
+        rows.push(json!({"bug": sw.name, "scenario": sc.name, "found": found, "starts": starts, "median_seeds": ms, "median_seconds": mw, "median_shrunk_faults": mz, "shrunk_at_most_5": small, "profile": profile}));
     }
     println!("{}", json!({ "bugs": rows }));
     Ok(Exit::Clean)

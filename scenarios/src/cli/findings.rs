@@ -23,7 +23,7 @@ pub struct MoreFindingsArgs {
     /// With --measure-rates: the first seed.
     #[arg(long, default_value = "0", requires = "measure_rates")]
     pub first_seed: u64,
-    /// With --measure-rates: the fault profile.
+    /// With --measure-rates: the fault profile (adversarial or realistic).
     #[arg(long, default_value = "adversarial", requires = "measure_rates")]
     pub profile: String,
     /// With --measure-rates: the commit measured at, recorded with the rates.
@@ -55,7 +55,7 @@ pub(super) fn run(reg: &'static Registry, a: MoreFindingsArgs) -> Result<Exit, B
         print!("{}", crate::finding_report::markdown(reg, f));
         return Ok(Exit::Clean);
     }
-    let profile = finding_rates::check_profile(&a.profile)?;
+    let profile = crate::faults::Profile::parse(&a.profile)?;
     let commit = a.commit.ok_or_else(|| {
         BadInput("--measure-rates needs --commit (the commit measured at)".into())
     })?;
@@ -73,7 +73,7 @@ pub(super) fn run(reg: &'static Registry, a: MoreFindingsArgs) -> Result<Exit, B
         .collect();
     measurements.extend(new);
     measurements.sort_by(|a, b| {
-        (&a.scenario, &a.with, &a.profile).cmp(&(&b.scenario, &b.with, &b.profile))
+        (&a.scenario, &a.with, a.profile.name()).cmp(&(&b.scenario, &b.with, b.profile.name()))
     });
     let out = serde_json::to_string_pretty(&Recorded { measurements }).expect("serializable");
     println!("{out}");

@@ -80,6 +80,28 @@ pub(super) fn findings(reg: &'static Registry, a: FindingsArgs) -> Result<Exit, 
     Ok(Exit::Clean)
 }
 
+/// `faultline faults`.
+pub(super) fn faults(reg: &'static Registry, a: FaultsArgs) -> Result<Exit, BadInput> {
+    let rows = crate::faults::rows(reg);
+    if a.json {
+        println!("{}", json!({ "faults": rows }));
+    } else if a.markdown {
+        print!("{}", crate::faults::markdown(reg));
+    } else {
+        for r in &rows {
+            let mark = if r.hypothetical { "hypothetical" } else { "" };
+            println!(
+                "{:<8} {:<30} {:<13} {}",
+                r.system,
+                r.name,
+                mark,
+                r.realistic.join("; ")
+            );
+        }
+    }
+    Ok(Exit::Clean)
+}
+
 /// `faultline invariants`.
 pub(super) fn invariants(reg: &'static Registry, a: InvariantsArgs) -> Result<Exit, BadInput> {
     if a.markdown {

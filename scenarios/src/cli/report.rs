@@ -5,6 +5,7 @@ use super::exit::Exit;
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
 use crate::explore::{parse_seed, run_spec, write_atomic, ReplayFile};
+use crate::faults::Profile;
 use crate::system::{Registry, Scenario};
 use crate::RunSpec;
 use serde_json::json;
@@ -30,6 +31,7 @@ fn report_from(spec: &RunSpec, outcome: &sim::Outcome, replay: String) -> report
         options: serde_json::to_value(&spec.options).unwrap_or_default(),
         schedule: spec.schedule.clone(),
         replay,
+        profile: spec.profile.name().into(),
         fault_window_s: sc.fault_window_ms as f64 / 1000.0,
         invariants: sc
             .invariants
@@ -82,6 +84,7 @@ fn seeds_report(
     n: u64,
     bugs: &[String],
     fixes: &[String],
+    profile: Profile,
 ) -> Vec<(&'static str, String)> {
     let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let (r2, b2, f2) = (rows.clone(), bugs.to_vec(), fixes.to_vec());
@@ -90,7 +93,7 @@ fn seeds_report(
         cores(),
         std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
         move |i| {
-            let mut spec = RunSpec::from_seed(sc, from + i as u64, &b2, &f2);
+            let mut spec = RunSpec::from_seed_in(sc, from + i as u64, &b2, &f2, profile);
             spec.keep_trace = true;
             let outcome = spec.run();
             report_from(&spec, &outcome, spec.command())
@@ -120,7 +123,8 @@ fn seeds_report(
             violation: r.violation.as_ref().map(|v| v.invariant.clone()),
         })
         .collect();
-    let d = reports::distribution(sc.name, bugs, fixes, &headline, seed_rows);
+    let mut d = reports::distribution(sc.name, bugs, fixes, &headline, seed_rows);
+    d.profile = profile.name().into();
     let detail = reps.iter().find(|r| r.violation.is_some()).or(reps.first());
     vec![
         ("index.html", reports::distribution_html(&d, detail)),
@@ -137,10 +141,12 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<Exit, BadI
         seeds,
         from,
         switches: SwitchArgs { bugs, fixes },
+        profile,
         replay,
         out,
         json,
     } = a;
+    let profile = Profile::parse(&profile.profile)?;
     let default_dir = |name: &str| PathBuf::from("target/faultline-reports").join(name);
     let (dir, files, label) = if let Some(file) = replay {
         let r = ReplayFile::load(&file)?;
@@ -158,7 +164,7 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<Exit, BadI
         let dir = out.unwrap_or_else(|| default_dir(sc.name));
         match (seed, seeds) {
             (Some(seed), None) => {
-                let spec = RunSpec::from_seed(sc, parse_seed(&seed)?, &bugs, &fixes);
+                let spec = RunSpec::from_seed_in(sc, parse_seed(&seed)?, &bugs, &fixes, profile);
                 let rep = report_of(&spec, spec.command());
                 (dir, report_files(&rep), format!("seed {}", spec.seed))
             }
@@ -170,7 +176,7 @@ pub(super) fn report(reg: &'static Registry, a: ReportArgs) -> Result<Exit, BadI
                         "seed range {from}..+{n} overflows 64 bits"
                     )));
                 }
-                let files = seeds_report(sc, from, n, &bugs, &fixes);
+                let files = seeds_report(sc, from, n, &bugs, &fixes, profile);
                 (dir, files, format!("{n} seeds"))
             }
             _ => return Err(BadInput("give exactly one of --seed N or --seeds N".into())),

@@ -19,13 +19,15 @@ pub(super) fn run(reg: &'static Registry, a: RunArgs) -> Result<Exit, BadInput> 
         scenario,
         seed,
         switches: SwitchArgs { bugs, fixes },
+        profile,
         trace,
         json,
     } = a;
     let sc = reg.scenario(&scenario)?;
+    let profile = crate::faults::Profile::parse(&profile.profile)?;
     let seed = parse_seed(&seed)?;
     let fixes = check_switches(reg, sc, &bugs, &fixes)?;
-    let mut spec = RunSpec::from_seed(sc, seed, &bugs, &fixes);
+    let mut spec = RunSpec::from_seed_in(sc, seed, &bugs, &fixes, profile);
     spec.keep_trace = trace.is_some();
     check_writable(trace.as_ref())?;
     if !json {
@@ -222,7 +224,11 @@ pub(super) fn print_spec(spec: &RunSpec) {
 }
 
 pub(super) fn print_schedule(spec: &RunSpec) {
-    println!("faults ({}):", spec.schedule.len());
+    println!(
+        "faults ({}, {} profile):",
+        spec.schedule.len(),
+        spec.profile.name()
+    );
     for f in &spec.schedule {
         let dur = if f.dur_ms > 0 {
             format!("for {:.3} s", f.dur_ms as f64 / 1000.0)

@@ -2,6 +2,7 @@
 //! draws its faults from it). Declared in the order of their names, so that sorting a set of them
 //! sorts by name, as the draws have always done (the findings' pinned seeds depend on it).
 
+use crate::faults::ChoiceFacts;
 use serde::{Deserialize, Serialize};
 
 /// One kind of fault a MetalLB scenario draws (what it hits is chosen when it is drawn).
@@ -73,6 +74,76 @@ impl FaultChoice {
             FaultChoice::SplitApiDown => "split-api-down",
             FaultChoice::StallIpRefresh => "stall-ip-refresh",
             FaultChoice::StallJoinLoop => "stall-join-loop",
+        }
+    }
+}
+
+/// Every MetalLB fault choice, in declaration order.
+pub const ALL: &[FaultChoice] = {
+    use FaultChoice::*;
+    &[
+        ApiDown,
+        ApiSlow,
+        DeathIpRefresh,
+        DeathJoinLoop,
+        Drift,
+        Isolate,
+        Latency,
+        NodeCrash,
+        NodeStep,
+        Partial,
+        Pause,
+        Simplex,
+        SpeakerCrash,
+        SpeakerRestart,
+        Split,
+        SplitApiDown,
+        StallIpRefresh,
+        StallJoinLoop,
+    ]
+};
+
+impl FaultChoice {
+    /// Its catalog entry: the kinds it draws, its causes, whether upstream code produces it.
+    pub fn facts(self) -> ChoiceFacts {
+        use sim::catalog as k;
+        use FaultChoice::*;
+        match self {
+            ApiDown => ChoiceFacts::real(&[&k::SERVICE_UNAVAILABLE], &[]),
+            ApiSlow => ChoiceFacts::real(&[&k::SERVICE_SLOW], &[]),
+            DeathIpRefresh | DeathJoinLoop => ChoiceFacts::hypothetical(
+                &[&k::TASK_DEATH],
+                "no upstream path ends this speakerlist goroutine while the speaker lives (a Go \
+                 panic ends the whole process, which `speaker-crash` models)",
+            ),
+            Drift => ChoiceFacts::real(&[&k::DRIFT], &[]),
+            Isolate => ChoiceFacts::real(&[&k::ISOLATE], &[]),
+            Latency => ChoiceFacts::real(&[&k::LATENCY], &[]),
+            NodeCrash => ChoiceFacts::real(&[&k::CRASH], &[]),
+            NodeStep => ChoiceFacts::real(&[&k::CLOCK_STEP], &[]),
+            Partial => ChoiceFacts::real(
+                &[&k::PARTITION],
+                &[
+                    "a partial partition: the speakers split while the router and the API server \
+                   reach both sides",
+                ],
+            ),
+            Pause => ChoiceFacts::real(&[&k::PAUSE], &[]),
+            Simplex => ChoiceFacts::real(&[&k::SIMPLEX], &[]),
+            SpeakerCrash => ChoiceFacts::real(&[&k::PROCESS_CRASH], &[]),
+            SpeakerRestart => ChoiceFacts::real(&[&k::SERVICE_RESTART], &[]),
+            Split => ChoiceFacts::real(&[&k::PARTITION], &[]),
+            SplitApiDown => ChoiceFacts::real(
+                &[&k::PARTITION, &k::SERVICE_UNAVAILABLE],
+                &[
+                    "a partition during which the API server also goes down (a control-plane \
+                   outage that outlasts the partition)",
+                ],
+            ),
+            StallIpRefresh | StallJoinLoop => ChoiceFacts::real(
+                &[&k::TASK_STALL],
+                &["a memberlist call blocked on a slow peer or a full send queue"],
+            ),
         }
     }
 }

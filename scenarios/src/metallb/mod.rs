@@ -167,8 +167,19 @@ pub enum Family {
     Swarm,
 }
 
-/// Draws options and a fault schedule.
+/// Draws options and a fault schedule (the adversarial profile).
 pub fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
+    draw_in(family, seed, crate::faults::Profile::Adversarial)
+}
+
+/// Draws options and a fault schedule under `profile`: the realistic profile leaves the
+/// hypothetical fault kinds out and brings sizes and clocks to the catalog's realistic ones.
+pub fn draw_in(
+    family: Family,
+    seed: u64,
+    profile: crate::faults::Profile,
+) -> (MetallbOptions, Schedule) {
+    let realistic = profile == crate::faults::Profile::Realistic;
     let mut rng = sim::rng::rng_for(seed, "metallb-swarm");
     let speakers = rng.random_range(SPEAKERS_MIN..=SPEAKERS_MAX);
     let names: Vec<String> = (1..=speakers).map(|i| format!("n{i}")).collect();
@@ -248,6 +259,13 @@ pub fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
             FaultChoice::SpeakerRestart,
         ],
     };
+    let known;
+    let kinds = if realistic {
+        known = crate::faults::known_causes(kinds, FaultChoice::facts);
+        &known[..]
+    } else {
+        kinds
+    };
     let fault_kinds = crate::scenario::draw_fault_kinds(&mut rng, kinds);
     let fault_count = rng.random_range(1..=if family == Family::Swarm { 10 } else { 6 });
     let o = MetallbOptions {
@@ -263,10 +281,14 @@ pub fn draw(family: Family, seed: u64) -> (MetallbOptions, Schedule) {
         fault_count,
         service_deletions: Vec::new(),
     };
-    let schedule = schedule(&o, &mut rng);
+    let mut schedule = schedule(&o, &mut rng);
     let mut o = o;
     if family == Family::Swarm {
         o.service_deletions = draw_service_deletions(seed, o.services.len());
+    }
+    if realistic {
+        crate::faults::realize_schedule(&mut schedule, &mut rng);
+        crate::faults::realize_clocks(&mut o.clock_offset_ms, &mut o.drift_ppm, &mut rng);
     }
     (o, schedule)
 }

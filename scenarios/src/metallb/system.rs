@@ -61,6 +61,21 @@ impl System for Metallb {
         super::draw(family, seed)
     }
 
+    fn draw_in(
+        family: Family,
+        seed: u64,
+        profile: crate::faults::Profile,
+    ) -> (MetallbOptions, Schedule) {
+        super::draw_in(family, seed, profile)
+    }
+
+    fn faults() -> Vec<crate::faults::FaultRow> {
+        super::fault_choice::ALL
+            .iter()
+            .map(|c| crate::faults::choice_row(Self::NAME, c.name(), c.facts()))
+            .collect()
+    }
+
     fn node_names(o: &MetallbOptions) -> Vec<String> {
         o.node_names()
     }
