@@ -36,6 +36,20 @@ bench:
 docs:
     .ci/regen-docs
 
+# Check every upstream citation (file, lines, function, commit) in the sources and the findings
+# catalog against upstream git dirs fetched by hand (docs/citations.md); prints every mismatch.
+check-citations +upstream_dirs:
+    cargo build -q --bin faultline
+    ${CARGO_TARGET_DIR:-target}/debug/faultline findings --json > /tmp/faultline-findings.json
+    .ci/check-citations --findings-json /tmp/faultline-findings.json {{upstream_dirs}}
+
+# Measure every active finding's rate (failures per 100,000 seeds of its scenario) under a
+# profile and record it in scenarios/data/finding-rates.json (then run `just docs`).
+measure-rates seeds="2000" profile="adversarial" first="0":
+    cargo build -q --release --bin faultline
+    nice target/release/faultline findings --measure-rates --seeds {{seeds}} --first-seed {{first}} --profile {{profile}} --commit $(git rev-parse --short=12 HEAD) > /tmp/faultline-rates.json
+    mv /tmp/faultline-rates.json scenarios/data/finding-rates.json
+
 # Mutation testing of a system's decision code with cargo-mutants (slow; `shard` samples, e.g.
 # "1/3"): results in mutants.out/<system>/, summarised in docs/mutation.md.
 mutants system="calico" shard="1/1":

@@ -48,6 +48,31 @@ impl Signature {
     }
 }
 
+/// How a finding can arise in production: the rarest fault or timing it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Realism {
+    /// It shows with no fault, or with everyday ones (restarts, upgrades, a handover).
+    NormalOperation,
+    /// It needs a fault with a known real cause (a crash, a pause, a clock step, a lost answer), at
+    /// a rare size or timing.
+    RareFault,
+    /// It needs a fault that no known upstream code path produces (a loop whose body cannot raise
+    /// dying silently).
+    HypotheticalFault,
+}
+
+impl Realism {
+    /// Its name in `findings --json` and the docs (`rare-fault`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Realism::NormalOperation => "normal-operation",
+            Realism::RareFault => "rare-fault",
+            Realism::HypotheticalFault => "hypothetical-fault",
+        }
+    }
+}
+
 /// Active, or retired (with the reason).
 #[derive(Debug, Serialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
@@ -85,6 +110,13 @@ pub struct Finding {
     /// Switches (newer upstream behaviours) that must be on for `seeds` to show it; empty: the
     /// default model (the pinned upstream commit) shows it.
     pub shown_with: &'static [&'static str],
+    /// What goes wrong for a user of the system, in their words (empty for a retired finding).
+    pub impact: &'static str,
+    /// The faults and timing windows it needs, each in words ("a Neutron DB backlog that outlasts
+    /// a handover"); empty only for a retired finding.
+    pub preconditions: &'static [&'static str],
+    /// How it can arise in production (None only for a retired finding).
+    pub realism: Option<Realism>,
     /// Active or retired (flattened into the JSON as `status` and `reason`).
     #[serde(flatten)]
     pub status: Status,
@@ -149,6 +181,14 @@ pub fn markdown() -> String {
         if let Some(fix) = f.fix {
             out += &format!(" Remedy: `--fix {fix}`.");
         }
+        out += &format!(
+            " Needs: {}. Realism: {}. Rates: {}. Report: [findings/{}.md](findings/{}.md).",
+            f.preconditions.join("; "),
+            f.realism.map_or("not judged", Realism::name),
+            crate::finding_rates::markdown_of(f),
+            f.id,
+            f.id
+        );
         out += "\n";
     }
     out += "\nRetired (model artefacts, kept with the reason):\n\n";

@@ -8,6 +8,8 @@ pub mod cilium;
 pub mod cli;
 pub mod explore;
 pub mod faults;
+pub mod finding_rates;
+pub mod finding_report;
 pub mod findings;
 pub mod invariant;
 pub mod metallb;

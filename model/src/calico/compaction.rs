@@ -77,7 +77,8 @@ impl Compaction {
             }
             // `lease.ttl()` is `int(result["TTL"])`: etcd answers TTL -1 for a lease that is gone
             // (v3rpc/lease.go), and the JSON gateway omits a TTL of 0, so that read raises
-            // KeyError. Only KeyError and etcd errors fall through to compaction (line 1466).
+            // KeyError. Only KeyError and etcd errors fall through to compaction (mech_calico.py
+            // line 1467).
             match self.etcd.time_to_live(kv.lease).await {
                 Ok((ttl, _)) if ttl > self.period.as_secs() as i64 => {
                     return self.write_keys(0).await; // "Unreasonably large lease TTL"

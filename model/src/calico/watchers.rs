@@ -5,8 +5,8 @@
 //!   678), one greenlet per worker process: every `MASTER_CHECK_INTERVAL_SECS` (5 s) it asks
 //!   `is_master()`. Master and no watcher: it makes a new `StatusWatcher` and spawns a greenlet
 //!   running its `start()` (line 704). Master with a watcher whose greenlet is dead (it returned or
-//!   raised): it calls `stop()` and forgets it (line 710), so the next poll makes a new one. Not
-//!   master with a watcher: `stop()` (line 724). Nothing else repairs anything: if this loop itself
+//!   raised): it calls `stop()` and forgets it (lines 710-717), so the next poll makes a new one.
+//!   Not master with a watcher: `stop()` (line 724). Nothing else repairs anything: if this loop itself
 //!   dies, or the watcher's greenlet blocks forever, no watcher runs again in this process.
 //! * The watcher's greenlet, `EtcdWatcher.start` (etcdutils.py line 150): while not stopped, read
 //!   the cluster status (revision), run the pre-snapshot hook, read the whole subtree at that
@@ -21,15 +21,15 @@
 //!   event, or the watcher is stopped, it cancels the watch, which ends the event loop (etcdv3.py
 //!   lines 589-621: queued events first, then the end). It catches only `ConnectionFailedError`:
 //!   any other error of the round-trip write ends it, and then nothing cancels a broken watch.
-//! * The handlers (plugins/ml2/drivers/calico/status.py): `StatusWatcher.__init__` (line 76) makes
+//! * The handlers (plugins/ml2/drivers/calico/status.py): `StatusWatcher.__init__` (line 77) makes
 //!   a fresh rate limiter (`_last_stale_warn = -inf`), de-duplication map and endpoint sets per
 //!   watcher instance. Agent status, `_on_status_set` (line 202): the stale check on every report,
 //!   then `on_felix_alive` unless the key's mod_revision equals the last one handled for the host;
 //!   `on_felix_alive` (mech_calico.py line 730) sends the report to Neutron as an RPC cast
 //!   (`use_call=False`: no answer awaited, no retry). Endpoint status, `_report_status` /
-//!   `_on_ep_delete` (lines 249, 281): the port's status (None for a deletion or bad JSON) goes to
-//!   `on_port_status_changed` with priority low during a snapshot and high otherwise; the
-//!   post-snapshot hook (line 111) reports None for endpoints missing from the new snapshot.
+//!   `_on_ep_delete` (status.py lines 260, 279): the port's status (None for a deletion or bad
+//!   JSON) goes to `on_port_status_changed` with priority low during a snapshot and high otherwise;
+//!   the post-snapshot hook (line 111) reports None for endpoints missing from the new snapshot.
 //!
 //! Fix `calico-canceller-catches-all`: the canceller catches every exception of its round-trip
 //! write (logs it and goes on), as the watcher's own loop does for a failed watch.

@@ -29,7 +29,7 @@
 //! The handler, `speaker/main.go` `SetBalancer` (l. 400-459), withdraws a deleted Service
 //! (`deleteBalancer(l, name, "serviceDeleted")`, l. 401-403, then `layer2_controller.go`
 //! `DeleteBalancer` l. 157-170 and `announcer.go` `DeleteBalancer` l. 291-315), and otherwise
-//! calls `handleService` (l. 461-499): `ShouldAnnounce`, then for the winner the layer-2
+//! calls `handleService` (`speaker/main.go` l. 461-499): `ShouldAnnounce`, then for the winner the layer-2
 //! controller's `SetBalancer` (`layer2_controller.go` l. 135-155), which calls the announcer's
 //! `SetBalancer` (`announcer.go` l. 257-288, `defer a.doSpam(adv)` at l. 260).
 //!

@@ -259,10 +259,11 @@ impl Driver {
         panic!("the driver could not write the CiliumNode status");
     }
 
-    /// Upstream's `Upsert(updateCiliumNode(cn, n))` (pkg/ipam/node_manager_test.go:296-311,
-    /// pkg/aws/eni/node_manager_test.go:1040-1055): `status.used` becomes `n` IPs "1.1.1.1" ..
-    /// "1.1.1.n", which are NOT in the operator's pool (upstream's used count is
-    /// `len(status.ipam.used)`, node.go:476, and so is the model's).
+    /// Upstream's `Upsert(updateCiliumNode(cn, n))` (`updateCiliumNode`:
+    /// pkg/ipam/node_manager_test.go:296-311, pkg/aws/eni/node_manager_test.go:1040-1055):
+    /// `status.used` becomes `n` IPs "1.1.1.1" .. "1.1.1.n", which are NOT in the operator's pool
+    /// (upstream's used count is `len(status.ipam.used)`, pkg/ipam/node.go:476, and so is the
+    /// model's).
     pub async fn set_used(&self, n: usize) {
         self.write_status(|status| {
             status.used = (1..=n)

@@ -3,9 +3,10 @@
 use super::*;
 use sim::etcd::{EtcdError, StoreError};
 
-/// `test_same_host_live_pid_does_nothing` (line 314): the key names a live process of this host:
-/// no delete, no restart; `_vote` goes on to watch the key. (Upstream mocks `os.path.exists` and
-/// asserts it was asked about `/proc/12345`; here the pid is a process really alive on the host.)
+/// `test_same_host_live_pid_does_nothing` (test_election.py line 314): the key names a live process
+/// of this host: no delete, no restart; `_vote` goes on to watch the key. (Upstream mocks
+/// `os.path.exists` and asserts it was asked about `/proc/12345`; here the pid is a process really
+/// alive on the host.)
 #[test]
 fn upstream_election_same_host_live_pid_does_nothing() {
     let run = run_elector(Setup {
@@ -24,13 +25,14 @@ fn upstream_election_same_host_live_pid_does_nothing() {
     assert_eq!(run.events(), vec!["step-down deleted=false"]);
 }
 
-/// `test_same_host_dead_pid_deletes_then_returns` (line 323): the key names a dead process of this
-/// host: the check deletes it guarded by the value it read (`m_delete.assert_called_once_with(KEY,
-/// existing_value="this-host:99999")`) and returns. Beyond upstream (which calls the method
-/// alone): what its comment promises next, the watch sees the delete and the elector campaigns
-/// through the normal path; and two more values the regex of election.py line 233 parses as a
-/// dead pid of this host: a pid above any real one (`int()` has no bound, `/proc/99999999999`
-/// does not exist) and a value ending in a newline (`$` matches before a final newline).
+/// `test_same_host_dead_pid_deletes_then_returns` (test_election.py line 323): the key names a dead
+/// process of this host: the check deletes it guarded by the value it read
+/// (`m_delete.assert_called_once_with(KEY, existing_value="this-host:99999")`) and returns. Beyond
+/// upstream (which calls the method alone): what its comment promises next, the watch sees the
+/// delete and the elector campaigns through the normal path; and two more values the regex of
+/// election.py line 233 parses as a dead pid of this host: a pid above any real one (`int()` has no
+/// bound, `/proc/99999999999` does not exist) and a value ending in a newline (`$` matches before a
+/// final newline).
 #[test]
 fn upstream_election_same_host_dead_pid_deletes_then_returns() {
     let stale = format!("{HOST}:{DEAD_PID}");
@@ -104,9 +106,9 @@ fn upstream_election_same_host_dead_pid_deletes_then_returns() {
     }
 }
 
-/// `test_same_host_dead_pid_cas_fail_raises` (line 335): the guarded delete finds another value
-/// (somebody moved the election on): `RestartElection`, so no watch; `_run` sleeps 1-2 s and
-/// `_vote` reads the key again.
+/// `test_same_host_dead_pid_cas_fail_raises` (test_election.py line 335): the guarded delete finds
+/// another value (somebody moved the election on): `RestartElection`, so no watch; `_run` sleeps
+/// 1-2 s and `_vote` reads the key again.
 #[test]
 fn upstream_election_same_host_dead_pid_cas_fail_raises() {
     let stale = format!("{HOST}:{DEAD_PID}");
@@ -130,9 +132,10 @@ fn upstream_election_same_host_dead_pid_cas_fail_raises() {
     assert_eq!(run.events(), vec!["step-down deleted=false"]);
 }
 
-/// `test_same_host_dead_pid_etcd_exception_raises` (line 344): the guarded delete fails with an
-/// etcd exception (`ConnectionFailedError`): logged, `RestartElection`, as for a failed compare.
-/// Beyond upstream: the other etcd exceptions (a timeout, an error etcd answered) do the same.
+/// `test_same_host_dead_pid_etcd_exception_raises` (test_election.py line 344): the guarded delete
+/// fails with an etcd exception (`ConnectionFailedError`): logged, `RestartElection`, as for a
+/// failed compare. Beyond upstream: the other etcd exceptions (a timeout, an error etcd answered)
+/// do the same.
 #[test]
 fn upstream_election_same_host_dead_pid_etcd_exception_raises() {
     let stale = format!("{HOST}:{DEAD_PID}");
@@ -164,8 +167,8 @@ fn upstream_election_same_host_dead_pid_etcd_exception_raises() {
     }
 }
 
-/// `test_different_host_does_nothing` (line 353): the key names a process of another host: no
-/// `/proc` check, no delete; `_vote` goes on to watch the key.
+/// `test_different_host_does_nothing` (test_election.py line 353): the key names a process of
+/// another host: no `/proc` check, no delete; `_vote` goes on to watch the key.
 #[test]
 fn upstream_election_different_host_does_nothing() {
     let run = run_elector(check(
@@ -182,7 +185,7 @@ fn upstream_election_different_host_does_nothing() {
     assert_eq!(run.events(), vec!["step-down deleted=false"]);
 }
 
-/// `test_unparseable_value_does_nothing` (line 363): a value that does not match
+/// `test_unparseable_value_does_nothing` (test_election.py line 363): a value that does not match
 /// `^(?P<host>[^:]+):(?P<pid>\d+)$` (election.py line 233) is left alone: no `/proc` check, no
 /// delete; `_vote` goes on to watch. Upstream also asserts one warning ("Unable to parse master
 /// ID"), which the model does not log. Beyond upstream's "not-a-valid-id": values that come close

@@ -7,11 +7,11 @@ use model::calico::Switches;
 use sim::etcd::{EtcdError, StoreError};
 use std::rc::Rc;
 
-/// `test_invalid` (line 62): `interval=-1, ttl=15` and `interval=10, ttl=5` raise `ValueError`
-/// (election.py lines 102-106). Beyond upstream: the boundaries `interval=0` and
-/// `ttl == interval`, that a rejected elector leaves the shared value alone (upstream raises
-/// before `self._is_master.value = 0`, line 109) and makes no etcd call, and that an accepted one
-/// clears it.
+/// `test_invalid` (test_election.py line 62): `interval=-1, ttl=15` and `interval=10, ttl=5` raise
+/// `ValueError` (election.py lines 102-106). Beyond upstream: the boundaries `interval=0` and `ttl
+/// == interval`, that a rejected elector leaves the shared value alone (upstream raises before
+/// `self._is_master.value = 0`, line 109) and makes no etcd call, and that an accepted one clears
+/// it.
 #[test]
 fn upstream_election_invalid() {
     let (errors, master_after_invalid, calls, master_after_valid) = in_process(|proc, world| {
@@ -65,10 +65,10 @@ fn upstream_election_invalid() {
     assert!(!master_after_valid, "a new elector must clear the stamp");
 }
 
-/// `test_basic_election` (line 107): the key holds "value", so the elector is not elected: it
-/// reads the key (`_check_master_process` ignores the unparseable value) and watches it from the
-/// next revision, where the script runs out. Stopping it clears the stamp and tries the step-down
-/// delete, which finds another value.
+/// `test_basic_election` (test_election.py line 107): the key holds "value", so the elector is not
+/// elected: it reads the key (`_check_master_process` ignores the unparseable value) and watches it
+/// from the next revision, where the script runs out. Stopping it clears the stamp and tries the
+/// step-down delete, which finds another value.
 #[test]
 fn upstream_election_basic_election() {
     let run = run_elector(bloop(
@@ -85,11 +85,11 @@ fn upstream_election_basic_election() {
     assert_eq!(run.events(), vec!["step-down deleted=false"]);
 }
 
-/// `test_become_master_first_time` (line 122): the key is absent, so the elector campaigns and
-/// wins, and writes the old key (`client.assert_key_written("/legacy")`). Upstream's script ends
-/// at the first refresh's put; this one answers one refresh round more, so it also shows the old
-/// key rewritten after a refresh (election.py line 329) and the `interval` sleep between refreshes
-/// (line 331), and runs out at the second `Lease.refresh`.
+/// `test_become_master_first_time` (test_election.py line 122): the key is absent, so the elector
+/// campaigns and wins, and writes the old key (`client.assert_key_written("/legacy")`). Upstream's
+/// script ends at the first refresh's put; this one answers one refresh round more, so it also
+/// shows the old key rewritten after a refresh (election.py line 329) and the `interval` sleep
+/// between refreshes (line 331), and runs out at the second `Lease.refresh`.
 #[test]
 fn upstream_election_become_master_first_time() {
     let run = run_elector(Setup {
@@ -147,9 +147,9 @@ fn upstream_election_become_master_first_time() {
     );
 }
 
-/// `test_fail_to_maintain` (line 142): the elector wins, then `Lease.refresh` fails with
-/// `ConnectionFailedError`: it stops being master (the stamp is cleared, the key is NOT deleted),
-/// sleeps 1-2 s and reads the key again, where the script runs out.
+/// `test_fail_to_maintain` (test_election.py line 142): the elector wins, then `Lease.refresh`
+/// fails with `ConnectionFailedError`: it stops being master (the stamp is cleared, the key is NOT
+/// deleted), sleeps 1-2 s and reads the key again, where the script runs out.
 #[test]
 fn upstream_election_fail_to_maintain() {
     let run = run_elector(bloop(
@@ -192,9 +192,9 @@ fn upstream_election_fail_to_maintain() {
     );
 }
 
-/// `test_become_master_multiple_attempts` (line 159): the key holds "value"; the watch first sees
-/// a PUT of "value" (keep watching), then the key goes away, and the elector campaigns and wins;
-/// the script runs out at the first refresh's put.
+/// `test_become_master_multiple_attempts` (test_election.py line 159): the key holds "value"; the
+/// watch first sees a PUT of "value" (keep watching), then the key goes away, and the elector
+/// campaigns and wins; the script runs out at the first refresh's put.
 ///
 /// Upstream loops over the etcd v2 actions "delete", "expire", "compareAndDelete" and "something",
 /// but its stub's `watch_once` returns none of them: every iteration's event has no type (so the
@@ -280,8 +280,9 @@ fn upstream_election_become_master_multiple_attempts() {
     assert_eq!(run.events(), vec!["step-down deleted=false"]);
 }
 
-/// `test_become_master_implausible` (line 180): the key holds "value", the watch sees a PUT, then
-/// the key vanishes without the watch reporting a delete; the elector becomes master.
+/// `test_become_master_implausible` (test_election.py line 180): the key holds "value", the watch
+/// sees a PUT, then the key vanishes without the watch reporting a delete; the elector becomes
+/// master.
 ///
 /// Upstream's stub makes `watch_once` raise `KeyNotFound`, on which `_vote` campaigns at once
 /// (election.py lines 206-210). Neither etcd3gw's watch nor the model's has that error (upstream
@@ -337,10 +338,11 @@ fn upstream_election_become_master_implausible() {
     );
 }
 
-/// `test_initial_read_exceptions` (line 199): the read fails with `Etcd3Exception("Unauthorised
-/// user")`, `InternalServerError`, `ConnectionFailedError` and `PreconditionFailedError`; each
-/// time the elector logs, sleeps 1-2 s and reads again, never campaigning. Beyond upstream: a
-/// timeout, and every `StoreError` variant (etcd answering an error).
+/// `test_initial_read_exceptions` (test_election.py line 199): the read fails with
+/// `Etcd3Exception("Unauthorised user")`, `InternalServerError`, `ConnectionFailedError` and
+/// `PreconditionFailedError`; each time the elector logs, sleeps 1-2 s and reads again, never
+/// campaigning. Beyond upstream: a timeout, and every `StoreError` variant (etcd answering an
+/// error).
 #[test]
 fn upstream_election_initial_read_exceptions() {
     let errors = [
@@ -367,9 +369,9 @@ fn upstream_election_initial_read_exceptions() {
     assert_eq!(run.events(), vec!["step-down deleted=false"]);
 }
 
-/// `test_exception_detail_logging` (line 217): a read failing with `Etcd3Exception("Unauthorised
-/// user")` is logged as a warning with the exception's detail text (`_log_exception`,
-/// election.py lines 352-361), not as an unexpected error.
+/// `test_exception_detail_logging` (test_election.py line 217): a read failing with
+/// `Etcd3Exception("Unauthorised user")` is logged as a warning with the exception's detail text
+/// (`_log_exception`, election.py lines 352-361), not as an unexpected error.
 ///
 /// The model does not log, so the warning's text cannot be asserted. What can be is the
 /// classification the log reflects: an etcd exception is an expected failure of the round (no
@@ -392,7 +394,7 @@ fn upstream_election_exception_detail_logging() {
     assert_eq!(run.exit, None, "the elector's process exited");
 }
 
-/// `test_later_exceptions` (line 243): the key holds "value" and each watch fails
+/// `test_later_exceptions` (test_election.py line 243): the key holds "value" and each watch fails
 /// (`Etcd3Exception`, `InternalServerError`, `ConnectionFailedError`, `PreconditionFailedError`);
 /// each time the elector goes back to `_run`, sleeps and reads again, never campaigning. Beyond
 /// upstream: a watch timing out (`WatchTimedOut`, the compaction-window case). Every watch starts
@@ -431,11 +433,11 @@ fn upstream_election_later_exceptions() {
     assert_eq!(run.events(), vec!["step-down deleted=false"]);
 }
 
-/// `test_master_failure` (line 265): the key is absent, but the campaign's put fails
-/// (`ConnectionFailedError`); next round the key holds "value" and is deleted, but the campaign's
-/// put fails again (`InternalServerError`); the third round the campaign succeeds. A failed
-/// campaign never sets the stamp and deletes nothing; every round after a failure starts with a
-/// retry sleep. The script runs out at the first refresh's put.
+/// `test_master_failure` (test_election.py line 265): the key is absent, but the campaign's put
+/// fails (`ConnectionFailedError`); next round the key holds "value" and is deleted, but the
+/// campaign's put fails again (`InternalServerError`); the third round the campaign succeeds. A
+/// failed campaign never sets the stamp and deletes nothing; every round after a failure starts
+/// with a retry sleep. The script runs out at the first refresh's put.
 #[test]
 fn upstream_election_master_failure() {
     let run = run_elector(bloop(

@@ -5,8 +5,8 @@
 //! `networking-calico/networking_calico/plugins/ml2/drivers/calico/`: the tests in
 //! `test/test_election.py`, the code in `election.py`. Upstream's tests replace etcd with
 //! `test/stub_etcd.py` (read at commit 0614562eb4e299c4c86cb4fec13fa94979ae2b6f): a queue of read
-//! and write results; a call that finds the queue empty blocks, and `_wait_and_stop` (line 88)
-//! then stops the elector and checks that no result was of the wrong type and that
+//! and write results; a call that finds the queue empty blocks, and `_wait_and_stop`
+//! (test_election.py line 88) then stops the elector and checks that no result was of the wrong type and that
 //! `is_master.value` is 0. Here the elector runs in a one-node simulation
 //! against a scripted [`ElectionStore`](model::calico::elector::ElectionStore)
 //! (`election_support`): a queue of answers to the elector's etcd calls, every call recorded with

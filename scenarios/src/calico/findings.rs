@@ -1,7 +1,7 @@
 //! Calico's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
-use crate::findings::{Citation, Finding, Signature, Status};
+use crate::findings::{Citation, Finding, Realism, Signature, Status};
 
 const CALICO: &str = "projectcalico/calico";
 const CALICO_COMMIT: &str = "87c15906f20c4ca1fda55af92295e7678b0cc0b2";
@@ -50,6 +50,13 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("calico-monotonic-stamp"),
         shown_with: &[],
+        impact: "Two neutron-server hosts act as the Calico master at once (both forward Felix reports and write port statuses) for minutes after a clock step, until the stale host's elector runs again.",
+        preconditions: &[
+            "the elector stops refreshing without running its cleanup for longer than the 60 s stamp window (a manager process or eventlet hub hung, e.g. SIGSTOP or a long VM freeze; the pinned seeds stand it in with a silently dead elector greenlet, which no upstream exception produces)",
+            "another host wins the election key meanwhile",
+            "a backward wall-clock step of 2 to 3.6 minutes on the stale host (ntpd or chronyd stepping after a large offset, or a manual `date`) while its stamp is still inside the window",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -70,6 +77,12 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("calico-watchdog"),
         shown_with: &[],
+        impact: "Two hosts forward Felix agent reports and endpoint statuses to Neutron at once, for as long as the stale process lives.",
+        preconditions: &[
+            "watch_status_updates dies silently while its watcher runs (no upstream path: the loop's body cannot raise, and @logging_exceptions would log a death)",
+            "the host then loses the election key and another host wins",
+        ],
+        realism: Some(Realism::HypotheticalFault),
         status: Status::Active,
     },
     Finding {
@@ -90,6 +103,11 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("calico-watchdog"),
         shown_with: &[],
+        impact: "Neutron shows every Calico agent down, and port statuses stop updating, until neutron-server is restarted.",
+        preconditions: &[
+            "watch_status_updates dies silently on the host that is or becomes master (no upstream path: the loop's body cannot raise, and @logging_exceptions would log a death)",
+        ],
+        realism: Some(Realism::HypotheticalFault),
         status: Status::Active,
     },
     Finding {
@@ -111,6 +129,12 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("calico-canceller-catches-all"),
         shown_with: &[],
+        impact: "Felix reports and port statuses stop reaching Neutron (agents shown down, ports stuck) while the host stays master, until neutron-server is restarted.",
+        preconditions: &[
+            "the round-trip write of _cancel_watch_if_broken fails with an error other than ConnectionFailedError: a 60 s timeout, an HTTP 500 or an undecodable reply (in the pinned seeds, the etcd host crashing while the write is in flight)",
+            "the watch's stream ends later (an etcd restart or a dropped connection) while the host stays master",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -136,6 +160,12 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("calico-port-status-recheck"),
         shown_with: &[],
+        impact: "Neutron shows a port's status (ACTIVE, DOWN, ERROR) that Felix no longer reports, until Felix next changes it.",
+        preconditions: &[
+            "a mastership change (a neutron-server restart, a rolling upgrade, a lost election key)",
+            "the former master's port-status writers still hold a backlog when the new master writes (a slow or unavailable Neutron DB that outlasts the handover), or a host regains mastership with a stale port-status cache after another master changed the port",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -149,13 +179,19 @@ pub static FINDINGS: &[Finding] = &[
             describe: "two compactions within one period",
             test: |e| e.contains("after the previous compaction"),
         },
-        summary: "The trigger key that limits compaction to one per period is read, then written after compacting, with no transaction, and the check runs long after its is_master(): in the pinned seed a former master passed is_master(), then its read of the trigger lease's TTL hung for etcd_timeout (60 s); the Etcd3Exception is taken for an expired lease (line 1466), so it compacted 26 ms after the new master had. Not harmless: the second compactor read the first one's last key, so it kept only the minimum 1,000 revisions instead of a period of history.",
+        summary: "The trigger key that limits compaction to one per period is read, then written after compacting, with no transaction, and the check runs long after its is_master(): in the pinned seed a former master passed is_master(), then its read of the trigger lease's TTL hung for etcd_timeout (60 s); the Etcd3Exception is taken for an expired lease (mech_calico.py line 1467), so it compacted 26 ms after the new master had. Not harmless: the second compactor read the first one's last key, so it kept only the minimum 1,000 revisions instead of a period of history.",
         upstream: &[
             calico(DRIVER, "check_request_etcd_compaction", "1413-1607"),
             calico(DRIVER, "write_compaction_keys", "1610-1624"),
         ],
         fix: Some("calico-compaction-claims-period"),
         shown_with: &[],
+        impact: "etcd is compacted twice in one period during a handover, keeping only 1,000 revisions instead of a period of history (watchers resuming from an older revision must resync).",
+        preconditions: &[
+            "a handover while the former master runs its compaction check",
+            "the former master's read of the trigger lease's TTL fails or hangs for etcd_timeout (60 s)",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -176,6 +212,9 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: None,
         shown_with: &[],
+        impact: "",
+        preconditions: &[],
+        realism: None,
         status: Status::Retired {
             reason: "an artefact of the model: its watcher went on dispatching events for up to 3.3 s after its poll saw the loss, and madsim runs a resumed node's ready tasks in random order. Upstream's EtcdWatcher returns at the first event that finds _stopped set (etcdutils.py 342), and eventlet fires the overdue 5 s poll timer before the watcher greenlet gets an event that arrived during the pause (eventlet hub.py 345-364, queue.py 386-388 at c8f903a3). With both modelled, calico-split-brain passes 2,000 seeds and its old fix (calico-recheck-before-act) is gone.",
         },
@@ -195,6 +234,9 @@ pub static FINDINGS: &[Finding] = &[
         upstream: &[calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "704-717")],
         fix: Some("calico-watchdog"),
         shown_with: &[],
+        impact: "",
+        preconditions: &[],
+        realism: None,
         status: Status::Retired {
             reason: "narrowed: upstream runs the watcher in its own greenlet and watch_status_updates replaces it at its next poll when it died (mech_calico.py 710), so the death of the watcher itself is repaired within 10 s. What remains real is the death of the loop (calico-dead-status-loop-never-replaced, calico-dead-status-loop-keeps-watching) and a watcher blocked forever (calico-watch-canceller-dies).",
         },

@@ -1,7 +1,7 @@
 //! Ground truth for `port-status-converges`: what Felix last reported for each port (its endpoint
 //! status key in etcd, its LATEST value) against what Neutron stores for it. Reads events only
 //! (`EtcdPut`, `EtcdDelete`, and the model's `CalicoEvent::NeutronPortStatus`, an observation) and
-//! calls no model function; the mapping from Calico's status to Neutron's is the spec's (`PORT_STATUS_MAPPING`, mech_calico.py line 212 at networking-calico
+//! calls no model function; the mapping from Calico's status to Neutron's is the spec's (`PORT_STATUS_MAPPING`, mech_calico.py line 213 at networking-calico
 //! 87c15906: up -> ACTIVE, down -> DOWN, error -> ERROR; no status -> ERROR).
 
 use model::calico::CalicoEvent;

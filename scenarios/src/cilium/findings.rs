@@ -1,7 +1,7 @@
 //! Cilium's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
-use crate::findings::{Citation, Finding, Signature, Status};
+use crate::findings::{Citation, Finding, Realism, Signature, Status};
 
 const CILIUM: &str = "cilium/cilium";
 const CILIUM_COMMIT: &str = "ed90dd5ea4c754a04a8135c6bb9c8afe29b75811";
@@ -31,11 +31,14 @@ pub static FINDINGS: &[Finding] = &[
         },
         summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
         upstream: &[
-            cilium("operator/cmd/root.go", "runOperator: WithLeaderLifecycle (IPAM is leader-only)", "193-258"),
+            cilium("operator/cmd/root.go", "WithLeaderLifecycle in ControlPlane (IPAM is leader-only)", "193-258"),
             cilium("operator/cmd/root.go", "legacyOnLeader.onStart (node manager, CiliumNode informer)", "526-581"),
         ],
         fix: None,
         shown_with: &[],
+        impact: "",
+        preconditions: &[],
+        realism: None,
         status: Status::Retired {
             reason: "built on the injected 'standby believes it leads' fault, which upstream has no counterpart for: a non-leader cilium-operator runs no IPAM at all (operator/cmd/root.go 193-258, 526-581 at ed90dd5). Operators now elect through a client-go Lease; the real successor of this finding, a new leader rebuilding release-ips from nothing, is cilium-new-leader-wipes-release-ips. Re-run at the previous model (commit 8d50fd0), every failure left with both old Cilium fixes on (cilium-split-brain seeds 1281, 2331, 2631, 4856, 1001114, 1001781; cilium-swarm 473, 3964, 1004567) had that fault active when it failed: operator and operator-2 acting together by fiat for 50 to 270 s, which client-go's election never allows (its overlaps last until a deposed leader's renew round fails, plus the graceful shutdown's linger: cilium-lingering-leader-acts, cilium-paused-leader-acts). The rebuilt scenarios draw different worlds from those seeds, and none of them fails now.",
         },
@@ -53,11 +56,14 @@ pub static FINDINGS: &[Finding] = &[
         },
         summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
         upstream: &[
-            cilium("operator/cmd/root.go", "runOperator: WithLeaderLifecycle (IPAM is leader-only)", "193-258"),
-            cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "package doc (no fencing)", "17-20"),
+            cilium("operator/cmd/root.go", "WithLeaderLifecycle in ControlPlane (IPAM is leader-only)", "193-258"),
+            cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "Package leaderelection doc (no fencing)", "17-20"),
         ],
         fix: None,
         shown_with: &[],
+        impact: "",
+        preconditions: &[],
+        realism: None,
         status: Status::Retired {
             reason: "built on the injected 'standby believes it leads' fault (no upstream counterpart, see cilium-handover-erases-release); seed 2233 no longer fails. Releases of an IP in use that remain come from an agent restart (cilium-restart-acks-in-use) or from a deposed leader acting on its stale cache (cilium-lingering-leader-acts, cilium-paused-leader-acts).",
         },
@@ -85,6 +91,13 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("cilium-hold-unknown-release"),
         shown_with: &[],
+        impact: "A pod is given an IP address the cloud no longer assigns to its node: its traffic is dropped.",
+        preconditions: &[
+            "the cloud applies an unassign but its answer is lost (an EC2 API timeout)",
+            "the instances API stays ready through the following passes (upstream blocks pool passes after a failed resync)",
+            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -106,6 +119,12 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("cilium-exit-on-lost-lead"),
         shown_with: &[],
+        impact: "A pod is given an IP the cloud has released, or loses the IP it uses, during an operator leadership change.",
+        preconditions: &[
+            "the leader's lease renewals fail (slow API server answers or a pause) and another operator takes the Lease",
+            "the deposed leader's IPAM unassigns an IP during its graceful shutdown, before legacy.onStop stops it",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -121,12 +140,18 @@ pub static FINDINGS: &[Finding] = &[
         },
         summary: "The leader is paused (VM freeze, GC) past the lease duration; another operator takes the Lease, starts from empty memory and wipes release-ips, and the agent hands a formerly ready-for-release IP to a pod. The old leader resumes inside a renew round that has not yet failed (client-go gives it until the round's deadline) and, from its informer copy, unassigns the IP on the agent's old ready-for-release. Cloud calls carry no token, so nothing stops it: client-go states that its leader election gives no fencing.",
         upstream: &[
-            cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "package doc (no fencing); renew", "17-20, 267-293"),
+            cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "Package leaderelection doc (no fencing); renew", "17-20, 267-293"),
             cilium("pkg/ipam/node.go", "Node.handleIPRelease / handleIPReleaseResponse", "758-776, 797-898"),
             cilium("pkg/aws/ec2/ec2.go", "Client.UnassignPrivateIpAddresses", "708-719"),
         ],
         fix: Some("cilium-fence-cloud"),
         shown_with: &[],
+        impact: "A pod loses the IP it uses: the cloud unassigns it while the pod runs.",
+        preconditions: &[
+            "the leader is paused past the 15 s lease duration (a VM freeze, a stop-the-world GC, SIGSTOP) and another operator takes the Lease",
+            "the old leader resumes inside a renew round that has not yet failed and acts on an agent's old ready-for-release",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -145,10 +170,16 @@ pub static FINDINGS: &[Finding] = &[
             cilium("pkg/ipam/crd.go", "nodeStore.updateLocalNodeResource", "338-449"),
             cilium("pkg/ipam/crd.go", "nodeStore.allocate / isIPInReleaseHandshake", "510-545"),
             cilium("daemon/cmd/daemon.go", "newDaemon (startIPAM, restoreOldEndpoints)", "764-821"),
-            cilium("daemon/cmd/state.go", "restoreOldEndpoints / AllocateIPWithoutSyncUpstream", "106-109, 363-381"),
+            cilium("daemon/cmd/state.go", "validateEndpoint / allocateIPsLocked (restoreOldEndpoints re-allocates with AllocateIPWithoutSyncUpstream)", "106-109, 363-381"),
         ],
         fix: Some("cilium-restore-before-ack"),
         shown_with: &[],
+        impact: "A pod loses the IP it uses after a cilium-agent restart: the operator unassigns it under the running pod.",
+        preconditions: &[
+            "the agent restarts (a crash or an upgrade) after a pod took an IP and before the agent's rate-limited status write (up to 15 s) reported it used",
+            "the operator marks that IP for release in the same window (the node has excess IPs)",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -175,6 +206,12 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("cilium-keep-released"),
         shown_with: &[],
+        impact: "A pod is given an IP address the cloud no longer assigns to its node: its traffic is dropped.",
+        preconditions: &[
+            "an excess-IP release whose unassign the operator's cloud cache still shows until the next instance sync",
+            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -197,6 +234,12 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("cilium-adopt-release-ips"),
         shown_with: &[],
+        impact: "A pod is given an IP address the cloud no longer assigns to its node, after an operator leadership change.",
+        preconditions: &[
+            "the leader dies or loses the lease between an unassign and the writes that record it",
+            "a pod waiting for an IP is served in the few milliseconds between the new leader's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
     Finding {
@@ -218,6 +261,11 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("cilium-readd-released-ip"),
         shown_with: &[],
+        impact: "An IP address is lost to its node for good: pods wait in ContainerCreating with 'No more IPs available' while the node has addresses.",
+        preconditions: &[
+            "the cloud gives a released IP back to the same node before the agent saw it leave its pool (any free address of the subnet may be reissued)",
+        ],
+        realism: Some(Realism::NormalOperation),
         status: Status::Active,
     },
     Finding {
@@ -248,6 +296,12 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("cilium-readd-after-resync"),
         shown_with: &["cilium-readd-released-ip"],
+        impact: "With newer operators' fix for issue 39981, a pod is given an IP address the cloud no longer assigns to its node.",
+        preconditions: &[
+            "an excess-IP release followed by a pool pass before the instance sync refreshes the spec pool",
+            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+        ],
+        realism: Some(Realism::RareFault),
         status: Status::Active,
     },
 ];

@@ -124,6 +124,8 @@ pub struct FindingsArgs {
     /// Print docs/findings.md's findings section (generated from the catalog).
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
+    #[command(flatten)]
+    pub more: super::findings::MoreFindingsArgs,
 }
 
 /// Run one seed of a scenario, or a schedule file as written.

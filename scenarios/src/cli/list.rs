@@ -48,11 +48,18 @@ pub(super) fn bugs(reg: &'static Registry, a: BugsArgs) -> Result<Exit, BadInput
 
 /// `faultline findings`.
 pub(super) fn findings(reg: &'static Registry, a: FindingsArgs) -> Result<Exit, BadInput> {
-    let FindingsArgs { json, markdown } = a;
+    let FindingsArgs {
+        json,
+        markdown,
+        more,
+    } = a;
+    if more.requested() {
+        return super::findings::run(reg, more);
+    }
     if json {
         println!(
             "{}",
-            json!({ "findings": reg.findings().collect::<Vec<_>>() })
+            json!({ "findings": super::findings::with_rates(reg) })
         );
     } else if markdown {
         print!("{}", crate::findings::markdown());

@@ -10,6 +10,7 @@ mod args;
 mod bench;
 pub mod exit;
 mod explore;
+mod findings;
 mod junit;
 mod list;
 mod merge;

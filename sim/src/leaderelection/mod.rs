@@ -45,7 +45,7 @@
 //! * Every lock call has a per-request timeout: `resourcelock.NewFromKubeconfig` sets the client's
 //!   timeout to `max(1 s, RenewDeadline/2)` (`resourcelock/interface.go` l. 140-154), which is what
 //!   cilium-operator uses (root.go:421-430 @ed90dd5, spec §1.1).
-//! * `ReleaseOnCancel` (l. 153-158, `renew` l. 308-311, `release`/`tryRelease` l. 319-359): once
+//! * `ReleaseOnCancel` (`leaderelection.go` @cg l. 153-158, `renew` l. 308-311, `release`/`tryRelease` l. 319-359): once
 //!   the renew loop ends (a clean stop *or* a failed round) the elector reads the Lease and, if it
 //!   still believes it holds it, writes a record with an empty holder and `leaseDurationSeconds: 1`,
 //!   retrying on conflict, within RenewDeadline. A candidate may take an empty-holder lease at once

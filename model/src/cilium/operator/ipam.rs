@@ -5,7 +5,7 @@
 //! * **the cloud cache** (the instances API's describe results, node_manager.go:212-225): each
 //!   node's pool and interfaces. The spec's `pool` and `status.eni.enis` are written from it;
 //!   `available` is counted from it (`ResyncInterfacesAndIPs`, eni/node.go:539-611);
-//! * **the observed CiliumNode** (the informer's copy, `n.resource`): `used` (node.go:476), the
+//! * **the observed CiliumNode** (the informer's copy, `n.resource`): `used` (`Status.IPAM.Used`, pkg/ipam/node.go:476), the
 //!   interfaces' addresses the release candidates come from (`PrepareIPRelease` reads
 //!   `status.eni.enis`), and the agent's answers in `release-ips`. The operator's own writes do
 //!   not update it; only the informer does;

@@ -1,0 +1,183 @@
+//! The upstream-ready report of an active finding, `docs/findings/<id>.md`: what goes wrong for a
+//! user, the version, the shortest replay, the causal chain with upstream file:line at the commit,
+//! the realism class and rates, and the change upstream would make with the fix switch that models
+//! it. Generated from the catalog ([`crate::findings`]), the switch registry, the recorded rates
+//! ([`crate::finding_rates`]) and the finding's replay file, `docs/findings/<id>.replay.json` (a
+//! pinned seed's failure file, shrunk by `faultline shrink` when the shrunk run still shows the
+//! finding; at most 5 faults); `.ci/regen-docs` writes every report and
+//! `scenarios/tests/finding_reports.rs` checks that they are fresh.
+
+use crate::explore::ReplayFile;
+use crate::findings::{Finding, Realism};
+use crate::scenario::SwitchKind;
+use crate::system::Registry;
+use std::path::{Path, PathBuf};
+
+/// The repository's `docs/findings/` folder.
+pub fn folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/findings")
+}
+
+/// Where `f`'s shrunk replay file is kept (relative to the repository's root).
+pub fn replay_path(f: &Finding) -> String {
+    format!("docs/findings/{}.replay.json", f.id)
+}
+
+/// `f`'s shrunk replay file, if recorded.
+pub fn replay(f: &Finding) -> Option<ReplayFile> {
+    let path = folder().join(format!("{}.replay.json", f.id));
+    path.exists()
+        .then(|| ReplayFile::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+fn realism_words(r: Option<Realism>) -> &'static str {
+    match r {
+        Some(Realism::NormalOperation) => "it shows with no fault, or with everyday ones",
+        Some(Realism::RareFault) => {
+            "it needs a fault with a known real cause, at a rare size or timing"
+        }
+        Some(Realism::HypotheticalFault) => {
+            "it needs a fault that no known upstream code path produces"
+        }
+        None => "not judged",
+    }
+}
+
+/// The report of active finding `f` (Markdown).
+pub fn markdown(reg: &'static Registry, f: &Finding) -> String {
+    let mut out = format!("# {}\n\n", f.title);
+    out += &format!(
+        "Finding `{}` of faultline's {} model. Generated from the findings catalog \
+         (`faultline findings --report {}`); do not edit.\n\n",
+        f.id, f.system, f.id
+    );
+    out += &format!("## What goes wrong\n\n{}\n\n", f.impact);
+    out += &version(f);
+    out += &shortest_replay(f);
+    out += &format!("## How it happens\n\n{}\n\n", f.summary);
+    out += &upstream(f);
+    out += &odds(f);
+    out += &remedy(reg, f);
+    out
+}
+
+fn version(f: &Finding) -> String {
+    let mut out = String::from("## Version\n\n");
+    match f.upstream.first() {
+        Some(c) => {
+            out += &format!(
+                "{} at commit `{}`: the model follows this commit's code",
+                c.repo, c.commit
+            )
+        }
+        None => out += "the system's pinned commit",
+    }
+    if f.shown_with.is_empty() {
+        out += ".\n\n";
+    } else {
+        let with: Vec<String> = f.shown_with.iter().map(|w| format!("`{w}`")).collect();
+        out += &format!(
+            ", with the newer upstream behaviour of {} on (it shows with that change).\n\n",
+            with.join(", ")
+        );
+    }
+    out
+}
+
+fn shortest_replay(f: &Finding) -> String {
+    let mut out = String::from("## Shortest replay\n\n");
+    let Some(r) = replay(f) else {
+        out += &format!(
+            "Not recorded yet. The pinned seed reproduces it with its full fault schedule: \
+             `faultline run {} --seed {}{}`.\n\n",
+            f.scenario,
+            f.seeds[0],
+            with_flags(f)
+        );
+        return out;
+    };
+    out += &format!(
+        "Seed {} of scenario `{}` with {} fault{} (its drawn schedule, shrunk by `faultline shrink` \
+         as long as the shrunk run still shows this finding):\n\n",
+        r.seed,
+        r.scenario,
+        r.schedule.len(),
+        if r.schedule.len() == 1 { "" } else { "s" }
+    );
+    for fault in &r.schedule {
+        out += &format!(
+            "- at {:.1} s for {:.1} s: {}\n",
+            fault.at_ms as f64 / 1000.0,
+            fault.dur_ms as f64 / 1000.0,
+            fault.kind.describe()
+        );
+    }
+    out += &format!(
+        "\nIt ends with invariant `{}` violated: {}\n\n```\nfaultline replay {}\n```\n\n",
+        r.violation.invariant,
+        r.violation.explanation,
+        replay_path(f)
+    );
+    out
+}
+
+fn with_flags(f: &Finding) -> String {
+    f.shown_with.iter().map(|w| format!(" --fix {w}")).collect()
+}
+
+fn upstream(f: &Finding) -> String {
+    let mut out = String::from("Upstream code on that path:\n\n");
+    for c in f.upstream {
+        let anchor = match c.lines.split_once('-') {
+            Some((a, b)) if !c.lines.contains(',') => format!("#L{a}-L{b}"),
+            _ => String::new(),
+        };
+        out += &format!(
+            "- `{}` `{}`, lines {} at `{}` (https://github.com/{}/blob/{}/{}{anchor})\n",
+            c.path,
+            c.function,
+            c.lines,
+            &c.commit[..c.commit.len().min(12)],
+            c.repo,
+            c.commit,
+            c.path
+        );
+    }
+    out + "\n"
+}
+
+fn odds(f: &Finding) -> String {
+    let mut out = String::from("## What it needs, and how often\n\n");
+    for p in f.preconditions {
+        out += &format!("- {p}\n");
+    }
+    out += &format!(
+        "\nRealism: **{}**: {}.\n\n",
+        f.realism.map_or("not judged", Realism::name),
+        realism_words(f.realism)
+    );
+    out += &format!(
+        "Rates (runs of scenario `{}`{} whose violation is this finding): {}.\n\n",
+        f.scenario,
+        with_flags(f),
+        crate::finding_rates::markdown_of(f)
+    );
+    out
+}
+
+fn remedy(reg: &'static Registry, f: &Finding) -> String {
+    let mut out = String::from("## The change upstream would make\n\n");
+    let sw = f.fix.and_then(|n| reg.switch(n, SwitchKind::Fix));
+    match sw {
+        Some(sw) => {
+            out += &format!(
+                "{}{}. faultline models it as `--fix {}`; with it on, the pinned seeds pass.\n",
+                sw.about[..1].to_uppercase(),
+                &sw.about[1..],
+                sw.name
+            )
+        }
+        None => out += "No fix is modelled yet.\n",
+    }
+    out
+}
