@@ -1,7 +1,8 @@
 //! Running seeds: one run, many runs in parallel (explore), replay files, determinism checks.
 
+use crate::builtin;
 use crate::scenario::{RunSpec, SwitchKind};
-use crate::system::{builtin, Registry, Scenario};
+use crate::system::{Registry, Scenario};
 use serde::{Deserialize, Serialize};
 use sim::runtime::{on_fresh_thread, pool};
 use sim::{Kind, Outcome, Schedule, Violation};
@@ -352,6 +353,86 @@ pub struct ExploreConfig {
     pub shard: Option<(u64, u64)>,
     /// The profile seeds draw their faults with.
     pub profile: crate::faults::Profile,
+}
+
+impl ExploreConfig {
+    /// The defaults for `scenario`, as the command line's: seeds 0 to 999, no switches, one
+    /// thread per core, stop at the first failure, no failure files, no sharding, the adversarial
+    /// profile. The methods
+    /// below change one setting each:
+    ///
+    /// ```no_run
+    /// # let scenario = scenarios::builtin().scenario("calico-split-brain").unwrap();
+    /// let cfg = scenarios::ExploreConfig::new(scenario).seeds(2_000).bug("calico-watchdog").jobs(2);
+    /// ```
+    pub fn new(scenario: &'static Scenario) -> ExploreConfig {
+        ExploreConfig {
+            scenario,
+            from: 0,
+            seeds: 1_000,
+            bugs: Vec::new(),
+            fixes: Vec::new(),
+            jobs: crate::bench::cores(),
+            keep_going: false,
+            out_dir: None,
+            shard: None,
+            profile: crate::faults::Profile::Adversarial,
+        }
+    }
+
+    /// Draws every seed's faults under `profile`.
+    pub fn profile(mut self, profile: crate::faults::Profile) -> ExploreConfig {
+        self.profile = profile;
+        self
+    }
+
+    /// Starts at seed `from`.
+    pub fn from(mut self, from: u64) -> ExploreConfig {
+        self.from = from;
+        self
+    }
+
+    /// Explores `seeds` seeds.
+    pub fn seeds(mut self, seeds: u64) -> ExploreConfig {
+        self.seeds = seeds;
+        self
+    }
+
+    /// Adds a `--bug` switch (a bug or a mutant, by name).
+    pub fn bug(mut self, name: &str) -> ExploreConfig {
+        self.bugs.push(name.to_string());
+        self
+    }
+
+    /// Adds a `--fix` switch (by name).
+    pub fn fix(mut self, name: &str) -> ExploreConfig {
+        self.fixes.push(name.to_string());
+        self
+    }
+
+    /// Runs seeds on `jobs` threads (at least 1).
+    pub fn jobs(mut self, jobs: usize) -> ExploreConfig {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    /// Runs every seed even after a failure.
+    pub fn keep_going(mut self) -> ExploreConfig {
+        self.keep_going = true;
+        self
+    }
+
+    /// Writes failure files into `dir` (created if missing).
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> ExploreConfig {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// Explores only shard `k` of `n` (1-based).
+    pub fn shard(mut self, k: u64, n: u64) -> ExploreConfig {
+        self.shard = Some((k, n));
+        self
+    }
 }
 
 /// A failure found by an exploration.

@@ -131,12 +131,12 @@ impl Finding {
 
 /// Every finding of the built-in systems, active or retired.
 pub fn all() -> impl Iterator<Item = &'static Finding> {
-    crate::system::builtin().findings()
+    crate::builtin().findings()
 }
 
 /// The active finding of built-in `scenario` that `v` is, if any.
 pub fn finding_for(scenario: &str, v: &Violation) -> Option<&'static Finding> {
-    crate::system::builtin().finding_for(scenario, v)
+    crate::builtin().finding_for(scenario, v)
 }
 
 /// The findings section of docs/findings.md.

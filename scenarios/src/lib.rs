@@ -2,6 +2,7 @@
 //! files, and (in `src/bin/faultline.rs`) the command line.
 
 pub mod bench;
+mod builtin;
 pub mod calico;
 pub mod cilium;
 #[cfg(feature = "cli")]
@@ -16,10 +17,12 @@ pub mod metallb;
 pub mod scenario;
 pub mod shrink;
 pub mod system;
+pub mod testing;
 
+pub use builtin::builtin;
 pub use explore::{explore, parse_seed, run_spec, BadInput, ExploreConfig, ReplayFile};
 pub use scenario::RunSpec;
-pub use system::{builtin, AnyOptions, Registry, Scenario, ScenarioDef, System};
+pub use system::{AnyOptions, Registry, Scenario, ScenarioDef, System};
 
 /// Looks a built-in scenario up by name.
 pub fn scenario(name: &str) -> Option<&'static Scenario> {

@@ -139,10 +139,16 @@ impl RunSpec {
         self.scenario.run(self)
     }
 
-    /// The `faultline run` command line that reproduces this seed (with its switches and, unless
-    /// it is the default, its profile).
+    /// The `run` command line that reproduces this seed (with its switches), through the
+    /// command that runs the scenario's registry (`faultline` or a user's own binary:
+    /// [`crate::Registry::invoked_as`]).
     pub fn command(&self) -> String {
-        let mut c = format!("faultline run {} --seed {}", self.scenario.name, self.seed);
+        let mut c = format!(
+            "{} run {} --seed {}",
+            self.scenario.command(),
+            self.scenario.name,
+            self.seed
+        );
         if !self.profile.is_default() {
             c += &format!(" --profile {}", self.profile.name());
         }
@@ -194,6 +200,56 @@ pub struct Switch {
     pub trips: Option<&'static crate::invariant::Invariant>,
     /// One line: what it changes.
     pub about: &'static str,
+}
+
+impl Switch {
+    /// A `--bug` switch of system `S` (its name from the type, not repeated as a string), shown by
+    /// `scenario`: `Switch::bug::<FencedLock>("unfenced", "fenced-lock-pauses", "...")`.
+    pub const fn bug<S: crate::System>(
+        name: &'static str,
+        scenario: &'static str,
+        about: &'static str,
+    ) -> Switch {
+        Switch::of::<S>(SwitchKind::Bug, name, scenario, about)
+    }
+
+    /// A `--fix` switch of system `S`, remedying a finding of `scenario`.
+    pub const fn fix<S: crate::System>(
+        name: &'static str,
+        scenario: &'static str,
+        about: &'static str,
+    ) -> Switch {
+        Switch::of::<S>(SwitchKind::Fix, name, scenario, about)
+    }
+
+    /// A mutant of system `S`, which `scenario` catches through `trips`.
+    pub const fn mutant<S: crate::System>(
+        name: &'static str,
+        scenario: &'static str,
+        trips: &'static crate::invariant::Invariant,
+        about: &'static str,
+    ) -> Switch {
+        Switch {
+            trips: Some(trips),
+            ..Switch::of::<S>(SwitchKind::Mutant, name, scenario, about)
+        }
+    }
+
+    const fn of<S: crate::System>(
+        kind: SwitchKind,
+        name: &'static str,
+        scenario: &'static str,
+        about: &'static str,
+    ) -> Switch {
+        Switch {
+            name,
+            kind,
+            system: S::NAME,
+            scenario,
+            trips: None,
+            about,
+        }
+    }
 }
 
 /// The switches of `reg` as a Markdown table (docs/scenarios.md's switch table is this output:

@@ -6,7 +6,7 @@
 //! its options, its scenario families, its switches and findings, the draw of options and fault
 //! schedule from a seed, the run (deploying the model into a world with its monitor), how its
 //! options shrink, and its report lens. The built-in registry has one line per system
-//! ([`builtin`]); a user's own system (see `examples/fenced_lock`) builds its own registry and hands
+//! ([`crate::builtin()`]); a user's own system (see `examples/fenced_lock`) builds its own registry and hands
 //! it to [`crate::cli::main`].
 
 use crate::explore::BadInput;
@@ -18,7 +18,6 @@ use serde::Serialize;
 use sim::{Outcome, Schedule};
 use std::any::Any;
 use std::fmt::Debug;
-use std::sync::LazyLock;
 
 /// One system under test.
 pub trait System: Send + Sync + 'static {
@@ -212,6 +211,8 @@ pub struct Scenario {
     pub fault_window_ms: u64,
     /// The invariants its system declares.
     pub invariants: &'static [Invariant],
+    /// The command that runs its registry's command line ([`Registry::invoked_as`]).
+    command: &'static str,
     imp: Box<dyn ScenarioImpl>,
 }
 
@@ -222,6 +223,12 @@ impl Debug for Scenario {
 }
 
 impl Scenario {
+    /// The command that runs the command line serving this scenario (its registry's
+    /// [`Registry::command`]), as replay and run commands print it.
+    pub fn command(&self) -> &'static str {
+        self.command
+    }
+
     /// The options and fault schedule a seed draws (the adversarial profile).
     pub fn draw(&self, seed: u64) -> (AnyOptions, Schedule) {
         self.imp.draw(seed, crate::faults::Profile::Adversarial)
@@ -404,6 +411,9 @@ impl Registry {
     /// (default: `cargo run --release --bin faultline --`).
     pub fn invoked_as(mut self, command: &'static str) -> Registry {
         self.command = command;
+        for s in &mut self.scenarios {
+            s.command = command;
+        }
         self
     }
 
@@ -413,7 +423,21 @@ impl Registry {
     }
 
     /// Adds a system and its scenarios.
+    ///
+    /// Panics if a switch of `S` names another system or a scenario `S` does not have (a
+    /// mistake in the system's declarations, caught the first time it is registered).
     pub fn with<S: System>(mut self) -> Registry {
+        for sw in S::switches() {
+            assert!(
+                sw.system == S::NAME && S::scenarios().iter().any(|d| d.name == sw.scenario),
+                "switch {} of {} names system {} and scenario {}, which {} does not have",
+                sw.name,
+                S::NAME,
+                sw.system,
+                sw.scenario,
+                S::NAME
+            );
+        }
         self.systems.push(SystemInfo {
             name: S::NAME,
             about: S::ABOUT,
@@ -432,6 +456,7 @@ impl Registry {
                 coverage: d.coverage,
                 fault_window_ms: S::FAULT_WINDOW_MS,
                 invariants: S::invariants(),
+                command: self.command,
                 imp: Box::new(Typed::<S> { family: d.family }),
             });
         }
@@ -502,15 +527,4 @@ impl Registry {
         self.switch(name, SwitchKind::Bug)
             .or_else(|| self.switch(name, SwitchKind::Mutant))
     }
-}
-
-/// The built-in systems: one line each.
-pub fn builtin() -> &'static Registry {
-    static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
-        Registry::new()
-            .with::<crate::calico::Calico>()
-            .with::<crate::cilium::Cilium>()
-            .with::<crate::metallb::Metallb>()
-    });
-    &BUILTIN
 }

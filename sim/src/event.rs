@@ -55,6 +55,16 @@ pub enum DeleteCause {
     },
 }
 
+/// An API object's content as a write left it, as JSON (a typed part is serialized): the
+/// `object` of a [`Event::KubeWrite`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KubeObject {
+    /// The object's spec.
+    pub spec: serde_json::Value,
+    /// The object's status.
+    pub status: serde_json::Value,
+}
+
 /// Everything that can happen in a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -225,6 +235,11 @@ pub enum Event {
         /// The writing process (`host:pid`; the controller manager's for the node lifecycle
         /// controller's status writes to Nodes and Endpoints).
         client: Text,
+        /// The object as the write left it, for the kinds the server was asked to record
+        /// (`Kube::record_objects`): what a monitor reads as ground truth (a Lease's holder, say).
+        /// None for a delete and for other kinds (absent from the JSON trace then).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        object: Option<Arc<KubeObject>>,
     },
     /// A write based on a stale resourceVersion was rejected.
     KubeConflict {
@@ -238,6 +253,23 @@ pub enum Event {
         actual_rv: u64,
         /// The writing process (`host:pid`).
         client: Text,
+    },
+
+    /// A leader elector ([`crate::leaderelection::LeaderElector`]) started leading: client-go's
+    /// `OnStartedLeading` is called; leader-only work may run from here.
+    LeaderStarted {
+        /// The Lease's name.
+        lock: Text,
+        /// The elector's identity (its `holderIdentity`).
+        identity: Text,
+    },
+    /// A leader elector stopped leading: the context `OnStartedLeading` received is cancelled
+    /// (a renewal round failed, or the elector was stopped).
+    LeaderStopped {
+        /// The Lease's name.
+        lock: Text,
+        /// The elector's identity.
+        identity: Text,
     },
 
     /// The node lifecycle controller changed a node's `Ready` condition (ground truth).

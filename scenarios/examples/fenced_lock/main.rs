@@ -21,7 +21,7 @@ mod monitor;
 use model::LockEvent;
 use rand::Rng;
 use reports::{ReportLens, Rows};
-use scenarios::scenario::{Switch, SwitchKind};
+use scenarios::scenario::Switch;
 use scenarios::system::{Registry, ScenarioDef, System};
 use scenarios::RunSpec;
 use serde::{Deserialize, Serialize};
@@ -57,14 +57,11 @@ pub struct Pauses;
 /// The fenced-lock system: its switch, scenario family and deployment, for faultline's registry.
 pub struct FencedLock;
 
-static SWITCHES: &[Switch] = &[Switch {
-    name: "unfenced",
-    kind: SwitchKind::Bug,
-    trips: None,
-    system: "fenced-lock",
-    scenario: "fenced-lock-pauses",
-    about: "replicas write without a fencing token: a paused leader's late write lands after its successor's",
-}];
+static SWITCHES: &[Switch] = &[Switch::bug::<FencedLock>(
+    "unfenced",
+    "fenced-lock-pauses",
+    "replicas write without a fencing token: a paused leader's late write lands after its successor's",
+)];
 
 impl System for FencedLock {
     const NAME: &'static str = "fenced-lock";
@@ -251,6 +248,10 @@ impl ReportLens for LeaderLens {
     }
 }
 
+#[cfg(test)]
+mod tests;
+
+#[cfg_attr(test, allow(dead_code))] // the test harness has its own
 fn main() -> std::process::ExitCode {
     let registry = Registry::new()
         .with::<FencedLock>()

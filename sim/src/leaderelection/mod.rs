@@ -148,6 +148,7 @@
 //! for a while): a system that models that delay keeps the work running past `leadership_lost`.
 
 use crate::clock::{days_from_civil, format_rfc3339, EPOCH_UNIX_US};
+use crate::event::Event;
 use crate::kube::{Body, Kube, KubeClient, KubeError, Object, Part};
 use crate::sync::Notify;
 use crate::world::Proc;
@@ -207,6 +208,7 @@ struct State {
     stopped: bool,
     stop_requested: bool,
     tries: u64,
+    last_renew_mono_us: Option<u64>,
 }
 
 struct Inner {
@@ -259,6 +261,7 @@ impl LeaderElector {
                 stopped: false,
                 stop_requested: false,
                 tries: 0,
+                last_renew_mono_us: None,
             }),
             changed: Notify::new(),
             stop: Notify::new(),
@@ -320,6 +323,7 @@ impl LeaderElector {
             observed_time_mono_us: s.observed_time_mono_us,
             reported_leader: s.reported_leader.clone(),
             tries: s.tries,
+            last_renew_mono_us: s.last_renew_mono_us,
         }
     }
 
@@ -327,6 +331,13 @@ impl LeaderElector {
     /// `changes().changed_since(generation)`, then read [`LeaderElector::snapshot`]).
     pub fn changes(&self) -> Notify {
         self.0.changed.clone()
+    }
+
+    /// When this elector's last acquire or renewal of the lease succeeded (this node's monotonic
+    /// clock, µs; `None` before the first): the leader's lease runs `lease_duration` from here
+    /// on its own clock.
+    pub fn last_renew_mono_us(&self) -> Option<u64> {
+        self.0.state.borrow().last_renew_mono_us
     }
 
     /// Whether the leader context is live (see [`Snapshot::leading`]).
@@ -548,7 +559,7 @@ impl LeaderElector {
                 rec.leader_transitions = s.observed.leader_transitions;
             }
             if self.lock_update(ctx, &rec).await.is_ok() {
-                self.set_observed(rec);
+                self.set_renewed(rec);
                 return true;
             }
             // "Failed to update lease optimistically, falling back to slow path".
@@ -561,7 +572,7 @@ impl LeaderElector {
                 if self.lock_create(ctx, &rec).await.is_err() {
                     return false;
                 }
-                self.set_observed(rec);
+                self.set_renewed(rec);
                 return true;
             }
             Err(_) => return false,
@@ -587,7 +598,7 @@ impl LeaderElector {
         if self.lock_update(ctx, &rec).await.is_err() {
             return false;
         }
-        self.set_observed(rec);
+        self.set_renewed(rec);
         true
     }
 
@@ -610,8 +621,35 @@ impl LeaderElector {
         });
     }
 
+    /// A write of this identity's record succeeded (an acquire or a renewal): the record is
+    /// observed and the renewal time noted (this node's monotonic clock, [`Snapshot`]).
+    fn set_renewed(&self, rec: LeaderElectionRecord) {
+        let now = self.0.proc.mono_us();
+        self.0.state.borrow_mut().last_renew_mono_us = Some(now);
+        self.set_observed(rec);
+    }
+
+    /// Changes the state, wakes the waiters, and puts a change of `leading` on the event bus
+    /// ([`Event::LeaderStarted`], [`Event::LeaderStopped`]: client-go's OnStartedLeading and the
+    /// cancellation of the context it receives).
     fn update(&self, f: impl FnOnce(&mut State)) {
-        f(&mut self.0.state.borrow_mut());
+        let (was, is) = {
+            let mut s = self.0.state.borrow_mut();
+            let was = s.leading;
+            f(&mut s);
+            (was, s.leading)
+        };
+        if was != is {
+            let (lock, identity) = (
+                self.0.cfg.lock_name.as_str().into(),
+                self.0.cfg.identity.as_str().into(),
+            );
+            self.0.proc.emit(if is {
+                Event::LeaderStarted { lock, identity }
+            } else {
+                Event::LeaderStopped { lock, identity }
+            });
+        }
         self.0.changed.notify();
     }
 
@@ -710,76 +748,4 @@ impl LeaderElector {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn micro_time_round_trips() {
-        for us in [0i64, 1, -1, 5_000_000, 86_400_000_000 * 59 + 3_723_000_001] {
-            assert_eq!(parse_rfc3339(&format_rfc3339(us)), Some(us), "{us}");
-        }
-        assert_eq!(parse_rfc3339("2026-01-01T00:00:01Z"), Some(1_000_000));
-        assert_eq!(
-            parse_rfc3339("2026-01-01T00:00:01.123456789+00:00"),
-            Some(1_123_456)
-        );
-        for bad in [
-            "",
-            "2026-01-01",
-            "2026-01-01T00:00:01",
-            "2026-13-01T00:00:01Z",
-        ] {
-            assert_eq!(parse_rfc3339(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn lease_spec_json_uses_the_api_field_names() {
-        let spec = LeaderElectionRecord {
-            holder_identity: "a".into(),
-            lease_duration_seconds: 15,
-            acquire_time_us: Some(0),
-            renew_time_us: None,
-            leader_transitions: 2,
-        }
-        .to_spec();
-        let json = serde_json::to_value(&spec).unwrap();
-        assert_eq!(
-            json,
-            serde_json::json!({
-                "holderIdentity": "a",
-                "leaseDurationSeconds": 15,
-                "acquireTime": "2026-01-01T00:00:00.000000Z",
-                "renewTime": null,
-                "leaseTransitions": 2,
-            })
-        );
-        let back: LeaseSpec = serde_json::from_value(json).unwrap();
-        assert_eq!(back, spec);
-        let empty: LeaseSpec = serde_json::from_value(serde_json::json!({})).unwrap();
-        assert_eq!(LeaderElectionRecord::from_spec(&empty), Default::default());
-    }
-
-    #[test]
-    fn raw_records_compare_times_to_the_second() {
-        let at = |us| LeaderElectionRecord {
-            holder_identity: "a".into(),
-            renew_time_us: Some(us),
-            ..Default::default()
-        };
-        assert_eq!(at(2_000_000).raw(), at(2_999_999).raw());
-        assert_ne!(at(2_999_999).raw(), at(3_000_000).raw());
-        assert_ne!(at(-1).raw(), at(0).raw());
-    }
-
-    #[test]
-    fn jitter_spans_one_to_two_point_two_periods() {
-        let d = Duration::from_secs(2);
-        assert_eq!(jitter(d, JITTER_FACTOR, 0.0), d);
-        assert_eq!(jitter(d, JITTER_FACTOR, 0.5), Duration::from_millis(3_200));
-        assert!(jitter(d, JITTER_FACTOR, 0.999_999) < Duration::from_millis(4_400));
-        assert!(jitter(d, JITTER_FACTOR, 0.999_999) > Duration::from_millis(4_399));
-        // A factor of 0 means 1 (wait.Jitter).
-        assert_eq!(jitter(d, 0.0, 0.5), Duration::from_secs(3));
-    }
-}
+mod tests;

@@ -40,6 +40,26 @@ impl LeaseSpec {
     }
 }
 
+impl LeaseSpec {
+    /// The Lease a write event carries: its name and spec as the write left them, if `event` is
+    /// a [`crate::event::Event::KubeWrite`] of a Lease and the server records Lease objects
+    /// (`kube.record_objects(LEASE_KIND)`). How a monitor follows the holder from ground truth.
+    pub fn written(event: &crate::event::Event) -> Option<(&str, LeaseSpec)> {
+        match event {
+            crate::event::Event::KubeWrite {
+                kind,
+                name,
+                object: Some(o),
+                ..
+            } if kind == LEASE_KIND => Some((
+                name.as_str(),
+                serde_json::from_value(o.spec.clone()).unwrap_or_default(),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// Creates a Lease directly in the store (a scenario's initial state, before anything runs).
 pub fn seed_lease(kube: &Kube, name: &str, spec: &LeaseSpec) {
     let json = serde_json::to_value(spec).expect("a lease spec serializes");
@@ -202,4 +222,7 @@ pub struct Snapshot {
     pub reported_leader: String,
     /// `tryAcquireOrRenew` calls so far (each try of acquire, each try of a renew round).
     pub tries: u64,
+    /// When its last acquire or renewal succeeded (this node's monotonic clock, µs; `None`
+    /// before the first).
+    pub last_renew_mono_us: Option<u64>,
 }

@@ -18,6 +18,7 @@
 //! client-go mirrors) and [`candidates`] (candidates on their own nodes).
 
 mod candidates;
+mod events;
 mod upstream;
 
 use sim::event::{Event, Record};

@@ -345,6 +345,7 @@ impl Monitor for CiliumMonitor {
                 rv,
                 part,
                 client,
+                ..
             } if kind == KIND => {
                 self.kube_write(rec.t_us, name, *rv, part, client);
                 None
