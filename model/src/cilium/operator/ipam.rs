@@ -533,7 +533,7 @@ impl Ipam {
             step.to_release.extend(marked.collect::<Vec<_>>());
         }
         for ip in &step.aborted {
-            self.emit_abort(node, *ip);
+            self.emit_abort(node, *ip, false);
         }
         for ip in &step.marked {
             self.proc.emit(CiliumEvent::CiliumMark {
@@ -579,9 +579,29 @@ impl Ipam {
             let n = st.nodes.get_mut(&node).expect("a known node");
             let mut observed = observed_release(n);
             let before: BTreeSet<Short> = observed.keys().copied().collect();
+            // Only a `released` entry can go for being back in the pool.
+            let released: BTreeSet<Short> = observed
+                .iter()
+                .filter(|(_, s)| s.as_str() == RELEASED)
+                .map(|(ip, _)| *ip)
+                .collect();
             let states = sw
                 .mutant_never_abort
                 .then(|| (n.release.status.clone(), observed.clone()));
+            // Fix `cilium-readd-excess-ip`: a `released` IP back in the pool is not held back
+            // by being on the release list.
+            let excess_back: BTreeSet<Short>;
+            let excess = match sw.readd_excess_ip {
+                true => {
+                    excess_back = excess
+                        .iter()
+                        .filter(|ip| !(released.contains(*ip) && pool.contains_key(*ip)))
+                        .copied()
+                        .collect();
+                    &excess_back
+                }
+                false => excess,
+            };
             let mut aborted = n.release.abort_no_longer_excess(
                 excess,
                 &mut observed,
@@ -594,16 +614,20 @@ impl Ipam {
             n.dropped
                 .extend(before.into_iter().filter(|ip| !observed.contains_key(ip)));
             aborted
+                .into_iter()
+                .map(|ip| (ip, released.contains(&ip)))
+                .collect::<Vec<_>>()
         };
-        for ip in aborted {
-            self.emit_abort(node, ip);
+        for (ip, back_in_pool) in aborted {
+            self.emit_abort(node, ip, back_in_pool);
         }
     }
 
-    fn emit_abort(&self, node: Short, ip: Short) {
+    fn emit_abort(&self, node: Short, ip: Short, back_in_pool: bool) {
         self.proc.emit(CiliumEvent::CiliumAbort {
             node: node.into(),
             ip: ip.into(),
+            back_in_pool,
         });
     }
 

@@ -32,6 +32,10 @@ use sim::units::show_secs as secs;
 use sim::{Failure, Monitor, Short};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// What a `released-entries-clear` sentence says after an IP that is on its node's release list
+/// again by the monitor's own excess count.
+pub(crate) const EXCESS_AGAIN: &str = "(on its node's release list again)";
+
 /// A node name, IP address, pod name or handshake state as the monitor keeps it (the model's
 /// names and addresses all fit a `Short`; keys of two `Short`s compare without `memcmp`).
 pub(super) fn short(s: &str) -> Short {
@@ -106,6 +110,9 @@ pub struct CiliumMonitor {
     unassigned: BTreeMap<NodeIp, (u64, String, String)>,
     /// (node, ip) -> (time, previous state) when the agent's entry went away.
     entry_removed: BTreeMap<NodeIp, (u64, Short)>,
+    /// (node, ip) -> (time, operator) when an operator last dropped its `released` state because
+    /// the IP was back in the pool it checked (the #39981 clean-up).
+    back_in_pool: BTreeMap<NodeIp, (u64, Short)>,
     /// The operator process that won the Lease last ("host:pid") and when its IPAM started.
     leader: Option<(String, u64)>,
     /// Operator processes whose leadership ended (OnStoppedLeading) and when.
@@ -151,6 +158,7 @@ impl CiliumMonitor {
             api: api::ApiView::new(n),
             unassigned: BTreeMap::new(),
             entry_removed: BTreeMap::new(),
+            back_in_pool: BTreeMap::new(),
             dead_tasks: BTreeSet::new(),
             operator_procs: BTreeSet::new(),
             agents: vec![None; n],
@@ -409,9 +417,17 @@ impl CiliumMonitor {
                 observed_rv,
                 ..
             } => self.on_mark(rec, short(n), short(ip), *observed_rv),
-            CiliumEvent::CiliumAbort { node: n, ip } => {
+            CiliumEvent::CiliumAbort {
+                node: n,
+                ip,
+                back_in_pool,
+            } => {
                 let key = (short(n), short(ip));
                 self.marked.remove(&key);
+                if *back_in_pool {
+                    let op = self.names[rec.node as usize];
+                    self.back_in_pool.insert(key, (rec.t_us, op));
+                }
                 self.on_abort(rec, key);
                 None
             }
