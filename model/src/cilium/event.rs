@@ -100,6 +100,11 @@ pub enum CiliumEvent {
     CiliumIpamStarted {
         /// The operator's Lease holder identity (`HOST-PID`).
         identity: String,
+        /// The operator runs a clean-up for issue #39981 (a `released` entry whose IP is back in
+        /// the pool is dropped): which operator version is deployed, a fact of the world.
+        /// Serialized only when true, so a run of the pinned commit keeps its traces.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cleans_readded: bool,
     },
 }
 

@@ -130,7 +130,10 @@ struct State {
     /// started.
     cache: BTreeMap<Short, Rc<Interfaces>>,
     cache_at: BTreeMap<Short, u64>,
-    /// `InstancesAPIIsReady`.
+    /// `InstancesAPIIsReady` (`stableInstancesAPI`): set by every full resync to whether it
+    /// answered (`instancesAPIResync`, pkg/ipam/node_manager.go), and cleared when a new node's
+    /// describe fails (`Upsert`); while false every pool maintainer pass is refused
+    /// (`MaintainIPPool`, pkg/ipam/node.go:985-990 @ed90dd5).
     ready: bool,
     nodes: BTreeMap<Short, NodeState>,
     /// Nodes new to the informer (their instance is synced first), and nodes whose pool
@@ -205,8 +208,10 @@ impl Ipam {
         if self.instances_resync().await.is_none() {
             return false;
         }
+        let sw = &self.cfg.switches;
         self.proc.emit(CiliumEvent::CiliumIpamStarted {
             identity: identity.to_string(),
+            cleans_readded: sw.readd_released_ip || sw.readd_after_resync,
         });
         let me = self.clone();
         self.proc
@@ -300,7 +305,7 @@ impl Ipam {
             }
             let new = std::mem::take(&mut self.state.borrow_mut().new);
             for node in new {
-                if let Some(t) = self.instance_sync(node).await {
+                if let Some(t) = self.instance_sync(node, true).await {
                     followups.extend(self.resync_all(t).await);
                 }
             }
@@ -312,7 +317,7 @@ impl Ipam {
             }
             // instanceSync after a mutation or a failure: this instance, then every node.
             while let Some(node) = followups.pop_first() {
-                if let Some(t) = self.instance_sync(node).await {
+                if let Some(t) = self.instance_sync(node, false).await {
                     followups.extend(self.resync_all(t).await);
                 }
             }
@@ -324,7 +329,12 @@ impl Ipam {
     /// answered.
     async fn instances_resync(&self) -> Option<u64> {
         let start = self.now();
-        let all = self.cloud.describe_all().await.ok()?;
+        let Ok(all) = self.cloud.describe_all().await else {
+            // `SetInstancesAPIReadiness(success)`: a failed resync blocks every pass until one
+            // succeeds.
+            self.state.borrow_mut().ready = false;
+            return None;
+        };
         let fresh: BTreeMap<Short, Rc<Interfaces>> = self
             .cfg
             .nodes
@@ -338,14 +348,20 @@ impl Ipam {
         Some(start)
     }
 
-    /// `InstanceSync` of one instance.
-    async fn instance_sync(&self, node: Short) -> Option<u64> {
+    /// `InstanceSync` of one instance. Readiness is only ever set by a full resync; a new
+    /// node's describe (`new`) that fails clears it (`Upsert`: `stableInstancesAPI = false`
+    /// when the new node's `InstanceSync` fails, and it runs only while the API is ready).
+    async fn instance_sync(&self, node: Short, new: bool) -> Option<u64> {
         let start = self.now();
-        let ifs = self.cloud.describe(&node).await.ok()?;
+        let Ok(ifs) = self.cloud.describe(&node).await else {
+            if new {
+                self.state.borrow_mut().ready = false;
+            }
+            return None;
+        };
         let mut st = self.state.borrow_mut();
         st.cache.insert(node, ifs);
         st.cache_at.insert(node, start);
-        st.ready = true;
         Some(start)
     }
 

@@ -9,7 +9,7 @@
 
 use super::super::{ABORT_BOUND_US, CLEANUP_BOUND_US, PODS_BOUND_US, RELEASE_PIPELINE_US};
 use super::api::ReleaseIps;
-use super::{CiliumMonitor, EXCESS_AGAIN};
+use super::{CiliumMonitor, CLEAN_UP_RUNS, EXCESS_AGAIN};
 use crate::cilium::invariants::{
     EXCESS_RELEASED, HANDSHAKE_ABORTED_WHEN_NOT_EXCESS, HANDSHAKE_ENTRIES_CLEAR, PODS_GET_IPS,
     RELEASED_ENTRIES_CLEAR,
@@ -249,9 +249,10 @@ impl CiliumMonitor {
         (!stuck.is_empty()).then(|| liveness(
             &RELEASED_ENTRIES_CLEAR,
             format!(
-                "{} after faults stopped, released entries remain for IPs the cloud has given back to the same node, which the agents therefore never use: {}",
+                "{} after faults stopped, released entries remain for IPs the cloud has given back to the same node, which the agents therefore never use: {}{}",
                 secs(PODS_BOUND_US),
-                stuck.join(", ")
+                stuck.join(", "),
+                if self.cleans_readded { CLEAN_UP_RUNS } else { "" }
             ),
             since_stop_us,
             PODS_BOUND_US,

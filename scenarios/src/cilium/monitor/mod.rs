@@ -36,6 +36,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// again by the monitor's own excess count.
 pub(crate) const EXCESS_AGAIN: &str = "(on its node's release list again)";
 
+/// What a `released-entries-clear` sentence ends with when the operators run newer upstream's
+/// #39981 clean-up (they said so when their IPAM started).
+pub(crate) const CLEAN_UP_RUNS: &str = "; the operators run the #39981 clean-up";
+
 /// A node name, IP address, pod name or handshake state as the monitor keeps it (the model's
 /// names and addresses all fit a `Short`; keys of two `Short`s compare without `memcmp`).
 pub(super) fn short(s: &str) -> Short {
@@ -129,6 +133,8 @@ pub struct CiliumMonitor {
     clocks: Vec<Mono>,
     /// Per node index: the monotonic reading when its operator's IPAM started (none: no IPAM).
     ipam_started: Vec<Option<u64>>,
+    /// Whether an operator IPAM that started runs newer upstream's #39981 clean-up.
+    cleans_readded: bool,
     /// `excess-released`'s candidates.
     progress: excess::Progress,
     /// `handshake-entries-clear`'s entries.
@@ -175,6 +181,7 @@ impl CiliumMonitor {
             catalog,
             clocks: vec![Mono::default(); n],
             ipam_started: vec![None; n],
+            cleans_readded: false,
             progress: excess::Progress::new(n, operators),
             entries: cleanup::Entries::new(n),
         }
@@ -455,7 +462,8 @@ impl CiliumMonitor {
                 self.leader = Some((format!("{node}:{pid}"), t));
                 None
             }
-            CiliumEvent::CiliumIpamStarted { .. } => {
+            CiliumEvent::CiliumIpamStarted { cleans_readded, .. } => {
+                self.cleans_readded |= *cleans_readded;
                 self.ipam_started[i] = Some(self.clocks[i].read(t));
                 None
             }
