@@ -53,12 +53,19 @@ pub enum CiliumEvent {
         /// The resourceVersion of the CiliumNode the operator decided on.
         observed_rv: u64,
     },
-    /// The operator dropped a handshake entry: the IP is no longer excess.
+    /// The operator dropped a handshake entry: the IP is no longer excess, or (a `released`
+    /// entry) its IP is no longer on the interfaces or is back in the pool.
     CiliumAbort {
         /// The CiliumNode (node name) whose IP it is.
         node: String,
         /// The IP whose handshake was dropped (dotted).
         ip: String,
+        /// The entry was `released` and went because its IP was back in the pool the operator
+        /// checked: newer upstream's clean-up for issue #39981 (fixes `cilium-readd-released-ip`
+        /// and `cilium-readd-after-resync`). Serialized only when true, so a run without those
+        /// fixes has the traces it had before the field existed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        back_in_pool: bool,
     },
     /// The operator decided to unassign an IP (`state_seen`: the handshake state it saw).
     CiliumRelease {
@@ -93,6 +100,11 @@ pub enum CiliumEvent {
     CiliumIpamStarted {
         /// The operator's Lease holder identity (`HOST-PID`).
         identity: String,
+        /// The operator runs a clean-up for issue #39981 (a `released` entry whose IP is back in
+        /// the pool is dropped): which operator version is deployed, a fact of the world.
+        /// Serialized only when true, so a run of the pinned commit keeps its traces.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cleans_readded: bool,
     },
 }
 

@@ -92,6 +92,13 @@ pub struct Switches {
     /// started after the release (upstream's newer code checks the CiliumNode's spec pool, which
     /// still lists every released IP until the next spec write).
     pub readd_after_resync: bool,
+    /// Fix `cilium-readd-excess-ip`: the issue #39981 clean-up looks at a `released` entry
+    /// whether or not its IP is on this pass's release list. Newer upstream skips every IP on
+    /// the list first (`if excessMap[ip] { continue }` before the #39981 branch in
+    /// `abortNoLongerExcessIPs`, operator/pkg/ipam/nodemanager/node.go at 09b89c6c), so an IP
+    /// the cloud gave back that is excess again keeps its `released` entry: the agent never
+    /// answers for it and the operator never marks it again, for as long as it stays excess.
+    pub readd_excess_ip: bool,
     /// Fix `cilium-fence-cloud`: every cloud call carries the Lease transition count the
     /// operator won with, and the cloud refuses one older than it has seen (`sim::cloud::Fence`;
     /// real cloud APIs offer nothing like it, client-go's documentation says no fencing is given,

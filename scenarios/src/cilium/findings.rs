@@ -1,6 +1,7 @@
 //! Cilium's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
+use super::monitor::{CLEAN_UP_RUNS, EXCESS_AGAIN};
 use crate::findings::{Citation, Finding, Realism, Signature, Status};
 
 const CILIUM: &str = "cilium/cilium";
@@ -15,6 +16,10 @@ const fn cilium(path: &'static str, function: &'static str, lines: &'static str)
         commit: CILIUM_COMMIT,
     }
 }
+
+/// What an `agent-allocates-from-pool` sentence says when the erasing operator had dropped its
+/// `released` state for the IP being back in the pool it checked (newer upstream's clean-up).
+const BACK_IN_POOL: &str = "for the IP being in the pool it checked";
 
 /// Every Cilium finding, active or retired.
 pub static FINDINGS: &[Finding] = &[
@@ -73,7 +78,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "An unassign whose answer is lost is later aborted, and the agent hands out the IP",
         scenario: "cilium-swarm",
-        seeds: &[8485],
+        seeds: &[10454],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased an entry that was not 'released'",
@@ -83,7 +88,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("was deposed")
             },
         },
-        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths.)",
+        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths. Re-pinned from seed 8485, whose aborting passes ran while a failed full resync had left the instances API not ready, which upstream refuses: MaintainIPPool, node.go:985-990.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.handleIPRelease (error keeps the state)", "863-895"),
             cilium("pkg/ipam/node.go", "Node.handleIPRelease (not in the list: state deleted)", "826-832"),
@@ -190,10 +195,11 @@ pub static FINDINGS: &[Finding] = &[
         seeds: &[4579, 8348],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
-            describe: "the unassigning operator itself, still the leader, erased the released entry",
+            describe: "the unassigning operator itself, still the leader, erased the released entry, not for the IP being back in the pool (the #39981 clean-up)",
             test: |e| {
                 erased_by_other_operator(e) == Some(false)
                     && e.contains("'released' entry")
+                    && !e.contains(BACK_IN_POOL)
                     && !e.contains("was deposed")
             },
         },
@@ -250,8 +256,8 @@ pub static FINDINGS: &[Finding] = &[
         seeds: &[5198, 7638],
         signature: Signature {
             invariants: &["released-entries-clear"],
-            describe: "a released entry remains for an IP the cloud gave back to the same node",
-            test: |e| e.contains("released entries remain"),
+            describe: "a released entry remains for an IP the cloud gave back to the same node, and the operators run no #39981 clean-up",
+            test: |e| e.contains("released entries remain") && !e.contains(CLEAN_UP_RUNS),
         },
         summary: "The operator releases X and writes 'released'; the cloud (which picks any free address of the subnet) gives X back to the same node before the agent saw X leave its pool. The agent deletes a released entry only once the IP is out of the pool, the operator keeps writing its local 'released', and the agent never hands out an IP in a released state: X is lost to the node for good. Upstream issue #39981 (v1.17); fixed in newer operators by dropping a released entry whose IP is in the spec pool (--fix cilium-readd-released-ip, which has its own hazard: cilium-readd-drops-fresh-release).",
         upstream: &[
@@ -276,10 +282,11 @@ pub static FINDINGS: &[Finding] = &[
         seeds: &[3930],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
-            describe: "the unassigning operator itself, still the leader, erased the released entry",
+            describe: "the unassigning operator itself, still the leader, erased the released entry after dropping its 'released' state for the IP being in the pool it checked",
             test: |e| {
                 erased_by_other_operator(e) == Some(false)
                     && e.contains("'released' entry")
+                    && e.contains(BACK_IN_POOL)
                     && !e.contains("was deposed")
             },
         },
@@ -302,6 +309,59 @@ pub static FINDINGS: &[Finding] = &[
             "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
         ],
         realism: Some(Realism::RareFault),
+        status: Status::Active,
+    },
+    Finding {
+        id: "cilium-readd-skips-excess",
+        system: "cilium",
+        title: "Newer upstream's #39981 clean-up skips an IP that is excess again: its 'released' entry stays, and the IP can be neither used nor released",
+        scenario: "cilium-swarm",
+        seeds: &[16180864, 57722070],
+        signature: Signature {
+            invariants: &["released-entries-clear"],
+            describe: "the operators run the #39981 clean-up, and every released entry that remains is for an IP the cloud gave back to the same node and that is on its node's release list again",
+            test: |e| {
+                let mut stuck = stuck_entries(e).peekable();
+                e.contains(CLEAN_UP_RUNS)
+                    && stuck.peek().is_some()
+                    && stuck.all(|s| s.ends_with(EXCESS_AGAIN))
+            },
+        },
+        summary: "The operator releases X; in the same round the node needs IPs again (its pool fell below min-allocate) and the cloud, which picks any free address of the subnet, gives X back to the node. The agent drops its 'released' entry once the spec pool (written from the refreshed cache) lacks X, but the operator still holds 'released' for X and writes it again beside a spec pool that lists X. Newer upstream's clean-up for #39981 would drop it, but abortNoLongerExcessIPs skips every IP on the pass's release list before it reaches the #39981 branch: once pods leave and X is excess again, X is on the list, the agent never answers for a 'released' entry and handleIPReleaseResponse never marks an IP that has an entry. X stays 'released' and unusable for as long as it stays on the list, and the excess it stands for is never released. Only the newer behaviour (--fix cilium-readd-released-ip) is needed; the pinned seeds run with every other Cilium fix on as well because no seed of a few thousand showed it first with that one alone (the other findings fire first or the world never reissues a listed IP). The model's safe clean-up (cilium-readd-after-resync) has the same gap.",
+        upstream: &[
+            Citation {
+                repo: CILIUM,
+                path: "operator/pkg/ipam/nodemanager/node.go",
+                function: "Node.abortNoLongerExcessIPs (excessMap check before the #39981 branch)",
+                lines: "function only",
+                commit: "09b89c6c9e2548486913ac5dfce38c0bcabdd6e6",
+            },
+            Citation {
+                repo: CILIUM,
+                path: "operator/pkg/ipam/nodemanager/node.go",
+                function: "Node.handleIPReleaseResponse (any entry: not marked again)",
+                lines: "function only",
+                commit: "09b89c6c9e2548486913ac5dfce38c0bcabdd6e6",
+            },
+            cilium("pkg/ipam/crd.go", "isIPInReleaseHandshake", "535-545"),
+        ],
+        fix: Some("cilium-readd-excess-ip"),
+        shown_with: &[
+            "cilium-readd-released-ip",
+            "cilium-readd-after-resync",
+            "cilium-adopt-release-ips",
+            "cilium-restore-before-ack",
+            "cilium-keep-released",
+            "cilium-hold-unknown-release",
+            "cilium-fence-cloud",
+            "cilium-exit-on-lost-lead",
+        ],
+        impact: "With newer operators' fix for issue 39981, an address the cloud gave back to its node stays marked 'released': no pod can use it and the operator never releases it, so the node holds an unusable IP for as long as it has excess.",
+        preconditions: &[
+            "the cloud gives a just-released address back to the same node in the round that releases it (the subnet's free addresses are few)",
+            "the node's pods shrink again so that the address is excess once more before its 'released' entry is cleaned up",
+        ],
+        realism: Some(Realism::NormalOperation),
         status: Status::Active,
     },
 ];
@@ -336,4 +396,14 @@ fn restarted_answerer(e: &str) -> bool {
         .and_then(|a| a.split(':').nth(1))
         .and_then(|a| a.split(',').next())
         .is_some_and(|pid| pid != "1001")
+}
+
+/// In a `released-entries-clear` sentence: each stuck entry ("IP on NODE", maybe followed by
+/// [`EXCESS_AGAIN`]).
+fn stuck_entries(e: &str) -> impl Iterator<Item = &str> {
+    e.split("never use: ")
+        .nth(1)
+        .map(|l| l.split(CLEAN_UP_RUNS).next().unwrap_or(l))
+        .into_iter()
+        .flat_map(|l| l.split(", "))
 }

@@ -650,6 +650,7 @@ pub fn run(
         restore_before_ack: fix("cilium-restore-before-ack"),
         keep_released: fix("cilium-keep-released"),
         readd_after_resync: fix("cilium-readd-after-resync"),
+        readd_excess_ip: fix("cilium-readd-excess-ip"),
         fence_cloud: fix("cilium-fence-cloud"),
         hold_unknown_release: fix("cilium-hold-unknown-release"),
         mutant_release_unacked: bug("cilium-mutant-release-unacked"),

@@ -78,6 +78,14 @@ pub static SWITCHES: &[Switch] = &[
         about: "issue 39981's clean-up done safely: drop a released entry only when a cloud describe that started after the release lists the IP on the node again, not when the CiliumNode's spec pool (not yet rewritten) still lists it",
     },
     Switch {
+        name: "cilium-readd-excess-ip",
+        kind: SwitchKind::Fix,
+        trips: None,
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "issue 39981's clean-up also for an IP that is excess again: a released entry whose IP is back in the pool is dropped even when the IP is on the pass's release list (newer upstream skips listed IPs first)",
+    },
+    Switch {
         name: "cilium-mutant-release-unacked",
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::RELEASE_ACKNOWLEDGED),

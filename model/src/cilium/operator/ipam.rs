@@ -1,6 +1,5 @@
 //! The leader's ENI IPAM node manager (cilium/cilium `pkg/ipam/node_manager.go`, `node.go` and
-//! `pkg/aws/eni/node.go` at ed90dd5ea4c754a04a8135c6bb9c8afe29b75811; shared/spec/
-//! cilium-upstream.md §3). Where each input comes from, as upstream:
+//! `pkg/aws/eni/node.go` at ed90dd5ea4c754a04a8135c6bb9c8afe29b75811). Where each input comes from, as upstream:
 //!
 //! * **the cloud cache** (the instances API's describe results, node_manager.go:212-225): each
 //!   node's pool and interfaces. The spec's `pool` and `status.eni.enis` are written from it;
@@ -41,6 +40,8 @@ use sim::sync::Notify;
 use sim::Proc;
 use std::cell::RefCell;
 use std::rc::Rc;
+
+mod pass;
 
 /// The pool maintainer's backoff after a failed pass: from 1 s, doubling, at most 5 min
 /// (node_manager.go:312-330).
@@ -129,7 +130,10 @@ struct State {
     /// started.
     cache: BTreeMap<Short, Rc<Interfaces>>,
     cache_at: BTreeMap<Short, u64>,
-    /// `InstancesAPIIsReady`.
+    /// `InstancesAPIIsReady` (`stableInstancesAPI`): set by every full resync to whether it
+    /// answered (`instancesAPIResync`, pkg/ipam/node_manager.go), and cleared when a new node's
+    /// describe fails (`Upsert`); while false every pool maintainer pass is refused
+    /// (`MaintainIPPool`, pkg/ipam/node.go:985-990 @ed90dd5).
     ready: bool,
     nodes: BTreeMap<Short, NodeState>,
     /// Nodes new to the informer (their instance is synced first), and nodes whose pool
@@ -204,8 +208,10 @@ impl Ipam {
         if self.instances_resync().await.is_none() {
             return false;
         }
+        let sw = &self.cfg.switches;
         self.proc.emit(CiliumEvent::CiliumIpamStarted {
             identity: identity.to_string(),
+            cleans_readded: sw.readd_released_ip || sw.readd_after_resync,
         });
         let me = self.clone();
         self.proc
@@ -299,7 +305,7 @@ impl Ipam {
             }
             let new = std::mem::take(&mut self.state.borrow_mut().new);
             for node in new {
-                if let Some(t) = self.instance_sync(node).await {
+                if let Some(t) = self.instance_sync(node, true).await {
                     followups.extend(self.resync_all(t).await);
                 }
             }
@@ -311,7 +317,7 @@ impl Ipam {
             }
             // instanceSync after a mutation or a failure: this instance, then every node.
             while let Some(node) = followups.pop_first() {
-                if let Some(t) = self.instance_sync(node).await {
+                if let Some(t) = self.instance_sync(node, false).await {
                     followups.extend(self.resync_all(t).await);
                 }
             }
@@ -323,7 +329,12 @@ impl Ipam {
     /// answered.
     async fn instances_resync(&self) -> Option<u64> {
         let start = self.now();
-        let all = self.cloud.describe_all().await.ok()?;
+        let Ok(all) = self.cloud.describe_all().await else {
+            // `SetInstancesAPIReadiness(success)`: a failed resync blocks every pass until one
+            // succeeds.
+            self.state.borrow_mut().ready = false;
+            return None;
+        };
         let fresh: BTreeMap<Short, Rc<Interfaces>> = self
             .cfg
             .nodes
@@ -337,14 +348,20 @@ impl Ipam {
         Some(start)
     }
 
-    /// `InstanceSync` of one instance.
-    async fn instance_sync(&self, node: Short) -> Option<u64> {
+    /// `InstanceSync` of one instance. Readiness is only ever set by a full resync; a new
+    /// node's describe (`new`) that fails clears it (`Upsert`: `stableInstancesAPI = false`
+    /// when the new node's `InstanceSync` fails, and it runs only while the API is ready).
+    async fn instance_sync(&self, node: Short, new: bool) -> Option<u64> {
         let start = self.now();
-        let ifs = self.cloud.describe(&node).await.ok()?;
+        let Ok(ifs) = self.cloud.describe(&node).await else {
+            if new {
+                self.state.borrow_mut().ready = false;
+            }
+            return None;
+        };
         let mut st = self.state.borrow_mut();
         st.cache.insert(node, ifs);
         st.cache_at.insert(node, start);
-        st.ready = true;
         Some(start)
     }
 
@@ -417,279 +434,6 @@ impl Ipam {
             }
         }
         pass
-    }
-
-    /// `maintainIPPool` (node.go:934-956) with `determineMaintenanceAction`, `handleIPRelease`
-    /// and `handleIPAllocation`.
-    async fn maintain_ip_pool(&self, node: Short) -> Pass {
-        let held = self.hold_uncertain(node);
-        let pass = self.maintain_ip_pool_inner(node).await;
-        if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
-            n.release.status.extend(held);
-        }
-        pass
-    }
-
-    /// Fix `cilium-hold-unknown-release`: an IP whose unassign got no answer keeps its handshake
-    /// state, untouched by the pass (no release, no abort, no deletion), until a describe that
-    /// started after the unassign shows whether the cloud still holds it; gone, it is
-    /// `released`. Returns the held IPs' states (restored after the pass).
-    fn hold_uncertain(&self, node: Short) -> Vec<(Short, Short)> {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
-        if st.nodes.get(&node).is_none_or(|n| n.uncertain.is_empty()) {
-            return Vec::new(); // nearly every pass
-        }
-        let fresh_since = st.cache_at.get(&node).copied().unwrap_or(0);
-        let held_ips = st
-            .cache
-            .get(&node)
-            .map(|ifs| pool_of(ifs))
-            .unwrap_or_default();
-        let Some(n) = st.nodes.get_mut(&node) else {
-            return Vec::new();
-        };
-        let now = self.proc.mono_us();
-        let mut held = Vec::new();
-        for (ip, t) in std::mem::take(&mut n.uncertain) {
-            if fresh_since <= t {
-                n.uncertain.insert(ip, t);
-                n.release.marked_at.remove(&ip);
-                if let Some(s) = n.release.status.get(&ip) {
-                    held.push((ip, *s));
-                }
-            } else if !held_ips.contains_key(&ip) {
-                n.release.released(&[ip]);
-                n.released_at.insert(ip, now);
-            }
-        }
-        held
-    }
-
-    async fn maintain_ip_pool_inner(&self, node: Short) -> Pass {
-        let now = self.now();
-        let (resource, cache) = {
-            let st = self.state.borrow();
-            let n = &st.nodes[&node];
-            (
-                n.resource.clone().expect("checked"),
-                st.cache.get(&node).cloned(),
-            )
-        };
-        let status = resource.status();
-        let no_handshake = self.cfg.switches.no_handshake;
-        // removeStaleReleaseIPs, then the action: release when in excess, else allocation.
-        let release = {
-            let mut st = self.state.borrow_mut();
-            let n = st.nodes.get_mut(&node).expect("checked");
-            let observed = observed_release(n);
-            if self.cfg.release_excess {
-                n.release.remove_stale_release_ips(&observed);
-            }
-            let nobody = BTreeMap::<Short, Short>::new();
-            let used = match self.cfg.switches.mutant_mark_used {
-                true => &nobody,
-                false => &status.used,
-            };
-            (self.cfg.release_excess && n.excess > 0)
-                .then(|| prepare_ip_release(&status.enis, used, n.excess).unwrap_or_default())
-        };
-        let allocation = release.is_none() && self.state.borrow().nodes[&node].needed > 0;
-        if release.is_none() && !allocation {
-            self.abort(node, &BTreeSet::new(), &resource);
-            return Pass::Idle;
-        }
-        let (eni, list) = release.clone().unwrap_or_default();
-        let mut step = {
-            let mut st = self.state.borrow_mut();
-            let n = st.nodes.get_mut(&node).expect("checked");
-            let observed = observed_release(n);
-            let sw = &self.cfg.switches;
-            let delay_us = match sw.mutant_no_delay {
-                true => 0,
-                false => RELEASE_DELAY.as_micros() as u64,
-            };
-            let before = sw.mutant_never_abort.then(|| n.release.status.clone());
-            let mut step = n.release.handle_ip_release(
-                release.as_ref().map(|r| r.1.as_slice()),
-                &observed,
-                now,
-                delay_us,
-                no_handshake,
-                sw.keep_released,
-            );
-            if let Some(before) = before {
-                keep_unaborted(&mut n.release, &before, &observed, &mut step.aborted);
-            }
-            if sw.mutant_never_mark {
-                for ip in step.marked.drain(..) {
-                    n.release.status.remove(&ip);
-                }
-            }
-            step
-        };
-        if self.cfg.switches.mutant_release_unacked {
-            let marked = step.marked.iter().map(|ip| (*ip, MARKED.to_string(), 0));
-            step.to_release.extend(marked.collect::<Vec<_>>());
-        }
-        for ip in &step.aborted {
-            self.emit_abort(node, *ip);
-        }
-        for ip in &step.marked {
-            self.proc.emit(CiliumEvent::CiliumMark {
-                node: node.into(),
-                ip: (*ip).into(),
-                observed_used: status.used.contains_key(ip),
-                observed_rv: resource.obj.rv,
-            });
-        }
-        let excess_set: BTreeSet<Short> = list.iter().copied().collect();
-        self.abort(node, &excess_set, &resource);
-        if !step.to_release.is_empty() {
-            return self.release(node, eni, &step, resource.obj.rv).await;
-        }
-        if allocation {
-            return self.allocate(node, cache.as_deref()).await;
-        }
-        Pass::Idle
-    }
-
-    /// `abortNoLongerExcessIPs` with this pass's excess list.
-    fn abort(&self, node: Short, excess: &BTreeSet<Short>, resource: &Observed) {
-        let aborted = {
-            let mut st = self.state.borrow_mut();
-            let st = &mut *st;
-            let sw = &self.cfg.switches;
-            // The pool a `released` entry is checked against: upstream's observed spec pool, or
-            // with fix `cilium-readd-after-resync` the cloud cache, counting only IPs released
-            // before the cache was last refreshed.
-            let pool = if sw.readd_after_resync {
-                let fresh_since = st.cache_at.get(&node).copied().unwrap_or(0);
-                let n = &st.nodes[&node];
-                st.cache.get(&node).map_or_else(BTreeMap::new, |ifs| {
-                    let mut p = pool_of(ifs);
-                    p.retain(|ip, _| n.released_at.get(ip).is_some_and(|t| *t < fresh_since));
-                    p
-                })
-            } else if sw.readd_released_ip {
-                resource.spec().pool.clone()
-            } else {
-                BTreeMap::new() // not consulted without a #39981 clean-up
-            };
-            let n = st.nodes.get_mut(&node).expect("a known node");
-            let mut observed = observed_release(n);
-            let before: BTreeSet<Short> = observed.keys().copied().collect();
-            let states = sw
-                .mutant_never_abort
-                .then(|| (n.release.status.clone(), observed.clone()));
-            let mut aborted = n.release.abort_no_longer_excess(
-                excess,
-                &mut observed,
-                &pool,
-                (sw.readd_released_ip || sw.readd_after_resync) && !sw.mutant_keep_readded_released,
-            );
-            if let Some((states, seen)) = states {
-                keep_unaborted(&mut n.release, &states, &seen, &mut aborted);
-            }
-            n.dropped
-                .extend(before.into_iter().filter(|ip| !observed.contains_key(ip)));
-            aborted
-        };
-        for ip in aborted {
-            self.emit_abort(node, ip);
-        }
-    }
-
-    fn emit_abort(&self, node: Short, ip: Short) {
-        self.proc.emit(CiliumEvent::CiliumAbort {
-            node: node.into(),
-            ip: ip.into(),
-        });
-    }
-
-    /// The release step's cloud call (node.go:863-895): unassign; on success the IPs are
-    /// `released`; on an error the local state stays and the pass failed.
-    async fn release(&self, node: Short, eni: Short, step: &ReleaseStep, rv: u64) -> Pass {
-        let ips: Vec<Short> = step.to_release.iter().map(|r| r.0).collect();
-        let mut sent = ips.clone();
-        if self.cfg.switches.mutant_unassign_by_count {
-            let st = self.state.borrow();
-            let lowest = st.cache.get(&node).and_then(|ifs| ifs.get(&eni));
-            sent = lowest
-                .into_iter()
-                .flatten()
-                .take(ips.len())
-                .copied()
-                .collect();
-        }
-        for (ip, seen, timed) in &step.to_release {
-            self.proc.emit(CiliumEvent::CiliumRelease {
-                node: node.into(),
-                ip: (*ip).into(),
-                state_seen: seen.clone(),
-                excess_for_ms: timed / 1000,
-                observed_rv: rv,
-                handshake: !self.cfg.switches.no_handshake,
-            });
-        }
-        match self.cloud.unassign(&node, &eni, sent).await {
-            Ok(()) => {
-                if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
-                    if self.cfg.switches.no_handshake {
-                        for ip in &ips {
-                            n.release.marked_at.remove(ip);
-                        }
-                    } else {
-                        n.release.released(&ips);
-                        let now = self.proc.mono_us();
-                        n.released_at.extend(ips.iter().map(|ip| (*ip, now)));
-                    }
-                }
-                Pass::Mutated
-            }
-            Err(e) => {
-                // The local state stays (node.go:890-895).
-                if e == CloudError::Timeout && self.cfg.switches.hold_unknown_release {
-                    let now = self.proc.mono_us();
-                    if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
-                        n.uncertain.extend(ips.iter().map(|ip| (*ip, now)));
-                    }
-                }
-                Pass::Failed
-            }
-        }
-    }
-
-    /// `handleIPAllocation` (ENI `PrepareIPAllocation`/`AllocateIPs`): the first interface with
-    /// room gets `min(needed + max-above-watermark, room)` new addresses.
-    ///
-    /// Known difference: upstream also surge-allocates for the node's pending pods,
-    /// `MaxIPsToAllocate = NeededIPs + maxAboveWatermark + surgeAllocate` with `surgeAllocate =
-    /// pending - needed` when more pods are pending than IPs are needed (cilium/cilium
-    /// pkg/ipam/node.go `determineMaintenanceAction` l. 677-690 and `getPendingPodCount`
-    /// l. 307-325 @ed90dd5; PR #19007). At that commit the operator fills the pod store it reads
-    /// from its Pod resource (operator/cmd/root.go `legacyOnLeader.onStart` l. 664-671), so the
-    /// surge is live there (issue #32713 reported that in 1.15 the store was never filled, so no
-    /// surge happened). The model's operator has no Pod informer and does not surge: a node with a
-    /// backlog of pending pods fills more slowly than upstream's (`pods-get-ips`' bound does not
-    /// rely on the surge).
-    async fn allocate(&self, node: Short, cache: Option<&Interfaces>) -> Pass {
-        let Some(ifs) = cache else {
-            return Pass::Failed;
-        };
-        if self.cfg.switches.mutant_no_allocation {
-            return Pass::Idle;
-        }
-        let needed = self.state.borrow().nodes[&node].needed;
-        let cap = self.cfg.eni_capacity as usize;
-        let Some((eni, held)) = ifs.iter().find(|(_, ips)| ips.len() < cap) else {
-            return Pass::Idle; // no room: upstream would create an interface
-        };
-        let count = (needed + self.cfg.limits.max_above_watermark).min(cap - held.len());
-        match self.cloud.assign(&node, eni, count as u32).await {
-            Ok(_) => Pass::Mutated,
-            Err(_) => Pass::Failed,
-        }
     }
 
     /// `syncToAPIServer` (node.go:1043-1117): the pool is taken from the cache first; status
@@ -770,30 +514,6 @@ impl Ipam {
         }
         status
     }
-}
-
-/// Mutant `cilium-mutant-never-abort`: the aborted IPs whose handshake was `marked-for-release`
-/// or `ready-for-release` (the state before the step, and the `observed` answer) get their state
-/// back, and are no longer reported aborted; a refused (`do-not-release`) handshake and a
-/// `released` state (issue #39981) go as before.
-fn keep_unaborted(
-    release: &mut ReleaseState,
-    before: &BTreeMap<Short, Short>,
-    observed: &BTreeMap<Short, Short>,
-    aborted: &mut Vec<Short>,
-) {
-    aborted.retain(|ip| match before.get(ip) {
-        Some(s)
-            if s.as_str() != RELEASED
-                && observed
-                    .get(ip)
-                    .is_none_or(|o| o.as_str() != DO_NOT_RELEASE) =>
-        {
-            release.status.insert(*ip, *s);
-            false
-        }
-        _ => true,
-    });
 }
 
 /// The observed `release-ips`, without the entries this operator deleted from its copy.

@@ -9,7 +9,7 @@
 
 use super::super::{ABORT_BOUND_US, CLEANUP_BOUND_US, PODS_BOUND_US, RELEASE_PIPELINE_US};
 use super::api::ReleaseIps;
-use super::CiliumMonitor;
+use super::{CiliumMonitor, CLEAN_UP_RUNS, EXCESS_AGAIN};
 use crate::cilium::invariants::{
     EXCESS_RELEASED, HANDSHAKE_ABORTED_WHEN_NOT_EXCESS, HANDSHAKE_ENTRIES_CLEAR, PODS_GET_IPS,
     RELEASED_ENTRIES_CLEAR,
@@ -225,6 +225,10 @@ impl CiliumMonitor {
     /// node again (it gave the address back after the release) never clears while the IP stays in
     /// the pool, and the IP can never be used (upstream issue #39981). Checked once, at the
     /// liveness deadline, on nodes whose agent and the operators run all their tasks.
+    ///
+    /// Each IP is told as a release candidate again ([`EXCESS_AGAIN`]) when, by the monitor's own
+    /// excess count, it is on its node's release list now: newer upstream's clean-up skips such
+    /// an IP.
     fn stuck_released(&self, since_stop_us: u64) -> Option<Failure> {
         let mut stuck = Vec::new();
         for (i, v) in self.nodes.iter().enumerate() {
@@ -233,16 +237,22 @@ impl CiliumMonitor {
             }
             for (ip, (s, _)) in &v.agent_state {
                 if s.as_str() == RELEASED && v.assigned.contains_key(ip) {
-                    stuck.push(format!("{ip} on {}", self.names[i]));
+                    // By the monitor's own count: is the IP on its node's release list again?
+                    let again = match self.progress.not_candidate_since(i, ip) {
+                        None => format!(" {EXCESS_AGAIN}"),
+                        Some(_) => String::new(),
+                    };
+                    stuck.push(format!("{ip} on {}{again}", self.names[i]));
                 }
             }
         }
         (!stuck.is_empty()).then(|| liveness(
             &RELEASED_ENTRIES_CLEAR,
             format!(
-                "{} after faults stopped, released entries remain for IPs the cloud has given back to the same node, which the agents therefore never use: {}",
+                "{} after faults stopped, released entries remain for IPs the cloud has given back to the same node, which the agents therefore never use: {}{}",
                 secs(PODS_BOUND_US),
-                stuck.join(", ")
+                stuck.join(", "),
+                if self.cleans_readded { CLEAN_UP_RUNS } else { "" }
             ),
             since_stop_us,
             PODS_BOUND_US,

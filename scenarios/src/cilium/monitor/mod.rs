@@ -32,6 +32,14 @@ use sim::units::show_secs as secs;
 use sim::{Failure, Monitor, Short};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// What a `released-entries-clear` sentence says after an IP that is on its node's release list
+/// again by the monitor's own excess count.
+pub(crate) const EXCESS_AGAIN: &str = "(on its node's release list again)";
+
+/// What a `released-entries-clear` sentence ends with when the operators run newer upstream's
+/// #39981 clean-up (they said so when their IPAM started).
+pub(crate) const CLEAN_UP_RUNS: &str = "; the operators run the #39981 clean-up";
+
 /// A node name, IP address, pod name or handshake state as the monitor keeps it (the model's
 /// names and addresses all fit a `Short`; keys of two `Short`s compare without `memcmp`).
 pub(super) fn short(s: &str) -> Short {
@@ -106,6 +114,9 @@ pub struct CiliumMonitor {
     unassigned: BTreeMap<NodeIp, (u64, String, String)>,
     /// (node, ip) -> (time, previous state) when the agent's entry went away.
     entry_removed: BTreeMap<NodeIp, (u64, Short)>,
+    /// (node, ip) -> (time, operator) when an operator last dropped its `released` state because
+    /// the IP was back in the pool it checked (the #39981 clean-up).
+    back_in_pool: BTreeMap<NodeIp, (u64, Short)>,
     /// The operator process that won the Lease last ("host:pid") and when its IPAM started.
     leader: Option<(String, u64)>,
     /// Operator processes whose leadership ended (OnStoppedLeading) and when.
@@ -122,6 +133,8 @@ pub struct CiliumMonitor {
     clocks: Vec<Mono>,
     /// Per node index: the monotonic reading when its operator's IPAM started (none: no IPAM).
     ipam_started: Vec<Option<u64>>,
+    /// Whether an operator IPAM that started runs newer upstream's #39981 clean-up.
+    cleans_readded: bool,
     /// `excess-released`'s candidates.
     progress: excess::Progress,
     /// `handshake-entries-clear`'s entries.
@@ -151,6 +164,7 @@ impl CiliumMonitor {
             api: api::ApiView::new(n),
             unassigned: BTreeMap::new(),
             entry_removed: BTreeMap::new(),
+            back_in_pool: BTreeMap::new(),
             dead_tasks: BTreeSet::new(),
             operator_procs: BTreeSet::new(),
             agents: vec![None; n],
@@ -167,6 +181,7 @@ impl CiliumMonitor {
             catalog,
             clocks: vec![Mono::default(); n],
             ipam_started: vec![None; n],
+            cleans_readded: false,
             progress: excess::Progress::new(n, operators),
             entries: cleanup::Entries::new(n),
         }
@@ -410,9 +425,17 @@ impl CiliumMonitor {
                 observed_rv,
                 ..
             } => self.on_mark(rec, short(n), short(ip), *observed_rv),
-            CiliumEvent::CiliumAbort { node: n, ip } => {
+            CiliumEvent::CiliumAbort {
+                node: n,
+                ip,
+                back_in_pool,
+            } => {
                 let key = (short(n), short(ip));
                 self.marked.remove(&key);
+                if *back_in_pool {
+                    let op = self.names[rec.node as usize];
+                    self.back_in_pool.insert(key, (rec.t_us, op));
+                }
                 self.on_abort(rec, key);
                 None
             }
@@ -440,7 +463,8 @@ impl CiliumMonitor {
                 self.leader = Some((format!("{node}:{pid}"), t));
                 None
             }
-            CiliumEvent::CiliumIpamStarted { .. } => {
+            CiliumEvent::CiliumIpamStarted { cleans_readded, .. } => {
+                self.cleans_readded |= *cleans_readded;
                 self.ipam_started[i] = Some(self.clocks[i].read(t));
                 None
             }

@@ -108,7 +108,17 @@ impl CiliumMonitor {
                         .last_status_write(i, *te)
                         .map(|(tw, c)| format!(" by {c}'s status write at {}", secs(tw)))
                         .unwrap_or_default();
-                    format!("; the agent's '{prev}' entry for it had been removed from release-ips{by} (seen at {}), so the agent took it for an aborted release", secs(*te))
+                    // The operator's own reason, when it dropped a `released` state for being
+                    // back in the pool after the unassign (newer upstream's #39981 clean-up).
+                    let unassigned_us = self.unassigned.get(&key).map_or(0, |u| u.0);
+                    let why = match self.back_in_pool.get(&key) {
+                        Some((tb, op)) if *tb >= unassigned_us && tb <= te => format!(
+                            ", after {op} dropped its 'released' state at {} for the IP being in the pool it checked (the #39981 clean-up)",
+                            secs(*tb)
+                        ),
+                        _ => String::new(),
+                    };
+                    format!("; the agent's '{prev}' entry for it had been removed from release-ips{by}{why} (seen at {}), so the agent took it for an aborted release", secs(*te))
                 }
                 None => String::new(),
             };

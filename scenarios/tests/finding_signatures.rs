@@ -1,0 +1,49 @@
+//! Every active finding's pinned violation is recognised as that finding and no other: no two
+//! active findings (of any system) share a signature, so a report names the right one.
+
+use scenarios::findings::all;
+use scenarios::{run_spec, scenario, RunSpec};
+
+#[test]
+fn every_pinned_violation_matches_only_its_own_finding() {
+    let active: Vec<_> = all().filter(|f| f.is_active()).collect();
+    for f in &active {
+        let sc = scenario(f.scenario).expect("a finding names a scenario");
+        let with: Vec<String> = f.shown_with.iter().map(|w| w.to_string()).collect();
+        for &seed in f.seeds {
+            let v = run_spec(RunSpec::from_seed(sc, seed, &[], &with))
+                .violation
+                .unwrap_or_else(|| panic!("{} seed {seed} no longer shows {}", sc.name, f.id));
+            let matching: Vec<&str> = active
+                .iter()
+                .filter(|g| g.signature.matches(&v))
+                .map(|g| g.id)
+                .collect();
+            assert_eq!(
+                matching,
+                vec![f.id],
+                "{} seed {seed} (pinned for {}): {}: {}",
+                sc.name,
+                f.id,
+                v.invariant,
+                v.explanation
+            );
+        }
+    }
+}
+
+#[test]
+fn the_39981_clean_up_dropping_a_fresh_release_is_named_as_such() {
+    let sc = scenario("cilium-clock-skew").expect("built in");
+    let fix = ["cilium-readd-released-ip".to_string()];
+    let v = run_spec(RunSpec::from_seed(sc, 3930, &[], &fix))
+        .violation
+        .expect("seed 3930 fails with the newer clean-up");
+    let named = scenarios::findings::finding_for(sc.name, &v).map(|f| f.id);
+    assert_eq!(
+        named,
+        Some("cilium-readd-drops-fresh-release"),
+        "{}",
+        v.explanation
+    );
+}
