@@ -96,13 +96,18 @@ fn shortest_replay(f: &Finding) -> String {
         );
         return out;
     };
+    let faults = match r.schedule.len() {
+        0 => "no fault".to_string(),
+        1 => "1 fault".to_string(),
+        n => format!("{n} faults"),
+    };
     out += &format!(
-        "Seed {} of scenario `{}` with {} fault{} (its drawn schedule, shrunk by `faultline shrink` \
-         as long as the shrunk run still shows this finding):\n\n",
+        "Seed {} of scenario `{}` (profile {}) with {faults} (its drawn schedule, shrunk by \
+         `faultline shrink` as long as the shrunk run still shows this finding){}\n\n",
         r.seed,
         r.scenario,
-        r.schedule.len(),
-        if r.schedule.len() == 1 { "" } else { "s" }
+        r.profile.name(),
+        if r.schedule.is_empty() { "." } else { ":" }
     );
     for fault in &r.schedule {
         out += &format!(

@@ -65,7 +65,7 @@ fn recorded_rates_cover_every_active_finding_and_re_measure_exactly() {
             reg,
             &scenario,
             &with,
-            &m.profile,
+            m.profile,
             seeds.iter().copied(),
             &findings,
         )
