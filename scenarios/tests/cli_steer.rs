@@ -405,3 +405,139 @@ fn report_refuses_a_scenario_the_replay_file_is_not_of_and_keeps_seeds_apart() {
         "{a}"
     );
 }
+
+/// The keys of a JSON object.
+fn keys(j: &serde_json::Value) -> Vec<String> {
+    let mut k: Vec<String> = j.as_object().unwrap().keys().cloned().collect();
+    k.sort();
+    k
+}
+
+/// `--json`: one line of JSON and nothing else, for every command; without it, the commands
+/// that run seeds end with the same JSON line. Each object has exactly the fields docs/json.md
+/// lists for its command.
+#[test]
+fn json_is_one_line_and_its_fields_are_documented() {
+    use scenarios::cli::fields;
+    let dir = tmp("json");
+    let out = dir.to_str().unwrap();
+    let (file, _) = clock_skew_failure(&dir);
+    let shrunk = file.replace(".json", ".shrunk.json");
+    let trace = dir.join("run.jsonl");
+    let rep = dir.join("report");
+    let merged = dir.join("explore.json");
+    let explore = [
+        "explore",
+        "calico-restart",
+        "--seeds",
+        "5",
+        "--fix",
+        "all",
+        "--out",
+        out,
+    ];
+    std::fs::write(
+        &merged,
+        faultline(&[&explore[..], &["--json"]].concat()).stdout,
+    )
+    .unwrap();
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "run",
+            vec![
+                "run",
+                "calico-restart",
+                "--seed",
+                "1",
+                "--trace",
+                trace.to_str().unwrap(),
+            ],
+        ),
+        ("replay", vec!["replay", &file]),
+        (
+            "replay",
+            vec!["replay", &file, "--fix", "calico-monotonic-stamp"],
+        ),
+        ("explore", explore.to_vec()),
+        ("merge", vec!["merge", merged.to_str().unwrap()]),
+        ("shrink", vec!["shrink", &file, "--out", &shrunk]),
+        (
+            "check-determinism",
+            vec!["check-determinism", "calico-restart", "--seeds", "2"],
+        ),
+        (
+            "report",
+            vec![
+                "report",
+                "calico-restart",
+                "--seed",
+                "1",
+                "--out",
+                rep.to_str().unwrap(),
+            ],
+        ),
+    ];
+    for (command, args) in cases {
+        let text = faultline(&args);
+        let json = faultline(&[&args[..], &["--json"]].concat());
+        let lines = String::from_utf8_lossy(&json.stdout).to_string();
+        assert_eq!(lines.lines().count(), 1, "{args:?} --json: {lines}");
+        let j = last_json(&json);
+        let text_lines = String::from_utf8_lossy(&text.stdout).lines().count();
+        assert!(text_lines > 1, "{args:?}: text for people before the JSON");
+        assert_eq!(
+            keys(&last_json(&text)),
+            keys(&j),
+            "{args:?}: the same JSON ends the text"
+        );
+        let mut documented: Vec<String> =
+            fields::of(command).iter().map(|s| s.to_string()).collect();
+        documented.sort();
+        let optional = ["reproduced", "violation_gone"];
+        let mut got = keys(&j);
+        got.retain(|k| !optional.contains(&k.as_str()));
+        documented.retain(|k| !optional.contains(&k.as_str()));
+        assert_eq!(
+            got, documented,
+            "{command}: its JSON fields and docs/json.md's"
+        );
+    }
+    for args in [["list"], ["bugs"], ["invariants"], ["findings"]] {
+        let o = faultline(&[args[0], "--json"]);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).lines().count(),
+            1,
+            "{args:?}"
+        );
+    }
+    let hash = faultline(&["hash-trace", trace.to_str().unwrap(), "--json"]);
+    let mut documented = fields::of("hash-trace");
+    documented.sort();
+    assert_eq!(keys(&last_json(&hash)), documented);
+    // The violation object's fields.
+    let j = last_json(&faultline(&["replay", &file, "--json"]));
+    let mut documented = fields::of("violation (object)");
+    documented.sort();
+    assert_eq!(keys(&j["violation"]), documented);
+}
+
+/// docs/json.md's tables are `scenarios::cli::fields::markdown()` (FAULTLINE_BLESS=1 rewrites them;
+/// `.ci/regen-docs` does).
+#[test]
+fn the_json_doc_is_generated_from_the_field_lists() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/json.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = doc
+        .split_once("<!-- json:begin -->\n")
+        .expect("json:begin marker");
+    let (section, tail) = rest
+        .split_once("<!-- json:end -->")
+        .expect("json:end marker");
+    let want = scenarios::cli::fields::markdown();
+    if std::env::var_os("FAULTLINE_BLESS").is_some() {
+        let text = format!("{head}<!-- json:begin -->\n{want}<!-- json:end -->{tail}");
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    assert_eq!(section, want, "docs/json.md is stale: run .ci/regen-docs");
+}

@@ -206,7 +206,7 @@ pub struct ExploreArgs {
 #[derive(Args, Debug)]
 pub struct MergeArgs {
     pub files: Vec<PathBuf>,
-    /// Accepted for the one CLI contract: the output is always one JSON object.
+    /// Print only the JSON object (without: a summary line first).
     #[arg(long)]
     pub json: bool,
 }
@@ -265,7 +265,7 @@ pub struct CheckDeterminismArgs {
     /// Also write the results as JUnit XML to this file (for CI systems' test views).
     #[arg(long)]
     pub junit: Option<PathBuf>,
-    /// Accepted for the one CLI contract: the output always ends with one JSON object.
+    /// Print only the JSON object (without: a summary line first).
     #[arg(long)]
     pub json: bool,
 }

@@ -6,7 +6,7 @@ use super::count;
 use super::exit::Exit;
 use super::output::{prepare_dir, prepare_opt};
 use super::run::{print_options, print_schedule, print_spec, print_violation};
-use super::steer::{group_line, groups, groups_json, on_interrupt, Group, Resume};
+use super::steer::{group_line, groups, groups_json, on_interrupt, seeds_done, Group, Resume};
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
 use crate::explore::{
@@ -84,6 +84,7 @@ pub(super) fn run_explore(reg: &'static Registry, a: ExploreArgs) -> Result<Exit
             }
         }
     })?;
+    seeds_done();
     if let Some(b) = bar {
         b.finish_and_clear();
     }

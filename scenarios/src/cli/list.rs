@@ -13,8 +13,14 @@ pub(super) fn list(reg: &'static Registry, a: ListArgs) -> Result<Exit, BadInput
         let list: Vec<_> = reg.scenarios().iter().map(|s| json!({"name": s.name, "system": s.system, "about": s.about, "ci_seeds": s.ci_seeds, "coverage": s.coverage})).collect();
         println!("{}", json!({ "scenarios": list }));
     } else {
+        let w = reg
+            .scenarios()
+            .iter()
+            .map(|s| s.name.len())
+            .max()
+            .unwrap_or(0);
         for s in reg.scenarios() {
-            println!("{:<28} {}", s.name, s.about);
+            println!("{:<w$}  {}", s.name, s.about);
         }
     }
     Ok(Exit::Clean)
@@ -31,10 +37,13 @@ pub(super) fn bugs(reg: &'static Registry, a: BugsArgs) -> Result<Exit, BadInput
             json!({ "switches": reg.switches().collect::<Vec<_>>() })
         );
     } else {
+        // Columns as wide as their longest entry, so none runs into the next.
+        let name_w = reg.switches().map(|s| s.name.len()).max().unwrap_or(0);
+        let scenario_w = reg.switches().map(|s| s.scenario.len()).max().unwrap_or(0);
         for s in reg.switches() {
             let trips = s.trips.map(|i| format!(" (trips {})", i.name));
             println!(
-                "{:<36} {:<6} found by {:<26} {}{}",
+                "{:<name_w$}  {:<6} found by {:<scenario_w$}  {}{}",
                 s.name,
                 format!("{:?}", s.kind).to_lowercase(),
                 s.scenario,
@@ -64,11 +73,13 @@ pub(super) fn findings(reg: &'static Registry, a: FindingsArgs) -> Result<Exit, 
     } else if markdown {
         print!("{}", crate::findings::markdown());
     } else {
+        let id_w = reg.findings().map(|f| f.id.len()).max().unwrap_or(0);
+        let scenario_w = reg.findings().map(|f| f.scenario.len()).max().unwrap_or(0);
         for f in reg.findings() {
             let status = if f.is_active() { "active" } else { "retired" };
             let seeds: Vec<String> = f.seeds.iter().map(u64::to_string).collect();
             println!(
-                "{:<40} {:<7} {} seed {:<10} {}",
+                "{:<id_w$}  {:<7} {:<scenario_w$}  seed {:<10} {}",
                 f.id,
                 status,
                 f.scenario,

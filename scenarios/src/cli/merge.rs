@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// Merges sharded explore outputs: totals, the lowest failing seed, the slowest shard's wall time,
 /// and the coverage points no shard reached (a failure once the shards together ran the
 /// scenario's CI budget).
-pub(super) fn merge(reg: &Registry, files: &[PathBuf]) -> Result<Exit, BadInput> {
+pub(super) fn merge(reg: &Registry, files: &[PathBuf], json: bool) -> Result<Exit, BadInput> {
     if files.is_empty() {
         return Err(BadInput(
             "give the files holding each shard's `explore --json` output".into(),
@@ -86,6 +86,21 @@ pub(super) fn merge(reg: &Registry, files: &[PathBuf]) -> Result<Exit, BadInput>
         .collect();
     failing_seeds.sort_unstable();
     let (coverage, unreached) = merged_coverage(reg, &parts, sum("seeds_run"))?;
+    if !json {
+        println!(
+            "{}: {} shard(s), {} seeds, {} failure(s){}",
+            scenario.as_str().unwrap_or_default(),
+            parts.len(),
+            sum("seeds_run"),
+            failures,
+            first
+                .map(|p| format!(", the first at seed {}", p["first_failure"]["seed"]))
+                .unwrap_or_default()
+        );
+        for p in &unreached {
+            println!("FAILURE coverage-unreached: no seed reached coverage point {p}");
+        }
+    }
     println!(
         "{}",
         json!({
@@ -151,15 +166,25 @@ impl ShardSet {
                 f.display()
             )));
         }
-        let mut seen = vec![false; n as usize + 1];
+        let range = |v: &serde_json::Value| (v["from"].clone(), v["seeds"].clone());
+        if let Some((f, _)) = parts.iter().find(|(_, v)| range(v) != range(&parts[0].1)) {
+            return Err(BadInput(format!(
+                "{} explored another seed range (--from, --seeds) than {}",
+                f.display(),
+                parts[0].0.display()
+            )));
+        }
+        let mut seen = std::collections::BTreeSet::new();
         for (i, (k, _)) in shards.iter().flatten().enumerate() {
-            if std::mem::replace(&mut seen[*k as usize], true) {
+            if !seen.insert(*k) {
                 set.duplicates.push(format!("{k}/{n}"));
                 set.dropped.push(i);
             }
         }
+        // Name at most a screenful of missing shards.
         set.missing = (1..=n)
-            .filter(|k| !seen[*k as usize])
+            .filter(|k| !seen.contains(k))
+            .take(100)
             .map(|k| format!("{k}/{n}"))
             .collect();
         Ok(set)

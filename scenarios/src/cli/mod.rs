@@ -1,7 +1,9 @@
 //! The `faultline` command line: list scenarios and switches, run a seed, explore many seeds,
 //! replay and shrink a failure, check determinism, report, and benchmark. Exit status: 0 no
 //! violation, 1 violation found, 2 bad usage or bad input (one line on stderr), 3 nondeterminism
-//! detected. With `--json` the last line of standard output is one JSON object.
+//! detected. With `--json` standard output is one JSON object on one line and nothing else;
+//! without it, the text for people, and the commands that run or merge seeds (run, replay,
+//! explore, shrink, check-determinism, merge, report) still end with that JSON line.
 //!
 //! One module per command (group); [`main`] serves any [`Registry`], so a user's own system gets
 //! the same command line from a three-line `main` (see `examples/fenced_lock`).
@@ -11,6 +13,7 @@ mod bench;
 pub mod exit;
 mod explore;
 mod findings;
+pub mod fields;
 mod junit;
 mod list;
 mod merge;
@@ -127,7 +130,7 @@ fn dispatch(reg: &'static Registry, cmd: Cmd) -> Result<Exit, BadInput> {
             crate::faults::Profile::parse(&a.profile.profile)?,
             a.json,
         ),
-        Cmd::Merge(a) => merge::merge(reg, &a.files),
+        Cmd::Merge(a) => merge::merge(reg, &a.files, a.json),
         Cmd::Bench(a) if a.scale => scale::scale(
             reg,
             count(&a.seeds, "seed count")?,

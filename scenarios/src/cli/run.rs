@@ -231,7 +231,7 @@ pub(super) fn check_determinism(
         from,
         switches: SwitchArgs { bugs, fixes },
         junit,
-        json: _,
+        json,
     } = a;
     let sc = reg.scenario(&scenario)?;
     let seeds = count(&seeds, "seed count")?;
@@ -281,6 +281,14 @@ pub(super) fn check_determinism(
             cases,
         };
         super::junit::write(path, &[suite])?;
+    }
+    if !json {
+        println!(
+            "{}: {} of {seeds} seeds from {from} give equal trace hashes on 1 and {} threads",
+            sc.name,
+            seeds - mismatches.len() as u64,
+            cores().max(2)
+        );
     }
     println!(
         "{}",

@@ -56,6 +56,13 @@ pub(super) fn on_interrupt(
     (stop, prefix)
 }
 
+/// After the seeds: a Ctrl-C (during the shrink, say) stops the process at once.
+pub(super) fn seeds_done() {
+    if let Some(cell) = HANDLER.get() {
+        *cell.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
 /// The options a resumed exploration repeats (all but `--from` and `--seeds`).
 pub(super) struct Resume {
     pub command: &'static str,
