@@ -99,12 +99,7 @@ impl CalicoMonitor {
                 self.etcd_crashed_us = Some(t);
             }
         }
-        // A crash of etcd's host leaves the requests it had received unanswered: with no TCP
-        // keepalive (urllib3 sets none) their callers learn nothing until etcd3gw's read timeout,
-        // `etcd_timeout`, and retry 1-2 s later. Until then the world is not quiet for a handover.
-        let etcd_quiet = self
-            .etcd_crashed_us
-            .is_none_or(|c| t >= c + ETCD_CRASH_SETTLE_US);
+        let etcd_quiet = self.etcd_settled(t);
         match fault {
             FaultKind::ServiceRestart { node }
                 if holder_alive
@@ -151,6 +146,15 @@ impl CalicoMonitor {
         None
     }
 
+    /// Whether requests etcd's node held when it last crashed have all ended by `t`: with no TCP
+    /// keepalive (urllib3 sets none) their callers learn nothing until etcd3gw's read timeout,
+    /// `etcd_timeout`, and the elector retries 1-2 s later. Until then the world is not quiet for
+    /// a handover.
+    fn etcd_settled(&self, t: u64) -> bool {
+        self.etcd_crashed_us
+            .is_none_or(|c| t >= c + ETCD_CRASH_SETTLE_US)
+    }
+
     /// Faults stop (the liveness phase): pending prompt-handover obligations are dropped, the
     /// status deadline is set, and, without a master, the election deadline.
     pub(super) fn on_liveness_phase(&mut self, t: u64) {
@@ -193,7 +197,7 @@ impl CalicoMonitor {
                 .holder
                 .as_ref()
                 .is_some_and(|h| h.node == Some(node) && !self.alive.contains_key(&(node, h.pid)));
-            if stale && self.faults.is_empty() {
+            if stale && self.faults.is_empty() && self.etcd_settled(t) {
                 let value = self.holder.as_ref().unwrap().value.clone();
                 self.obligations.push(Obligation {
                     deadline_us: t + HANDOVER_BOUND_US,
