@@ -121,6 +121,16 @@ impl<Resp> Responder<Resp> {
 
     /// Drops the response on the floor: the caller times out (used for ambiguous failures).
     pub fn lose(self) {}
+
+    /// Whether the caller has stopped waiting (its timeout passed, or its task or process is
+    /// gone): nothing can reach it any more. A server whose request is a database transaction
+    /// committed by the client's last round trip uses this to roll back a transaction whose
+    /// client gave up before the commit.
+    pub fn caller_gone(&self) -> bool {
+        // The caller's exchange holds the slot while it waits; only this responder is left once
+        // the caller's future has been dropped.
+        Rc::strong_count(&self.slot) == 1
+    }
 }
 
 /// The fault shell in front of a simulated service (the split madsim and TigerBeetle use: an async

@@ -166,6 +166,19 @@ pub enum CalicoEvent {
         /// Keys read under the Felix prefix (0 if the read failed).
         keys: u32,
     },
+    /// A port-status writer sends a write to Neutron: the status it read from its cache just
+    /// before. `write` numbers the writes of one process (Neutron's record of the write, if it
+    /// commits, carries the same number).
+    CalicoPortWriteSent {
+        /// The Neutron port ID.
+        port: String,
+        /// The Neutron status sent: `ACTIVE`, `DOWN` or `ERROR`.
+        status: String,
+        /// The writing worker process (`host:pid`).
+        client: String,
+        /// The write's number within its process.
+        write: u64,
+    },
     /// A port-status write to Neutron (`ok` = the DB accepted it).
     CalicoPortWrite {
         /// The Neutron port ID.
@@ -188,6 +201,18 @@ pub enum CalicoEvent {
         status: String,
         /// The writing worker process (`host:pid`).
         client: String,
+        /// The write's number within that process (see `CalicoPortWriteSent`).
+        write: u64,
+    },
+    /// Neutron rolled back a port-status write whose client had stopped waiting before it could
+    /// commit (see `neutron`'s module documentation).
+    NeutronPortRolledBack {
+        /// The Neutron port ID.
+        port: String,
+        /// The writing worker process (`host:pid`).
+        client: String,
+        /// The write's number within that process.
+        write: u64,
     },
 }
 

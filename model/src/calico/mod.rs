@@ -67,6 +67,15 @@ pub struct Switches {
     /// Fix `calico-port-status-recheck`: port-status writers ask `is_master()` before each write,
     /// and a watcher starting as master clears the port-status cache.
     pub port_status_recheck: bool,
+    /// Fix `calico-port-status-key-lock`: a port-status writer waits while another writer of its
+    /// process writes the same port.
+    pub port_status_key_lock: bool,
+    /// Fix `calico-port-status-write-deadline`: a port-status write gives up after 20 s (never
+    /// committed) and is retried.
+    pub port_status_write_deadline: bool,
+    /// Fix `calico-snapshot-checks-stopped`: a status watcher stops dispatching its snapshot as
+    /// soon as it is stopped.
+    pub snapshot_checks_stopped: bool,
     /// Fix `calico-compaction-claims-period`: compaction claims its period by creating the trigger
     /// key only if absent before compacting.
     pub compaction_claims_period: bool,

@@ -8,6 +8,18 @@
 //! an agent down after `agent_down_time`, 75 s, of silence), and each port's status. Like any
 //! service it can be unavailable (the DB write fails) or slow (requests queue behind each other;
 //! the "processing-rate limit" that lets a watcher's backlog build up).
+//!
+//! A port-status write is one request here, but upstream it is a transaction of several round
+//! trips (`update_port_status` reads the port and updates it inside `CONTEXT_WRITER.using`, and
+//! SQLAlchemy sends `COMMIT` only after the client has the earlier answers). A client that gave
+//! up before its answer came (its read timeout passed, or its process is gone) never sends the
+//! `COMMIT`, and MySQL rolls back a transaction whose connection closes uncommitted (MySQL
+//! Reference Manual, 13.3.1 "START TRANSACTION, COMMIT, and ROLLBACK Statements": a session that
+//! ends with a transaction open rolls it back). So a write whose caller stopped waiting is not
+//! applied: [`CalicoEvent::NeutronPortRolledBack`]. Over a partition TCP holds a write up and
+//! retransmits it (`sim::net::Endpoint::tcp`), so without a client timeout (upstream sets none:
+//! PyMySQL's `read_timeout` defaults to None) a write sent before a partition commits after it
+//! heals, however long that took.
 
 use crate::calico::CalicoEvent;
 use sim::net::{Call, Endpoint};
@@ -37,6 +49,8 @@ pub enum Request {
         port: String,
         /// The Neutron status to store: `ACTIVE`, `DOWN` or `ERROR`.
         status: String,
+        /// The write's number within the writing process (for the record).
+        write: u64,
     },
 }
 
@@ -73,13 +87,26 @@ pub fn install(world: &World, node: NodeIx) -> Neutron {
                         Request::ReportAgent { host, .. } => {
                             p.emit(CalicoEvent::NeutronAgentHeard { host })
                         }
-                        Request::PortStatus { port, status } => {
-                            p.emit(CalicoEvent::NeutronPortStatus {
+                        // The client commits the transaction with its last round trip: one
+                        // that gave up first never commits, and the server rolls back.
+                        Request::PortStatus { port, write, .. } if reply.caller_gone() => {
+                            p.emit(CalicoEvent::NeutronPortRolledBack {
                                 port,
-                                status,
                                 client: caller.to_string(),
-                            })
+                                write,
+                            });
+                            continue;
                         }
+                        Request::PortStatus {
+                            port,
+                            status,
+                            write,
+                        } => p.emit(CalicoEvent::NeutronPortStatus {
+                            port,
+                            status,
+                            client: caller.to_string(),
+                            write,
+                        }),
                     }
                     if lost {
                         reply.lose();

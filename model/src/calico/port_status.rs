@@ -25,6 +25,21 @@
 //! its snapshot rewrites every port, and a writer that waited across such a restart drops its key
 //! (the snapshot queued it again). Dropping a key as soon as `is_master()` says no would lose the
 //! update when the stamp is only briefly stale on the host that is still master.
+//!
+//! Two more remedies, for writes that land out of order:
+//!
+//! * Fix `calico-port-status-key-lock`: upstream's queue may hold a key twice (a retry and a live
+//!   event, or two quick changes), and two writers may then write the same port at once, each the
+//!   status the cache held when it took the key; their transactions overlap in the database and
+//!   the one that commits last wins, which may be the older status. Under the fix a writer that
+//!   takes a key another writer of its process is writing waits for that write to end, then
+//!   writes what the cache holds.
+//! * Fix `calico-port-status-write-deadline`: upstream sets no read timeout on the database
+//!   connection, so a write held up by a partition commits whenever the partition heals, after
+//!   the writer's host may have lost mastership and the new master written a newer status. Under
+//!   the fix the write is bounded by [`WRITE_DEADLINE`] (PyMySQL's `read_timeout`, set through the
+//!   connection URL); a write that times out is never committed (see `neutron`) and is retried
+//!   as any database error, through `is_master()` again under `calico-port-status-recheck`.
 
 use super::master::{MasterCheck, Shared};
 use super::neutron::{Neutron, Request};
@@ -46,6 +61,11 @@ pub const RETRY_DELAY: Duration = Duration::from_secs(5);
 /// write waits as long as the database takes; the bound only keeps a run from hanging on a lost
 /// answer, and when it is reached the update is dropped as an unexpected error would be.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The bound on one write under fix `calico-port-status-write-deadline`: well below the 60 s a
+/// stamp stays fresh and the lease lives, so a write checked with `is_master()` commits, if at
+/// all, before another host can normally have won and written.
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(20);
 
 /// `(hostname, port_id)`: the cache and queue key.
 pub type PortKey = (String, String);
@@ -90,6 +110,24 @@ pub struct PortStatus {
     generation: Cell<u64>,
     added: Notify,
     check: MasterCheck,
+    /// Writes sent so far (numbers them for the record).
+    writes: Cell<u64>,
+    /// Keys a writer is writing now (fix `calico-port-status-key-lock`), and their releases.
+    writing: RefCell<BTreeSet<PortKey>>,
+    released: Notify,
+}
+
+/// Holds a key for one writer; releases it when dropped.
+struct KeyLock<'a> {
+    ports: &'a PortStatus,
+    key: PortKey,
+}
+
+impl Drop for KeyLock<'_> {
+    fn drop(&mut self) {
+        self.ports.writing.borrow_mut().remove(&self.key);
+        self.ports.released.notify();
+    }
 }
 
 impl PortStatus {
@@ -107,6 +145,9 @@ impl PortStatus {
             generation: Cell::new(0),
             added: Notify::new(),
             check: MasterCheck::new(),
+            writes: Cell::new(0),
+            writing: RefCell::default(),
+            released: Notify::new(),
         })
     }
 
@@ -164,6 +205,10 @@ impl PortStatus {
     pub async fn writer(self: Rc<Self>) {
         loop {
             let key = self.get().await;
+            let _lock = match self.sw.port_status_key_lock {
+                true => Some(self.lock(&key).await),
+                false => None,
+            };
             if self.sw.port_status_recheck {
                 let generation = self.generation.get();
                 while !self.check.check(&self.proc, &self.shared, &self.sw) {
@@ -177,10 +222,34 @@ impl PortStatus {
         }
     }
 
+    /// Waits until no other writer of this process writes `key`, then holds it (fix
+    /// `calico-port-status-key-lock`).
+    async fn lock(&self, key: &PortKey) -> KeyLock<'_> {
+        loop {
+            let seen = self.released.generation();
+            if self.writing.borrow_mut().insert(key.clone()) {
+                return KeyLock {
+                    ports: self,
+                    key: key.clone(),
+                };
+            }
+            self.released.changed_since(seen).await;
+        }
+    }
+
     /// `_try_to_update_port_status`: writes what the cache holds now.
     async fn try_to_update(self: &Rc<Self>, key: PortKey) {
         let status = neutron_status(self.cache.borrow().get(&key).map(String::as_str));
         let (host, port) = key.clone();
+        let write = self.writes.get() + 1;
+        self.writes.set(write);
+        self.proc.emit(CalicoEvent::CalicoPortWriteSent {
+            port: port.clone(),
+            status: status.to_string(),
+            client: self.proc.ident().to_string(),
+            write,
+        });
+        let deadline = self.sw.port_status_write_deadline;
         let reply = self
             .proc
             .call(
@@ -188,14 +257,22 @@ impl PortStatus {
                 Request::PortStatus {
                     port: port.clone(),
                     status: status.to_string(),
+                    write,
                 },
-                WRITE_TIMEOUT,
+                if deadline {
+                    WRITE_DEADLINE
+                } else {
+                    WRITE_TIMEOUT
+                },
             )
             .await;
         let ok = matches!(reply, Ok(Ok(())));
         // Only a database error (`DBError`, `SQLAlchemyError`) schedules a retry; anything else
         // is logged by the writer loop and the update dropped (mech_calico.py lines 846-852).
-        let retry = matches!(reply, Ok(Err(_)));
+        // Under the deadline fix a read timeout is one: PyMySQL raises `OperationalError`, which
+        // oslo.db turns into `DBConnectionError`, a `DBError`.
+        let timed_out = matches!(reply, Err(sim::net::RpcError::Timeout));
+        let retry = matches!(reply, Ok(Err(_))) || (deadline && timed_out);
         self.proc.emit(CalicoEvent::CalicoPortWrite {
             port,
             status: status.to_string(),

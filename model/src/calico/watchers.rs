@@ -34,6 +34,12 @@
 //! Fix `calico-canceller-catches-all`: the canceller catches every exception of its round-trip
 //! write (logs it and goes on), as the watcher's own loop does for a failed watch.
 //!
+//! Fix `calico-snapshot-checks-stopped`: the snapshot loop (etcdutils.py lines 194-204) looks at
+//! `_stopped` before dispatching each key, as the event loop does (line 342). Upstream it does
+//! not: a watcher stopped while its snapshot read was held up (a partition, a slow etcd) still
+//! dispatches the old snapshot when the read returns, into the port-status cache the process
+//! shares with the newer watcher, and queues the old statuses for writing.
+//!
 //! After a pause the loop's overdue 5 s timer runs before the watcher greenlet sees an event that
 //! arrived meanwhile (eventlet's hub, see `hub`).
 
@@ -297,6 +303,9 @@ impl EtcdWatcher {
         };
         self.snapshot_event(kvs.len(), rev, false);
         for kv in &kvs {
+            if self.driver.sw.snapshot_checks_stopped && self.stopped.get() {
+                return Err(GreenletEnd::Stopped);
+            }
             self.dispatch(EventKind::Put, kv)?;
         }
         self.snapshot_event(kvs.len(), rev, true);

@@ -50,7 +50,7 @@ pub const MASTER_ELECTED: Invariant = Invariant::liveness(
 pub const PROMPT_HANDOVER: Invariant = Invariant::liveness(
     "prompt-handover",
     "one refresh interval (10 s) of slack; the handover itself is a few round trips",
-    "with no other fault active, a master exists soon after a graceful stop of the master's services (if its elector still runs) or a same-host respawn of a dead master",
+    "with no other fault active and etcd's node not crashed within etcd_timeout plus the retry jitter (requests it held wait out their timeout), a master exists soon after a graceful stop of the master's services (if its elector still runs) or a same-host respawn of a dead master",
 )
 .bound_us(HANDOVER_BOUND_US)
 .upstream("stopping the elector deletes its key at once, and a respawned process deletes the key naming its dead predecessor, so the others campaign at once (election.py Elector.stop, lines 379-391, and _attempt_step_down, 370-377; _check_master_process, 223-259)")

@@ -1,7 +1,7 @@
 //! Ground truth for `port-status-converges`: what Felix last reported for each port (its endpoint
 //! status key in etcd, its LATEST value) against what Neutron stores for it. Reads events only
-//! (`EtcdPut`, `EtcdDelete`, and the model's `CalicoEvent::NeutronPortStatus`, an observation) and
-//! calls no model function; the mapping from Calico's status to Neutron's is the spec's (`PORT_STATUS_MAPPING`, mech_calico.py line 213 at networking-calico
+//! (`EtcdPut`, `EtcdDelete`, and the model's `CalicoPortWriteSent`, `NeutronPortStatus` and
+//! `NeutronPortRolledBack`, observations) and calls no model function; the mapping from Calico's status to Neutron's is the spec's (`PORT_STATUS_MAPPING`, mech_calico.py line 213 at networking-calico
 //! 87c15906: up -> ACTIVE, down -> DOWN, error -> ERROR; no status -> ERROR).
 
 use model::calico::CalicoEvent;
@@ -19,8 +19,24 @@ pub struct PortView {
     felix: BTreeMap<String, (Option<String>, u64)>,
     /// Port id -> Neutron's status.
     neutron: BTreeMap<String, String>,
-    /// Port id -> the process (`host:pid`) whose write Neutron applied last.
-    writer: BTreeMap<String, String>,
+    /// Port id -> the write Neutron applied last.
+    writer: BTreeMap<String, AppliedWrite>,
+    /// (process, write number) -> true time the writer sent it (until it commits or rolls back).
+    sent: BTreeMap<(String, u64), u64>,
+    /// Port id -> the newest send time among its applied writes, and that write's process.
+    newest_applied: BTreeMap<String, (u64, String)>,
+}
+
+/// The write Neutron applied last for a port.
+#[derive(Clone, Debug)]
+pub struct AppliedWrite {
+    /// The writing process (`host:pid`).
+    pub client: String,
+    /// True time the writer sent it (None: its send was not seen).
+    pub sent_us: Option<u64>,
+    /// A write of the same port sent after it that Neutron had applied before it: (its process,
+    /// its send time). This write overtook it.
+    pub overtook: Option<(String, u64)>,
 }
 
 /// A port whose Neutron status differs from Felix's settled one.
@@ -29,8 +45,8 @@ pub struct Divergence {
     pub felix: Option<String>,
     pub since_us: u64,
     pub neutron: Option<String>,
-    /// The process (`host:pid`) whose write Neutron applied last.
-    pub writer: Option<String>,
+    /// The write Neutron applied last.
+    pub writer: Option<AppliedWrite>,
 }
 
 /// Neutron's status for Felix's (the spec's mapping).
@@ -60,15 +76,25 @@ fn status_field(value: &str) -> Option<String> {
 impl PortView {
     /// Takes in one event at true time `t`.
     pub fn observe(&mut self, prefix: &str, t: u64, event: &Event) {
-        if let Some(CalicoEvent::NeutronPortStatus {
-            port,
-            status,
-            client,
-        }) = event.system::<CalicoEvent>()
-        {
-            self.neutron.insert(port.clone(), status.clone());
-            self.writer.insert(port.clone(), client.clone());
-            return;
+        match event.system::<CalicoEvent>() {
+            Some(CalicoEvent::CalicoPortWriteSent { client, write, .. }) => {
+                self.sent.insert((client.clone(), *write), t);
+                return;
+            }
+            Some(CalicoEvent::NeutronPortRolledBack { client, write, .. }) => {
+                self.sent.remove(&(client.clone(), *write));
+                return;
+            }
+            Some(CalicoEvent::NeutronPortStatus {
+                port,
+                status,
+                client,
+                write,
+            }) => {
+                self.applied(port, status, client, *write);
+                return;
+            }
+            _ => {}
         }
         let (port, status) = match event {
             Event::EtcdPut { key, value, .. } => match port_of(prefix, key) {
@@ -85,6 +111,29 @@ impl PortView {
         if entry.0 != status {
             *entry = (status, t);
         }
+    }
+
+    /// Neutron applied `client`'s write number `write` of `port`.
+    fn applied(&mut self, port: &str, status: &str, client: &str, write: u64) {
+        let sent_us = self.sent.remove(&(client.to_string(), write));
+        let newest = self.newest_applied.get(port).cloned();
+        let overtook = match (sent_us, &newest) {
+            (Some(s), Some((n, c))) if *n > s => Some((c.clone(), *n)),
+            _ => None,
+        };
+        if let Some(s) = sent_us.filter(|s| newest.as_ref().is_none_or(|(n, _)| s >= n)) {
+            self.newest_applied
+                .insert(port.to_string(), (s, client.to_string()));
+        }
+        self.neutron.insert(port.to_string(), status.to_string());
+        self.writer.insert(
+            port.to_string(),
+            AppliedWrite {
+                client: client.to_string(),
+                sent_us,
+                overtook,
+            },
+        );
     }
 
     /// Ports settled at Felix for [`PORT_SETTLE_US`] whose Neutron status differs.

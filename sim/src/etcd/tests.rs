@@ -649,6 +649,82 @@ mod service {
         assert_eq!(exact.log[0].1, "Ok(0) None");
     }
 
+    /// A crash of etcd's host drops the requests it had received: nothing tells their caller
+    /// (no reset reaches a connection with nothing left to retransmit, and etcd3gw's requests
+    /// use no TCP keepalive), so the call waits out its whole timeout although etcd is back long
+    /// before, and the request is not applied.
+    #[test]
+    fn etcd_host_crash_leaves_a_held_request_unanswered_until_its_timeout() {
+        let slow = etcd_fault(
+            0,
+            600_000,
+            FaultKind::ServiceSlow {
+                node: "etcd".into(),
+                extra_ms: 2_000,
+            },
+        );
+        let crash = etcd_fault(
+            1_000,
+            500,
+            FaultKind::Crash {
+                node: "etcd".into(),
+            },
+        );
+        let run = run(
+            EtcdConfig::default(),
+            vec![slow, crash],
+            |p, etcd, log| async move {
+                let r = etcd.client(&p).put("/held", "x", 0).await;
+                note(&p, &log, format!("{r:?}"));
+            },
+        );
+        let (done_us, what) = &run.log[0];
+        assert_eq!(what, &format!("{:?}", Err::<i64, _>(EtcdError::Timeout)));
+        assert_eq!(*done_us, REQUEST_TIMEOUT.as_micros() as u64);
+        assert_eq!(run.put_at("/held"), None);
+    }
+
+    /// A request sent while etcd's host is down is retransmitted (TCP's backoff from 200 ms);
+    /// the first retransmission after the host is back finds no connection there and is answered
+    /// with a reset: the client fails at once (a connection failure, nothing applied), and its
+    /// next request works.
+    #[test]
+    fn etcd_host_crash_resets_a_request_retransmitted_after_the_reboot() {
+        let crash = etcd_fault(
+            500,
+            2_500,
+            FaultKind::Crash {
+                node: "etcd".into(),
+            },
+        );
+        let run = run(
+            EtcdConfig::default(),
+            vec![crash],
+            |p, etcd, log| async move {
+                p.sleep(Duration::from_secs(1)).await;
+                let c = etcd.client(&p);
+                let r = c.put("/during", "x", 0).await;
+                note(&p, &log, format!("{r:?}"));
+                let r = c.put("/after", "x", 0).await;
+                note(&p, &log, format!("{}", r.is_ok()));
+            },
+        );
+        let (reset_us, what) = &run.log[0];
+        assert_eq!(
+            what,
+            &format!("{:?}", Err::<i64, _>(EtcdError::Unavailable))
+        );
+        // Sent at 1 s (arriving 1.001 s): tries at 1.001, 1.201, 1.601, 2.401 and 4.001 s, the
+        // first after the reboot at 3 s; the reset travels back 1 ms.
+        assert!(
+            (4_001_000..=4_003_000).contains(reset_us),
+            "reset at {reset_us} µs"
+        );
+        assert_eq!(run.put_at("/during"), None);
+        assert_eq!(run.log[1].1, "true");
+        assert!(run.put_at("/after").is_some());
+    }
+
     #[test]
     fn an_unavailable_server_is_not_ambiguous() {
         let down = etcd_fault(

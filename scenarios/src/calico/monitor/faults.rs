@@ -9,7 +9,7 @@
 //! exception the task raised). Calls no model function.
 
 use super::{secs, CalicoMonitor, Obligation};
-use super::{AGENT_VIEW_BOUND_US, ELECTION_BOUND_US, HANDOVER_BOUND_US};
+use super::{AGENT_VIEW_BOUND_US, ELECTION_BOUND_US, ETCD_CRASH_SETTLE_US, HANDOVER_BOUND_US};
 use model::calico::CalicoEvent;
 use sim::event::{ExitStatus, Record};
 use sim::{Failure, FaultKind, Kind, Measured, NodeIx};
@@ -94,9 +94,18 @@ impl CalicoMonitor {
             .holder
             .as_ref()
             .is_some_and(|h| h.node.is_some_and(|n| self.alive.contains_key(&(n, h.pid))));
+        if let FaultKind::Crash { node } = fault {
+            if node == "etcd" {
+                self.etcd_crashed_us = Some(t);
+            }
+        }
+        let etcd_quiet = self.etcd_settled(t);
         match fault {
             FaultKind::ServiceRestart { node }
-                if holder_alive && master == self.node_of(node) && self.faults.len() == 1 =>
+                if holder_alive
+                    && etcd_quiet
+                    && master == self.node_of(node)
+                    && self.faults.len() == 1 =>
             {
                 self.obligations.push(Obligation {
                     deadline_us: t + HANDOVER_BOUND_US,
@@ -135,6 +144,15 @@ impl CalicoMonitor {
             _ => {}
         }
         None
+    }
+
+    /// Whether requests etcd's node held when it last crashed have all ended by `t`: with no TCP
+    /// keepalive (urllib3 sets none) their callers learn nothing until etcd3gw's read timeout,
+    /// `etcd_timeout`, and the elector retries 1-2 s later. Until then the world is not quiet for
+    /// a handover.
+    fn etcd_settled(&self, t: u64) -> bool {
+        self.etcd_crashed_us
+            .is_none_or(|c| t >= c + ETCD_CRASH_SETTLE_US)
     }
 
     /// Faults stop (the liveness phase): pending prompt-handover obligations are dropped, the
@@ -179,7 +197,7 @@ impl CalicoMonitor {
                 .holder
                 .as_ref()
                 .is_some_and(|h| h.node == Some(node) && !self.alive.contains_key(&(node, h.pid)));
-            if stale && self.faults.is_empty() {
+            if stale && self.faults.is_empty() && self.etcd_settled(t) {
                 let value = self.holder.as_ref().unwrap().value.clone();
                 self.obligations.push(Obligation {
                     deadline_us: t + HANDOVER_BOUND_US,

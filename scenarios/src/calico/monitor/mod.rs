@@ -9,7 +9,7 @@
 //! | `master-stable` | safety | the election key changes holder (is deleted) only when a fault that can end the holder's mastership touched the holder or etcd within the last 130 s (`etcd_timeout` + `MASTER_TIMEOUT` + one refresh interval): a pause, crash, isolation or cut between the holder and etcd, a graceful stop, a crash of its manager, a silent death or a stall of its elector, a watchdog exit of its process; an etcd crash, unavailability, ambiguity, slowness or garbling |
 //! | `master-only-work-stops` | safety | once a host's elector cleared its stamp (saw mastership end), no process of that host does master-only work more than one poll (5 s) later until the stamp is set again (a snapshot whose reads were in flight: + 2 `etcd_timeout`); excused while the process's master-only loop was stalled or after it died |
 //! | `master-elected` | liveness | once faults stop, a master exists (the key names a live process whose host's stamp is set) within TTL 60 s + watch timeout 20 s + retry jitter 2 s + 3 s of round trips = 85 s |
-//! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services (when the master's elector process still runs: a dead one cannot step down), or of the master's manager being respawned on the same host (dead-pid cleanup) |
+//! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services (when the master's elector process still runs: a dead one cannot step down, and when etcd's node has not crashed within `etcd_timeout` plus the retry jitter before: requests it held wait out their timeout), or of the master's manager being respawned on the same host (dead-pid cleanup) |
 //! | `stale-warning-not-in-snapshot` | safety | no stale-update warning while a watcher replays a snapshot |
 //! | `stale-warning-rate-limited` | safety | at most one stale-update warning per 300 s per watcher instance (each `StatusWatcher` the master-only loop makes has a fresh limiter, status.py line 101 at 87c15906) |
 //! | `watcher-survives-timestamps` | safety | no watcher task dies on a malformed, naive or missing timestamp |
@@ -85,6 +85,9 @@ pub const ELECTION_BOUND_US: u64 =
     us(MASTER_TIMEOUT) + 2 * us(REFRESH_INTERVAL) + us(RETRY_MAX) + 3 * S;
 /// See the table above: one refresh interval of slack for a handover of a few round trips.
 pub const HANDOVER_BOUND_US: u64 = us(REFRESH_INTERVAL);
+/// `prompt-handover` owes nothing this soon after etcd's node crashed: a request it held waits
+/// out `etcd_timeout`, then the elector retries after its jitter.
+pub const ETCD_CRASH_SETTLE_US: u64 = us(ETCD_TIMEOUT) + us(RETRY_MAX);
 /// `master-stable`: how long a fault's effect on a mastership lingers after the fault ends: a
 /// request in flight answers or times out within `etcd_timeout`, the lease it last refreshed runs
 /// out `MASTER_TIMEOUT` later, plus one refresh interval.
@@ -201,6 +204,9 @@ pub struct CalicoMonitor {
     stamps: Vec<i64>,
     faults: BTreeMap<u32, FaultKind>,
     last_faults: Vec<Vec<(u64, String)>>,
+    /// True time etcd's node last crashed: requests it held then are never answered, and their
+    /// callers wait out `etcd_timeout` (see `faults.rs`).
+    etcd_crashed_us: Option<u64>,
     acting: Vec<Option<(u64, u64)>>,
     /// Per node: when the current pause began, and the last completed pause.
     paused_since: Vec<Option<u64>>,
@@ -304,6 +310,7 @@ impl CalicoMonitor {
             stamps: vec![0; n],
             faults: BTreeMap::new(),
             last_faults: vec![Vec::new(); n],
+            etcd_crashed_us: None,
             acting: vec![None; n],
             paused_since: vec![None; n],
             last_pause: vec![None; n],

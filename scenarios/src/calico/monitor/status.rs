@@ -340,17 +340,53 @@ impl CalicoMonitor {
     }
 
     fn describe_divergence(&self, d: &crate::calico::ports::Divergence) -> String {
-        let writer = match d.writer.as_deref().map(|w| (w, self.parse_id(w).0)) {
-            Some((w, Some(n))) if self.holds(n) => format!(", written last by the master, {w}"),
-            Some((w, _)) => format!(", written last by a host that is not the master, {w}"),
+        let writer = match d.writer.as_ref().map(|w| (w, self.parse_id(&w.client).0)) {
+            Some((w, Some(n))) if self.holds(n) => {
+                format!(", written last by the master, {}", w.client)
+            }
+            Some((w, _)) => format!(
+                ", written last by a host that is not the master, {}",
+                w.client
+            ),
             None => String::new(),
         };
+        let history = d
+            .writer
+            .as_ref()
+            .map(|w| write_history(w, d.since_us))
+            .unwrap_or_default();
         format!(
-            "{}: Felix says {} since {}, Neutron shows {}{writer}",
+            "{}: Felix says {} since {}, Neutron shows {}{writer}{history}",
             d.port,
             d.felix.as_deref().unwrap_or("nothing"),
             secs(d.since_us),
             d.neutron.as_deref().unwrap_or("nothing")
         )
+    }
+}
+
+/// How the wrong last write came to be last: it overtook a write of the port sent after it (by
+/// the same process or another), or it was sent after Felix's status had already changed (the
+/// writer's cache was stale). `since_us`: when Felix's status last changed.
+fn write_history(w: &crate::calico::ports::AppliedWrite, since_us: u64) -> String {
+    let Some(sent) = w.sent_us else {
+        return String::new();
+    };
+    match &w.overtook {
+        Some((other, at)) if *other == w.client => format!(
+            " (sent at {}, it overtook a newer write of the same process, sent at {})",
+            secs(sent),
+            secs(*at)
+        ),
+        Some((other, at)) => format!(
+            " (sent at {}, it overtook a newer write of another process, {other}, sent at {})",
+            secs(sent),
+            secs(*at)
+        ),
+        None if sent >= since_us => format!(
+            " (sent at {}, after Felix's status had changed: a stale cache)",
+            secs(sent)
+        ),
+        None => format!(" (sent at {})", secs(sent)),
     }
 }
