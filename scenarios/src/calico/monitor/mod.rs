@@ -31,8 +31,9 @@
 //! `silent-agent-not-reported`), `status` (the status path: Felix's reports through the
 //! agent-status watcher to Neutron, stale-update warnings, port statuses), `felix_time` (the
 //! monitor's own reading of a report's timestamp) and `faults` (faults in force, nodes, processes
-//! and tasks, and the liveness obligations they open). The bounds are in `calico::bounds` (re-exported here); this file holds the monitor's
-//! state and the dispatch of each event to its concern.
+//! and tasks, and the liveness obligations they open). The bounds are in `calico::bounds`
+//! (re-exported here); this file holds the monitor's state and the dispatch of each event to its
+//! concern.
 //!
 //! Independence: the monitor reads the model's events (`model::calico::CalicoEvent`, observations
 //! only) and the world's, and the model's constants (`MASTER_TIMEOUT`, `REFRESH_INTERVAL`,
