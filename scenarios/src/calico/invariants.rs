@@ -5,7 +5,7 @@
 //! `mech_calico.py` and `status.py` are under plugins/ml2/drivers/calico/). Each is tripped by a
 //! `calico-mutant-*` switch (`switches.rs`).
 
-use super::monitor::{
+use super::bounds::{
     AGENT_VIEW_BOUND_US, ELECTION_BOUND_US, HANDOVER_BOUND_US, MASTER_STABLE_WINDOW_US,
     SILENT_AGENT_BOUND_US, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US, WATCH_WORK_BOUND_US,
     WORK_STOPS_BOUND_US,

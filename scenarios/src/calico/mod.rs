@@ -6,6 +6,7 @@
 //! and drifts, latencies), generates a fault schedule (`schedule.rs`) over a 10-minute fault window,
 //! and then runs a 150 s liveness phase. The invariants are in [`monitor`].
 
+mod bounds;
 pub mod fault_choice;
 pub mod findings;
 pub mod invariants;

@@ -31,8 +31,9 @@
 //! `silent-agent-not-reported`), `status` (the status path: Felix's reports through the
 //! agent-status watcher to Neutron, stale-update warnings, port statuses), `felix_time` (the
 //! monitor's own reading of a report's timestamp) and `faults` (faults in force, nodes, processes
-//! and tasks, and the liveness obligations they open). This file holds the bounds, the monitor's
-//! state and the dispatch of each event to its concern.
+//! and tasks, and the liveness obligations they open). The bounds are in `calico::bounds`
+//! (re-exported here); this file holds the monitor's state and the dispatch of each event to its
+//! concern.
 //!
 //! Independence: the monitor reads the model's events (`model::calico::CalicoEvent`, observations
 //! only) and the world's, and the model's constants (`MASTER_TIMEOUT`, `REFRESH_INTERVAL`,
@@ -41,13 +42,8 @@
 //! to derive bounds; it calls no model function. The key names are built here from the region as
 //! the spec gives them.
 
-use model::calico::felix::{REPORT_INTERVAL, REPORT_TTL_S};
 use model::calico::neutron::AGENT_DOWN_TIME;
-use model::calico::watchers::ROUND_TRIP_INTERVAL;
 use model::calico::CalicoEvent;
-use model::calico::{
-    ETCD_TIMEOUT, MASTER_CHECK_INTERVAL, MASTER_TIMEOUT, REFRESH_INTERVAL, RETRY_MAX,
-};
 use sim::event::{Event, Record};
 pub(crate) use sim::units::show_secs as secs;
 use sim::{Failure, FaultKind, Monitor, NodeIx};
@@ -59,61 +55,8 @@ mod felix_time;
 mod stability;
 mod status;
 
-const S: u64 = 1_000_000;
-const fn us(d: std::time::Duration) -> u64 {
-    d.as_micros() as u64
-}
-/// Work dispatched from a watch (see the table above): stamp lag T + `MASTER_TIMEOUT` + one poll.
-pub const WATCH_WORK_BOUND_US: u64 =
-    us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT) + us(MASTER_CHECK_INTERVAL);
-/// Work dispatched from a snapshot: the watch bound + the status and range reads in flight.
-pub const SNAPSHOT_WORK_BOUND_US: u64 = WATCH_WORK_BOUND_US + 2 * us(ETCD_TIMEOUT);
-/// Compaction decides right after its `is_master()`: stamp lag T + `MASTER_TIMEOUT`.
-pub const COMPACTION_WORK_BOUND_US: u64 = us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT);
+pub use super::bounds::*;
 
-/// The legitimacy bound of one kind of master-only work.
-pub fn work_bound_us(worker: &str, in_snapshot: bool) -> u64 {
-    match (worker, in_snapshot) {
-        ("manager", _) => COMPACTION_WORK_BOUND_US,
-        (_, true) => SNAPSHOT_WORK_BOUND_US,
-        (_, false) => WATCH_WORK_BOUND_US,
-    }
-}
-/// See the table above: a dead master's lease runs out (TTL), a candidate's watch times out
-/// (2 x the refresh interval), it retries after the jitter, plus 3 s of round trips.
-pub const ELECTION_BOUND_US: u64 =
-    us(MASTER_TIMEOUT) + 2 * us(REFRESH_INTERVAL) + us(RETRY_MAX) + 3 * S;
-/// See the table above: one refresh interval of slack for a handover of a few round trips.
-pub const HANDOVER_BOUND_US: u64 = us(REFRESH_INTERVAL);
-/// `prompt-handover` owes nothing this soon after etcd's node crashed: a request it held waits
-/// out `etcd_timeout`, then the elector retries after its jitter.
-pub const ETCD_CRASH_SETTLE_US: u64 = us(ETCD_TIMEOUT) + us(RETRY_MAX);
-/// `master-stable`: how long a fault's effect on a mastership lingers after the fault ends: a
-/// request in flight answers or times out within `etcd_timeout`, the lease it last refreshed runs
-/// out `MASTER_TIMEOUT` later, plus one refresh interval.
-pub const MASTER_STABLE_WINDOW_US: u64 =
-    us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT) + us(REFRESH_INTERVAL);
-/// Timer granularity: the master-only loop's 5 s sleep ends on the scheduler's next step.
-const TIMER_SLACK_US: u64 = 10_000;
-/// `master-only-work-stops`: one poll of `is_master()` after the stamp was cleared.
-pub const WORK_STOPS_BOUND_US: u64 = us(MASTER_CHECK_INTERVAL) + TIMER_SLACK_US;
-/// `master-only-work-stops` for work dispatched from a snapshot: + the status and range reads
-/// that were in flight when the watcher was stopped.
-pub const WORK_STOPS_SNAPSHOT_BOUND_US: u64 = WORK_STOPS_BOUND_US + 2 * us(ETCD_TIMEOUT);
-/// `silent-agent-not-reported`: Felix keeps its lease alive once more without a put (one report
-/// interval), the lease then lasts its TTL, plus 10 s for etcd clock steps and round trips.
-pub const SILENT_AGENT_BOUND_US: u64 = us(REPORT_INTERVAL) + REPORT_TTL_S as u64 * S + 10 * S;
-/// The stale threshold (`STALE_STATUS_WARN_SECS`).
-pub const STALE_THRESHOLD_US: u64 = model::calico::status::STALE_THRESHOLD_US as u64;
-/// The stale warning's rate limit (`STALE_STATUS_WARN_INTERVAL_SECS`).
-pub const STALE_WARN_INTERVAL_US: u64 = model::calico::status::STALE_WARN_INTERVAL_US;
-/// Two actions of one host less than this apart belong to one acting interval.
-pub(crate) const ACTING_GAP_US: u64 = us(MASTER_CHECK_INTERVAL) + us(ROUND_TRIP_INTERVAL);
-
-/// When the agent view must have converged after faults stop.
-/// A master, then its watcher at the next poll, one Felix report interval, and 20 s of slack.
-pub const AGENT_VIEW_BOUND_US: u64 =
-    ELECTION_BOUND_US + us(MASTER_CHECK_INTERVAL) + us(REPORT_INTERVAL) + 20 * S;
 /// Invariant names of the status path.
 pub const AGENT_VIEW_CONVERGES: &str = crate::calico::invariants::AGENT_VIEW_CONVERGES.name;
 /// See the table above.
