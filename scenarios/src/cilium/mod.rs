@@ -606,6 +606,36 @@ fn service_fault(kind: FaultChoice, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, 
     }
 }
 
+/// The model's switches a run's `--fix` and `--bug` names turn on.
+fn switches(spec: &RunSpec) -> Switches {
+    let fix = |name: &str| spec.fixes.iter().any(|f| f == name);
+    let bug = |name: &str| spec.bugs.iter().any(|b| b == name);
+    Switches {
+        no_handshake: bug("cilium-no-handshake"),
+        adopt_release_ips: fix("cilium-adopt-release-ips"),
+        exit_on_lost_lead: fix("cilium-exit-on-lost-lead"),
+        readd_released_ip: fix("cilium-readd-released-ip"),
+        restore_before_ack: fix("cilium-restore-before-ack"),
+        keep_released: fix("cilium-keep-released"),
+        readd_after_resync: fix("cilium-readd-after-resync"),
+        readd_excess_ip: fix("cilium-readd-excess-ip"),
+        fence_cloud: fix("cilium-fence-cloud"),
+        hold_unknown_release: fix("cilium-hold-unknown-release"),
+        mutant_release_unacked: bug("cilium-mutant-release-unacked"),
+        mutant_no_delay: bug("cilium-mutant-no-delay"),
+        mutant_unassign_by_count: bug("cilium-mutant-unassign-by-count"),
+        mutant_ack_allocated: bug("cilium-mutant-ack-allocated"),
+        mutant_allocate_held: bug("cilium-mutant-allocate-held"),
+        mutant_mark_used: bug("cilium-mutant-mark-used"),
+        mutant_keep_released_entry: bug("cilium-mutant-keep-released-entry"),
+        mutant_keep_aborted: bug("cilium-mutant-keep-aborted"),
+        mutant_never_mark: bug("cilium-mutant-never-mark"),
+        mutant_no_allocation: bug("cilium-mutant-no-allocation"),
+        mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
+        mutant_never_abort: bug("cilium-mutant-never-abort"),
+    }
+}
+
 /// Runs one Cilium scenario.
 pub fn run(
     _family: Family,
@@ -640,32 +670,7 @@ pub fn run(
         FAULT_WINDOW_MS,
         LIVENESS_MS,
     );
-    let fix = |name: &str| spec.fixes.iter().any(|f| f == name);
-    let bug = |name: &str| spec.bugs.iter().any(|b| b == name);
-    let sw = Switches {
-        no_handshake: bug("cilium-no-handshake"),
-        adopt_release_ips: fix("cilium-adopt-release-ips"),
-        exit_on_lost_lead: fix("cilium-exit-on-lost-lead"),
-        readd_released_ip: fix("cilium-readd-released-ip"),
-        restore_before_ack: fix("cilium-restore-before-ack"),
-        keep_released: fix("cilium-keep-released"),
-        readd_after_resync: fix("cilium-readd-after-resync"),
-        readd_excess_ip: fix("cilium-readd-excess-ip"),
-        fence_cloud: fix("cilium-fence-cloud"),
-        hold_unknown_release: fix("cilium-hold-unknown-release"),
-        mutant_release_unacked: bug("cilium-mutant-release-unacked"),
-        mutant_no_delay: bug("cilium-mutant-no-delay"),
-        mutant_unassign_by_count: bug("cilium-mutant-unassign-by-count"),
-        mutant_ack_allocated: bug("cilium-mutant-ack-allocated"),
-        mutant_allocate_held: bug("cilium-mutant-allocate-held"),
-        mutant_mark_used: bug("cilium-mutant-mark-used"),
-        mutant_keep_released_entry: bug("cilium-mutant-keep-released-entry"),
-        mutant_keep_aborted: bug("cilium-mutant-keep-aborted"),
-        mutant_never_mark: bug("cilium-mutant-never-mark"),
-        mutant_no_allocation: bug("cilium-mutant-no-allocation"),
-        mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
-        mutant_never_abort: bug("cilium-mutant-never-abort"),
-    };
+    let sw = switches(spec);
     let node_names: Vec<String> = names[..n].to_vec();
     let watermarks = monitor::Watermarks {
         pre: PRE_ALLOCATE,

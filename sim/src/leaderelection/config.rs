@@ -24,9 +24,26 @@ pub struct LeaderElectionConfig {
     /// Release the lease (empty holder, `leaseDurationSeconds: 1`) when the renew loop ends.
     /// client-go's default is false; cilium-operator sets true (root.go:441 @ed90dd5).
     pub release_on_cancel: bool,
+    /// How the release is written.
+    pub release_style: ReleaseStyle,
     /// The lock client's per-request timeout; `None`: `max(1 s, renew_deadline / 2)` as
     /// `resourcelock.NewFromKubeconfig` sets it (`interface.go` @cg l. 144-151).
     pub request_timeout: Option<Duration>,
+}
+
+/// How `ReleaseOnCancel` writes the empty-holder record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseStyle {
+    /// client-go @cg (`release`/`tryRelease`, leaderelection.go l. 319-359): within
+    /// RenewDeadline, read the Lease; if this elector still holds it, update it, reading again
+    /// after a conflict.
+    ReadThenUpdate,
+    /// client-go v0.30.3 (`release`, leaderelection.go l. 296-314 at tag v0.30.3, with
+    /// `LeaseLock.Update`, resourcelock/leaselock.go l. 69-82): if the last observed record names
+    /// this elector, one update of the *cached* Lease (its last read or written
+    /// `resourceVersion`), under `context.TODO()` (only the client's request timeout); no read, and
+    /// no retry: a conflict or an error leaves the Lease to expire.
+    UpdateCached,
 }
 
 impl LeaderElectionConfig {
@@ -40,15 +57,18 @@ impl LeaderElectionConfig {
             renew_deadline: RENEW_DEADLINE,
             retry_period: RETRY_PERIOD,
             release_on_cancel: false,
+            release_style: ReleaseStyle::ReadThenUpdate,
             request_timeout: None,
         }
     }
 
     /// cilium-operator's configuration (root.go:437-470 @ed90dd5): the lock
-    /// [`CILIUM_OPERATOR_LOCK`], 15 s / 10 s / 2 s, `ReleaseOnCancel: true`.
+    /// [`CILIUM_OPERATOR_LOCK`], 15 s / 10 s / 2 s, `ReleaseOnCancel: true`, released as the
+    /// client-go it vendors (v0.30.3) does ([`ReleaseStyle::UpdateCached`]).
     pub fn cilium_operator(identity: &str) -> Self {
         LeaderElectionConfig {
             release_on_cancel: true,
+            release_style: ReleaseStyle::UpdateCached,
             ..Self::new(CILIUM_OPERATOR_LOCK, identity)
         }
     }

@@ -5,8 +5,8 @@
 //! # What is modelled, and from where
 //!
 //! Upstream: kubernetes/client-go @ 32ce75a7d6bc6960fd048d3d1e3b34185418d8c8 (`@cg` below;
-//! cilium @ed90dd5 vendors v0.30.3, whose logic is the same, see
-//! /work/shared/spec/cilium-upstream.md §2), and kubernetes/apimachinery @
+//! cilium @ed90dd5 vendors v0.30.3, whose logic is the same save `ReleaseOnCancel`, see
+//! [`ReleaseStyle`]), and kubernetes/apimachinery @
 //! eed236ceee2c19c2753a3d93ac0631dc20750454 (`@am`) for the `wait` loops the elector is built on.
 //!
 //! * The lock is a `Lease` object in the simulated API server ([`crate::kube`]): kind
@@ -48,7 +48,8 @@
 //! * `ReleaseOnCancel` (`leaderelection.go` @cg l. 153-158, `renew` l. 308-311, `release`/`tryRelease` l. 319-359): once
 //!   the renew loop ends (a clean stop *or* a failed round) the elector reads the Lease and, if it
 //!   still believes it holds it, writes a record with an empty holder and `leaseDurationSeconds: 1`,
-//!   retrying on conflict, within RenewDeadline. A candidate may take an empty-holder lease at once
+//!   retrying on conflict, within RenewDeadline. v0.30.3, which cilium vendors, updates its cached
+//!   Lease once instead, with no read and no retry ([`ReleaseStyle::UpdateCached`]). A candidate may take an empty-holder lease at once
 //!   (l. 492).
 //! * Validation as `NewLeaderElector` (l. 76-105): LeaseDuration > RenewDeadline >
 //!   JitterFactor x RetryPeriod, all positive, a non-empty identity.
@@ -452,6 +453,35 @@ impl LeaderElector {
         }
     }
 
+    /// v0.30.3's `release` ([`ReleaseStyle::UpdateCached`]): if the last observed record names
+    /// this elector, one compare-and-swap of the cached Lease to an empty holder with
+    /// `leaseDurationSeconds: 1`, bounded only by the request timeout. True if released or not
+    /// held.
+    pub async fn release_cached(&self) -> bool {
+        if !self.is_leader() {
+            return true;
+        }
+        let ctx = Ctx {
+            deadline_mono_us: None,
+            stoppable: false,
+        };
+        let now = self.0.proc.wall_us();
+        let rec = LeaderElectionRecord {
+            holder_identity: String::new(),
+            lease_duration_seconds: 1,
+            acquire_time_us: Some(now),
+            renew_time_us: Some(now),
+            leader_transitions: self.0.state.borrow().observed.leader_transitions,
+        };
+        match self.lock_update(ctx, &rec).await {
+            Ok(()) => {
+                self.set_observed(rec);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     // -------------------------------------------------------------------------------- loops
 
     /// `acquire` (l. 252-276): try at once, then after each failure wait
@@ -531,7 +561,10 @@ impl LeaderElector {
                 .await;
         }
         if self.0.cfg.release_on_cancel {
-            self.release().await;
+            match self.0.cfg.release_style {
+                ReleaseStyle::ReadThenUpdate => self.release().await,
+                ReleaseStyle::UpdateCached => self.release_cached().await,
+            };
         }
     }
 

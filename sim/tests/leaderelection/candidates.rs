@@ -439,8 +439,9 @@ fn leaderelection_a_paused_leader_resumes_believing_it_leads() {
     let (who, t, _) = successor(&out);
     assert!(t > 30_500 * MS && t < resume, "{}", secs(t));
     let n1_end = out.leading("n1")[0].1;
-    // (+ 2 ms: the release's read, which finds another holder, precedes the cancellation.)
-    near(n1_end, resume + 10 * S + 2 * MS);
+    // The release (client-go v0.30.3, which cilium vendors) reads nothing: its observed record
+    // already names the successor, so it writes nothing and the cancellation follows at once.
+    near(n1_end, resume + 10 * S);
     // After the resume n1 read the successor's record at once: IsLeader false, still leading.
     let (at, _, s) = out
         .of("n1")
@@ -451,7 +452,7 @@ fn leaderelection_a_paused_leader_resumes_believing_it_leads() {
     assert_eq!(s.observed.holder_identity, who);
     // Both processes believe they lead, and both run leader-only work, for RenewDeadline.
     let both_from = resume.max(t);
-    near(n1_end - both_from, 10 * S + 2 * MS);
+    near(n1_end - both_from, 10 * S);
     let in_overlap = |w: &str| {
         out.work
             .iter()
@@ -459,8 +460,9 @@ fn leaderelection_a_paused_leader_resumes_believing_it_leads() {
             .count()
     };
     // n1 beats at the resume (its 500 ms sleep ran out during the pause), then every 500 ms
-    // to 65.5 s; the successor, on its own phase, 20 or 21 times in the same 10.002 s.
-    assert_eq!(in_overlap("n1"), 21);
+    // to 65 s (its context ends at 65.5 s, before that beat); the successor, on its own phase,
+    // 20 or 21 times in the same 10 s.
+    assert_eq!(in_overlap("n1"), 20);
     assert!(
         (20..=21).contains(&in_overlap(&who)),
         "{}",
@@ -490,10 +492,11 @@ fn leaderelection_release_on_cancel_lets_a_successor_take_over_within_a_retry_pe
     let stop = 30_000 * MS;
     near_span(&with.leading("n1"), 4 * MS, stop);
     near_opt(with.hook("n1", "lost"), stop);
-    // Read and write of the release; OnStoppedLeading when it is done.
+    // The release's one write of the cached Lease (v0.30.3: no read); OnStoppedLeading when it
+    // is done.
     let released = *with.applied_by("n1").last().unwrap();
-    near(released, stop + 3 * MS);
-    near_opt(with.hook("n1", "stopped"), stop + 4 * MS);
+    near(released, stop + MS);
+    near_opt(with.hook("n1", "stopped"), stop + 2 * MS);
     let t = with.leading("n2")[0].0;
     assert!(
         t > released && t <= released + 4_400 * MS + 4 * MS,
