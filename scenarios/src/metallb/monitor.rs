@@ -544,6 +544,15 @@ impl MetallbMonitor {
         Some(())
     }
 
+    /// The router's neighbour entry for `ip` is now in `state`, caching `node`'s address.
+    fn on_neighbour(&mut self, ip: &str, state: Nud, node: Option<&String>) {
+        self.neighbours.insert(ip.to_string(), state);
+        match node.filter(|_| state.valid()) {
+            Some(n) => self.arp.insert(ip.to_string(), n.clone()),
+            None => self.arp.remove(ip),
+        };
+    }
+
     /// `arp-follows-announcer`: an announcement the router has not followed in time.
     fn arp_due(&self, now: u64) -> Option<Failure> {
         self.l2
@@ -667,13 +676,7 @@ impl Monitor for MetallbMonitor {
                     return Some(f);
                 }
             }
-            Event::Neighbour { ip, state, node } => {
-                self.neighbours.insert(ip.clone(), *state);
-                match node.as_ref().filter(|_| state.valid()) {
-                    Some(n) => self.arp.insert(ip.clone(), n.clone()),
-                    None => self.arp.remove(ip),
-                };
-            }
+            Event::Neighbour { ip, state, node } => self.on_neighbour(ip, *state, node.as_ref()),
             _ => return None,
         }
         self.converged(t)
