@@ -282,7 +282,8 @@ pub enum Event {
     },
 
     // ---- the layer-2 segment ----
-    /// The switch's entry for a service IP now points at `node` (it heard `via`: `garp` or `reply`).
+    /// The router's entry for a service IP now caches `node`'s address (it heard `via`: `garp` or
+    /// `reply`).
     ArpEntry {
         /// The service IP (dotted).
         ip: String,
@@ -290,6 +291,17 @@ pub enum Event {
         node: String,
         /// The frame: `garp` (a gratuitous ARP) or `reply` (an answer to the router's request).
         via: String,
+    },
+
+    /// The router's neighbour entry for a service IP changed state (ground truth of where its
+    /// traffic goes: to `node` while the state is valid, nowhere otherwise).
+    Neighbour {
+        /// The service IP (dotted).
+        ip: String,
+        /// The entry's new state.
+        state: crate::neigh::Nud,
+        /// The cached address's node, if any.
+        node: Option<String>,
     },
 
     // ---- the simulated cloud IP API ----

@@ -7,7 +7,8 @@
 //! * [`net`]: latency, partitions, calls and server-push streams;
 //! * [`etcd`]: a simulated etcd v3 server and its client;
 //! * [`kube`]: a simulated Kubernetes API server (resourceVersion CAS, status/spec, informers);
-//! * [`l2`]: a layer-2 segment whose router's ARP entries follow the last answer heard;
+//! * [`l2`]: a layer-2 segment whose router keeps a Linux neighbour cache ([`neigh`]) and sends
+//!   client traffic to service IPs;
 //! * [`cloud`]: a simulated ENI-style cloud IP API (ground truth of assigned IPs);
 //! * [`short`]: inline short strings ordered as their text (IP addresses, interface names);
 //! * [`event`], [`fault`], [`monitor`]: the typed vocabulary shared with models, scenarios and reports.
@@ -22,6 +23,7 @@ pub mod kube;
 pub mod l2;
 pub mod leaderelection;
 pub mod monitor;
+pub mod neigh;
 pub mod net;
 pub mod rng;
 pub mod runtime;

@@ -1,6 +1,6 @@
 //! Datagrams, the layer-2 segment and the Kubernetes API server, driven through the simulated
-//! network: arrival order, loss on a cut link, the router's entry following the last answer it
-//! heard, NotReady after the grace period without Lease renewals, informers on one object, and
+//! network: arrival order, loss on a cut link, the router's neighbour entry through a gratuitous
+//! ARP and its probes, NotReady after the grace period without Lease renewals, informers on one object, and
 //! informers that keep a silent healthy watch but replace a dead one after a failed ping.
 
 use sim::event::{Event, Record};
@@ -22,7 +22,7 @@ impl Monitor for Collect {
     fn on_event(&mut self, rec: &Record) -> Option<Failure> {
         if matches!(
             rec.event,
-            Event::ArpEntry { .. } | Event::KubeNodeReady { .. }
+            Event::ArpEntry { .. } | Event::Neighbour { .. } | Event::KubeNodeReady { .. }
         ) {
             self.0
                 .lock()
@@ -140,9 +140,12 @@ fn datagrams_arrive_in_arrival_order_and_are_lost_on_a_cut_link() {
 }
 
 #[test]
-fn the_router_follows_the_last_answer_it_heard() {
-    // Two hosts claim one IP: h1 sends a gratuitous ARP at 1 s, h2 at 2 s; only h1 answers
-    // requests. The entry goes h1, h2, then back to h1 at the router's next request.
+fn neighbour_router_takes_a_gratuitous_arp_then_probes_it_and_falls_back_to_who_answers() {
+    // Two hosts claim one IP: only h1 answers requests; h2 sends one gratuitous ARP at 20 s.
+    // Client traffic makes the router resolve the IP (h1 answers the broadcast); h2's gratuitous
+    // ARP replaces the entry (STALE); the next packet makes it DELAY, 5 s later PROBE by unicast
+    // to h2, which never answers; after 3 probes 1 s apart it is FAILED, and the next packet
+    // resolves by broadcast again: h1.
     let events = Arc::new(Mutex::new(Vec::new()));
     let ev = events.clone();
     on_fresh_thread(move || {
@@ -151,24 +154,25 @@ fn the_router_follows_the_last_answer_it_heard() {
             Box::new(Collect(ev)),
             |world| {
                 let seg = Segment::install(world, 2, &[0, 1], vec!["192.168.10.1".into()]);
-                for (node, at_s, answers) in [(0u16, 1u64, true), (1, 2, false)] {
+                for (node, answers) in [(0u16, true), (1, false)] {
                     let seg = seg.clone();
                     world.set_services(
                         node,
                         Rc::new(move |host: &Host| {
                             let p = host.spawn_process("speaker");
                             let port = Rc::new(seg.port(&p));
-                            let (q, p2) = (port.clone(), p.clone());
-                            p.spawn("garp", async move {
-                                p2.sleep(Duration::from_secs(at_s)).await;
-                                q.garp("192.168.10.1");
-                            });
                             if answers {
                                 p.spawn("arp", async move {
                                     loop {
                                         let ip = port.request().await;
                                         port.reply(&ip);
                                     }
+                                });
+                            } else {
+                                let p2 = p.clone();
+                                p.spawn("garp", async move {
+                                    p2.sleep(Duration::from_secs(20)).await;
+                                    port.garp("192.168.10.1");
                                 });
                             }
                         }),
@@ -178,30 +182,48 @@ fn the_router_follows_the_last_answer_it_heard() {
         );
     })
     .unwrap();
-    let entries: Vec<(f64, String, String)> = events
-        .lock()
-        .unwrap()
+    let events = events.lock().unwrap();
+    let entries: Vec<(f64, &str, &str)> = events
         .iter()
         .filter_map(|(t, _, e)| match e {
-            Event::ArpEntry { node, via, .. } => Some((*t, node.clone(), via.clone())),
+            Event::ArpEntry { node, via, .. } => Some((*t, node.as_str(), via.as_str())),
             _ => None,
         })
         .collect();
-    // The router asks at once (no entry) and h1 answers; h2's GARP at 2 s takes the entry; the
-    // router's next request (3 s: it was scheduled while the entry was still unresolved) brings it
-    // back to h1, the only one answering; after that it asks every 30 s and nothing changes.
-    let who: Vec<(&str, &str)> = entries
-        .iter()
-        .map(|(_, n, v)| (n.as_str(), v.as_str()))
-        .collect();
+    let who: Vec<(&str, &str)> = entries.iter().map(|e| (e.1, e.2)).collect();
     assert_eq!(
         who[..3],
         [("h1", "reply"), ("h2", "garp"), ("h1", "reply")],
         "{entries:?}"
     );
-    assert!(entries[1].0 > 2.0 && entries[1].0 < 2.01, "{entries:?}");
-    assert!(entries[2].0 > 3.0 && entries[2].0 < 3.01, "{entries:?}");
-    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert!(
+        entries[0].0 < 2.01,
+        "the first packet within 2 s: {entries:?}"
+    );
+    assert!(entries[1].0 > 20.0 && entries[1].0 < 20.01, "{entries:?}");
+    // A packet within 2 s, 5 s of DELAY, 3 probes, a packet within 2 s.
+    assert!(entries[2].0 > 28.0 && entries[2].0 < 32.01, "{entries:?}");
+    let states: Vec<sim::neigh::Nud> = events
+        .iter()
+        .filter(|(t, _, _)| *t > 20.0 && *t < entries[2].0 + 0.001)
+        .filter_map(|(_, _, e)| match e {
+            Event::Neighbour { state, .. } => Some(*state),
+            _ => None,
+        })
+        .collect();
+    use sim::neigh::Nud as N;
+    assert_eq!(
+        states,
+        [
+            N::Stale,
+            N::Delay,
+            N::Probe,
+            N::Failed,
+            N::Incomplete,
+            N::Reachable
+        ],
+        "{events:?}"
+    );
 }
 
 #[test]

@@ -334,7 +334,7 @@ impl Announcer {
                 .insert(ip.to_string(), now + GARP_FOR.as_micros() as u64)
                 .is_none()
         };
-        if fresh {
+        if fresh && !self.sw.mutant_no_garp {
             self.gratuitous(ip);
         }
     }
@@ -346,6 +346,13 @@ impl Announcer {
         let now = self.proc.mono_us();
         let due: Vec<String> = {
             let mut spam = self.spam.borrow_mut();
+            if self.sw.garp_while_announced {
+                // Fix: an announced IP's burst never ends.
+                for a in self.announced.borrow().values() {
+                    spam.until
+                        .insert(a.ip.clone(), now + GARP_FOR.as_micros() as u64);
+                }
+            }
             spam.until.retain(|_, until| now <= *until);
             let every = GARP_EVERY.as_micros() as u64;
             spam.tick = if spam.until.is_empty() {
@@ -354,6 +361,9 @@ impl Announcer {
                 // A Go ticker drops the ticks its reader missed.
                 Some(t + every + (now - t) / every * every)
             };
+            if self.sw.mutant_no_spam_ticks {
+                return;
+            }
             spam.until.keys().cloned().collect()
         };
         for ip in due {
@@ -363,7 +373,7 @@ impl Announcer {
 
     /// `gratuitous`: sent only while the IP is announced (`announcer.go` l. 203-212).
     fn gratuitous(&self, ip: &str) {
-        if self.sw.mutant_no_garp || !self.announced.borrow().values().any(|a| a.ip == ip) {
+        if !self.announced.borrow().values().any(|a| a.ip == ip) {
             return;
         }
         self.port.garp(ip);

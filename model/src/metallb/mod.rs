@@ -153,6 +153,10 @@ pub struct Switches {
     pub join_once: bool,
     /// Bug `metallb-rejoin-via-apiserver`.
     pub rejoin_via_apiserver: bool,
+    /// Fix `metallb-garp-while-announced`: the spam loop keeps every announced IP, so a speaker
+    /// sends a gratuitous ARP every tick for as long as it announces (as keepalived's
+    /// `vrrp_garp_master_refresh` does), not only for 5 s after a `SetBalancer`.
+    pub garp_while_announced: bool,
     /// Mutant `metallb-mutant-never-withdraws` (test-only): a speaker that stops being first keeps
     /// announcing (no `DeleteBalancer`).
     pub mutant_never_withdraws: bool,
@@ -169,9 +173,12 @@ pub struct Switches {
     /// Mutant `metallb-mutant-ignore-exclusion` (test-only): candidates keep nodes labelled
     /// exclude-from-external-load-balancers or with NetworkUnavailable.
     pub mutant_ignore_exclusion: bool,
-    /// Mutant `metallb-mutant-no-garp` (test-only): a new announcer sends no gratuitous ARP; the
-    /// router learns of it only when it asks.
+    /// Mutant `metallb-mutant-no-garp` (test-only): a new announcer sends no gratuitous ARP right
+    /// away, only at the spam loop's next tick.
     pub mutant_no_garp: bool,
+    /// Mutant `metallb-mutant-no-spam-ticks` (test-only): the spam loop's ticker sends nothing;
+    /// an IP gets only the gratuitous ARP sent right away when it enters the loop.
+    pub mutant_no_spam_ticks: bool,
     /// Mutant `metallb-mutant-answers-after-withdraw` (test-only): a speaker keeps answering ARP
     /// requests for an IP it withdrew.
     pub mutant_answers_after_withdraw: bool,

@@ -93,27 +93,26 @@ pub const fn suspicion_max_us(members: u32) -> u64 {
 }
 
 /// Convergence bound after the network heals or a speaker (re)starts: the join period, a join
-/// timeout per speaker, the maximum suspicion, a probe round, the router's ARP refresh, 10 s slack.
+/// timeout per speaker, the maximum suspicion, a probe round, the longest the router's neighbour
+/// entry keeps a node that stopped answering ([`sim::l2::STALE_ENTRY_MAX`]), 10 s slack.
 ///
-/// The ARP refresh stays although every resync now restarts the winner's gratuitous-ARP burst
+/// The last term stays although every resync restarts the winner's gratuitous-ARP burst
 /// (upstream's `SetBalancer` -> `doSpam` on every memberlist event): the burst corrects the router
 /// only if it outlasts the loser's last gratuitous ARP, i.e. if the loser learns of the winner
 /// within [`m::GARP_FOR`] of the winner's last membership event. Nothing bounds that from the
 /// constants: the loser learns of the winner by gossip (usually within a few 200 ms rounds, but
 /// each broadcast goes to only 3 random members, a bounded number of times) or else by a push/pull
 /// or join up to a minute later, and meanwhile every membership event of its own restarts its
-/// burst. When the winner's burst ended first, only the router's own refresh (it asks, and only
-/// the announcer answers) corrects the entry. Measured, the term is not what the soak needs: with
-/// it replaced by one 1.1 s tick, 5,000 seeds of each MetalLB scenario (20,000 of split-brain and
-/// swarm) stay clean, but so do 5,000 of split-brain and swarm with the model from before the
-/// burst was restarted on resync; the join-timeout and slack terms absorb the refresh in practice,
-/// so the soak cannot tell whether the tighter bound holds, and the derivation says it need not.
+/// burst. When the winner's burst ended first, only the router's neighbour cache corrects the
+/// entry: it keeps the loser's address for up to `reachable_time` (45 s at most), then, once a
+/// packet finds it STALE, 5 s of DELAY and 3 unicast probes the loser no longer answers, and the
+/// next packet's broadcast is answered by the winner.
 pub const fn merge_bound_us(speakers: u32) -> u64 {
     us(m::JOIN_PERIOD)
         + us(m::TCP_TIMEOUT) * speakers as u64
         + suspicion_max_us(speakers)
         + us(m::PROBE_INTERVAL) * speakers as u64
-        + us(sim::l2::ARP_REFRESH)
+        + us(sim::l2::STALE_ENTRY_MAX)
         + 10 * S
 }
 
@@ -127,10 +126,10 @@ pub const fn takeover_bound_us(speakers: u32) -> u64 {
 }
 
 /// After a readiness change: the longest an informer takes to notice a dead watch and watch again
-/// (the transport's 30 s read-idle timeout, then a 15 s ping without an ack), the router's ARP
-/// refresh, 10 s slack.
+/// (the transport's 30 s read-idle timeout, then a 15 s ping without an ack), the longest the
+/// router's neighbour entry keeps a node that stopped answering, 10 s slack.
 pub const VIEW_BOUND_US: u64 =
-    us(m::INFORMER_IDLE) + us(sim::kube::PING_TIMEOUT) + us(sim::l2::ARP_REFRESH) + 10 * S;
+    us(m::INFORMER_IDLE) + us(sim::kube::PING_TIMEOUT) + us(sim::l2::STALE_ENTRY_MAX) + 10 * S;
 
 #[cfg(test)]
 mod tests {
@@ -161,8 +160,8 @@ mod tests {
             assert_eq!(suspicion_min_us(n), 4 * S, "n={n}");
             assert_eq!(suspicion_max_us(n), 24 * S, "n={n}");
         }
-        assert_eq!(merge_bound_us(3), 157 * S);
-        assert_eq!(merge_bound_us(7), 201 * S);
+        assert_eq!(merge_bound_us(3), 184 * S);
+        assert_eq!(merge_bound_us(7), 228 * S);
         assert_eq!(takeover_bound_us(3), 35 * S);
     }
 }

@@ -11,7 +11,7 @@ pub const SINGLE_ANNOUNCER: Invariant = Invariant::safety(
     "single-announcer",
     "once every live speaker and the router have been mutually reachable with no network fault, pause or latency spike in force for the convergence bound, every service IP with candidates has exactly one announcer, it is the first of the true candidates by sha256(node#ip), and the router's entry points at it; an IP without candidates (none eligible, or its Service deleted) has none",
 )
-.bounded("join period 60 s + a 10 s join timeout per speaker + maximum suspicion 24 s + a probe round + the router's 30 s ARP refresh + 10 s: 157 s for 3 speakers, 201 s for 7")
+.bounded("join period 60 s + a 10 s join timeout per speaker + maximum suspicion 24 s + a probe round + the 57 s the router's Linux neighbour entry may keep a node that stopped answering (45 s reachable_time, a 2 s packet gap, 5 s DELAY, 3 unicast probes, a 2 s packet gap) + 10 s: 184 s for 3 speakers, 228 s for 7")
 .bound_us(merge_bound_us(SPEAKERS_MIN))
 .upstream("every speaker computes the same candidates from its memberlist and Node views and only the first announces: metallb speaker/layer2_controller.go ShouldAnnounce (l. 88-133), internal/speakerlist/speakerlist.go UsableSpeakers (l. 303-320); a deleted Service is withdrawn: speaker/main.go SetBalancer (l. 401-403, reason serviceDeleted)")
 .measure(Breach::Exceeds, "time since the change the segment must converge after (a heal, a join, a restart)");
@@ -29,7 +29,7 @@ pub const TAKEOVER_AFTER_CRASH: Invariant = Invariant::safety(
 /// Memberships merge after heal.
 pub const MEMBERSHIP_MERGES: Invariant = Invariant::liveness(
     "membership-merges",
-    "as `single-announcer`: 157 s for 3 speakers",
+    "as `single-announcer`: 184 s for 3 speakers",
     "every live speaker's memberlist lists exactly the live speakers, also while the API server is down (the IP cache exists for that)",
 )
 .bound_us(merge_bound_us(SPEAKERS_MIN))
@@ -55,7 +55,7 @@ pub const ANNOUNCER_ELIGIBLE: Invariant = Invariant::safety(
 /// The router follows a new announcer by its gratuitous ARP.
 pub const ARP_FOLLOWS_ANNOUNCER: Invariant = Invariant::safety(
     "arp-follows-announcer",
-    "when a speaker starts announcing an IP with no network fault in force, the router's entry points at it within one frame's flight (it heard the speaker's gratuitous ARP), not only once its ARP cache goes stale; within one 1.1 s tick more if the speaker withdrew the IP less than the 5 s burst and a tick before (its spam loop may still hold the IP, and then sends no gratuitous ARP at once)",
+    "when a speaker starts announcing an IP with no network fault in force and the router has a neighbour entry for it (with arp_accept 0 a gratuitous ARP creates none), the router's entry points at it within one frame's flight (it heard the speaker's gratuitous ARP), not only once its ARP cache goes stale; within one 1.1 s tick more if the speaker withdrew the IP less than the 5 s burst and a tick before (its spam loop may still hold the IP, and then sends no gratuitous ARP at once)",
 )
 .bounded("the largest one-way latency a seed draws (5 ms) + the 1 ms minimum of a simulated sleep: 6 ms (+ the 1.1 s tick after a withdrawal less than 6.1 s before)")
 .bound_us(FRAME_US_MAX)
@@ -72,6 +72,16 @@ pub const ANNOUNCER_WITHDRAWS: Invariant = Invariant::safety(
 .upstream("ShouldAnnounce's notOwner makes the speaker call DeleteBalancer, which drops the IP at once, and the ARP responder asks on every request whether to answer: speaker/main.go handleService (l. 474-476), internal/layer2/announcer.go DeleteBalancer (l. 291-299), shouldAnnounce (l. 237-255), arp.go processRequest (l. 100-107); gratuitous ARPs stop too (announcer.go gratuitous l. 208-212)")
 .measure(Breach::Exceeds, "time from the speaker's withdrawal to the router switching to it");
 
+/// The router sends a sole announcer's traffic to it.
+pub const ROUTER_FOLLOWS_OWNER: Invariant = Invariant::safety(
+    "router-follows-owner",
+    "while exactly one speaker announces an IP and no network fault, pause or latency spike is in force, the router's neighbour entry sends the IP's traffic to that speaker within one gratuitous-ARP tick and a frame's flight of that situation arising",
+)
+.bounded("the spam loop's 1.1 s tick + one frame's flight (6 ms): 1.106 s")
+.bound_us(super::owner::OWNER_BOUND_US)
+.upstream("a speaker that announces an IP sends a gratuitous ARP at once (or at the spam loop's next tick if it still holds the IP) and every 1.1 s until 5 s after its latest SetBalancer: internal/layer2/announcer.go SetBalancer (l. 257-260), spamLoop (l. 157-197); a Linux router takes a gratuitous ARP into an existing entry whatever its locktime (net/ipv4/arp.c arp_process: override = ... || is_garp)")
+.measure(Breach::Exceeds, "seconds of the IP's traffic sent elsewhere while the speaker alone announced it");
+
 /// Every MetalLB invariant.
 pub static INVARIANTS: &[Invariant] = &[
     SINGLE_ANNOUNCER,
@@ -81,4 +91,5 @@ pub static INVARIANTS: &[Invariant] = &[
     ANNOUNCER_ELIGIBLE,
     ARP_FOLLOWS_ANNOUNCER,
     ANNOUNCER_WITHDRAWS,
+    ROUTER_FOLLOWS_OWNER,
 ];

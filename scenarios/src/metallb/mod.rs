@@ -13,7 +13,7 @@
 //!
 //! | invariant | kind | what it checks |
 //! |---|---|---|
-//! | `single-announcer` | safety | once every live speaker and the router have been mutually reachable, with no fault in force, for the convergence bound (join period + a join timeout per speaker + maximum suspicion + a probe round + the router's ARP refresh + 10 s), every service IP with candidates has exactly one announcer, it is the first of the true candidates, and the router's entry points at it; an IP without candidates (none eligible, or its Service deleted) has none; after a Service is deleted or created again, within the bound of an informer view (idle timeout + ping timeout + the router's ARP refresh + 10 s) |
+//! | `single-announcer` | safety | once every live speaker and the router have been mutually reachable, with no fault in force, for the convergence bound (join period + a join timeout per speaker + maximum suspicion + a probe round + the longest the router's neighbour entry keeps a node that stopped answering + 10 s), every service IP with candidates has exactly one announcer, it is the first of the true candidates, and the router's entry points at it; an IP without candidates (none eligible, or its Service deleted) has none; after a Service is deleted or created again, within the bound of an informer view (idle timeout + ping timeout + the router's stale-entry time + 10 s) |
 //! | `takeover-after-crash` | safety | the same, sooner, after a speaker or its node crashed, exited or left: within a probe round + probe interval + maximum suspicion + 2 s of gossip + the 5 s ARP burst; and by then every live speaker has dropped it from its memberlist |
 //! | `membership-merges` | liveness | at the same moments, every live speaker's memberlist lists exactly the live speakers |
 //! | `announcer-first-in-own-order` | safety | a speaker announces only if it is first in the sha256(node#ip) ordering of the candidates it reports (computed by the monitor: the choice is a pure function of candidates and IP) |
@@ -52,8 +52,10 @@ use std::collections::BTreeSet;
 mod arp;
 pub mod expect;
 pub mod fault_choice;
+pub mod findings;
 pub mod invariants;
 mod monitor;
+mod owner;
 pub mod report;
 pub mod switches;
 mod system;
@@ -584,16 +586,18 @@ pub fn run(
         FAULT_WINDOW_MS,
         LIVENESS_MS,
     );
-    let on = |name: &str| spec.bugs.iter().any(|b| b == name);
+    let on = |name: &str| spec.bugs.iter().chain(&spec.fixes).any(|b| b == name);
     let switches = Switches {
         join_once: on("metallb-join-once"),
         rejoin_via_apiserver: on("metallb-rejoin-via-apiserver"),
+        garp_while_announced: on("metallb-garp-while-announced"),
         mutant_never_withdraws: on("metallb-mutant-never-withdraws"),
         mutant_slow_suspicion: on("metallb-mutant-slow-suspicion"),
         mutant_cache_dropped: on("metallb-mutant-cache-dropped"),
         mutant_wrong_order: on("metallb-mutant-wrong-order"),
         mutant_ignore_exclusion: on("metallb-mutant-ignore-exclusion"),
         mutant_no_garp: on("metallb-mutant-no-garp"),
+        mutant_no_spam_ticks: on("metallb-mutant-no-spam-ticks"),
         mutant_answers_after_withdraw: on("metallb-mutant-answers-after-withdraw"),
         mutant_keeps_deleted_service: on("metallb-mutant-keeps-deleted-service"),
     };

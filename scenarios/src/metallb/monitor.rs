@@ -12,9 +12,11 @@
 
 use super::arp::ArpOracle;
 use super::expect::{self, merge_bound_us, takeover_bound_us, VIEW_BOUND_US};
+use super::owner::OwnerOracle;
 use super::{MetallbOptions, ServiceOpt};
 use model::metallb::MetallbEvent;
 use sim::event::{Event, Record};
+use sim::neigh::Nud;
 use sim::units::show_secs as secs;
 use sim::{Failure, FaultKind, Kind, Measured, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,10 +47,15 @@ pub struct MetallbMonitor {
     loop_dead: BTreeSet<String>,
     /// IP -> speakers announcing it (since when they started).
     announcing: BTreeMap<String, BTreeMap<String, u64>>,
-    /// IP -> the router's entry.
+    /// IP -> the node the router's entry sends its traffic to (its neighbour entry is valid).
     arp: BTreeMap<String, String>,
+    /// IP -> the state of the router's neighbour entry for it (none before its first packet; a
+    /// gratuitous ARP creates none).
+    neighbours: BTreeMap<String, Nud>,
     /// `arp-follows-announcer` and `announcer-withdraws`.
     l2: ArpOracle,
+    /// `router-follows-owner`.
+    owner: OwnerOracle,
     /// IP -> changes of the router's entry.
     arp_flaps: BTreeMap<String, u32>,
     /// Speaker -> its memberlist view (member -> state).
@@ -95,7 +102,9 @@ impl MetallbMonitor {
             loop_dead: BTreeSet::new(),
             announcing: BTreeMap::new(),
             arp: BTreeMap::new(),
+            neighbours: BTreeMap::new(),
             l2: ArpOracle::default(),
+            owner: OwnerOracle::default(),
             arp_flaps: BTreeMap::new(),
             views: BTreeMap::new(),
             unsettled: BTreeMap::new(),
@@ -172,6 +181,21 @@ impl MetallbMonitor {
     }
 
     fn converged(&mut self, now: u64) -> Option<Failure> {
+        let quiet = self.unsettled.is_empty();
+        for svc in &self.services {
+            let announcers = self
+                .announcing
+                .get(&svc.ip)
+                .into_iter()
+                .flat_map(|m| m.keys());
+            let hop = self.arp.get(&svc.ip);
+            // Traffic goes wrong through a valid entry elsewhere, or is dropped by a FAILED one;
+            // with no entry yet or one resolving, none has been sent (or it waits for the answer).
+            let state = self.neighbours.get(&svc.ip).copied();
+            let sent = state.is_some_and(|s| s.valid() || s == Nud::Failed);
+            self.owner
+                .observe(now, &svc.ip, announcers, sent.then_some(hop), quiet);
+        }
         let r = self.check(now);
         self.quiet = r.is_none()
             && now >= self.settle_at
@@ -443,8 +467,9 @@ impl MetallbMonitor {
                     .entry(node.clone())
                     .or_insert(t);
                 self.duplicates(t, ip);
-                let quiet = self.unsettled.is_empty();
-                self.l2.announce(t, ip, &node, self.arp.get(ip), quiet);
+                // With arp_accept 0 the router takes a gratuitous ARP only into an existing entry.
+                let heard = self.unsettled.is_empty() && self.neighbours.contains_key(ip);
+                self.l2.announce(t, ip, &node, self.arp.get(ip), heard);
                 let order = expect::order(candidates, ip);
                 if order.first() != Some(&node) {
                     return Some(Failure {
@@ -519,9 +544,20 @@ impl MetallbMonitor {
         Some(())
     }
 
+    /// The router's neighbour entry for `ip` is now in `state`, caching `node`'s address.
+    fn on_neighbour(&mut self, ip: &str, state: Nud, node: Option<&String>) {
+        self.neighbours.insert(ip.to_string(), state);
+        match node.filter(|_| state.valid()) {
+            Some(n) => self.arp.insert(ip.to_string(), n.clone()),
+            None => self.arp.remove(ip),
+        };
+    }
+
     /// `arp-follows-announcer`: an announcement the router has not followed in time.
     fn arp_due(&self, now: u64) -> Option<Failure> {
-        self.l2.due(now, |ip| self.arp.get(ip).cloned())
+        self.l2
+            .due(now, |ip| self.arp.get(ip).cloned())
+            .or_else(|| self.owner.due(now))
     }
 }
 
@@ -546,6 +582,7 @@ impl Monitor for MetallbMonitor {
                 | FaultKind::Pause { .. } => {
                     self.unsettled.insert(*id, fault.describe());
                     self.l2.network_fault();
+                    self.owner.network_fault();
                     if let FaultKind::Latency { node, extra_ms } = fault {
                         self.l2.latency_start(*id, node, extra_ms * 1000);
                     }
@@ -634,12 +671,12 @@ impl Monitor for MetallbMonitor {
                     self.lost_announcer.remove(ip);
                     self.reached.insert("announcer-taken-over");
                 }
-                self.arp.insert(ip.clone(), to.clone());
                 *self.arp_flaps.entry(ip.clone()).or_default() += 1;
                 if let Some(f) = self.l2.arp_entry(t, ip, to, via) {
                     return Some(f);
                 }
             }
+            Event::Neighbour { ip, state, node } => self.on_neighbour(ip, *state, node.as_ref()),
             _ => return None,
         }
         self.converged(t)

@@ -22,6 +22,14 @@ pub static SWITCHES: &[Switch] = &[
         about: "PR 662's first draft: each rejoin lists the peer IPs from the API server instead of the cache, so no rejoin happens while the API server is down",
     },
     Switch {
+        name: "metallb-garp-while-announced",
+        kind: SwitchKind::Fix,
+        trips: None,
+        system: "metallb",
+        scenario: "metallb-split-brain",
+        about: "the spam loop keeps sending a gratuitous ARP every 1.1 s for as long as the IP is announced (upstream: for 5 s after each SetBalancer), so the router follows the sole announcer within a tick of a rival's withdrawal",
+    },
+    Switch {
         name: "metallb-mutant-never-withdraws",
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::SINGLE_ANNOUNCER),
@@ -67,7 +75,15 @@ pub static SWITCHES: &[Switch] = &[
         trips: Some(&super::invariants::ARP_FOLLOWS_ANNOUNCER),
         system: "metallb",
         scenario: "metallb-split-brain",
-        about: "a new announcer sends no gratuitous ARP: the router follows it only when it next asks",
+        about: "a new announcer sends no gratuitous ARP right away (\"spam right away\" dropped), only at the spam loop's next tick",
+    },
+    Switch {
+        name: "metallb-mutant-no-spam-ticks",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::ROUTER_FOLLOWS_OWNER),
+        system: "metallb",
+        scenario: "metallb-split-brain",
+        about: "the spam loop's ticker sends no gratuitous ARP: only the one sent when an IP enters the loop, so a rival's later one keeps the router",
     },
     Switch {
         name: "metallb-mutant-answers-after-withdraw",

@@ -53,6 +53,10 @@ impl System for Metallb {
         super::invariants::INVARIANTS
     }
 
+    fn findings() -> &'static [crate::findings::Finding] {
+        super::findings::FINDINGS
+    }
+
     fn switches() -> &'static [Switch] {
         super::switches::SWITCHES
     }
