@@ -45,6 +45,7 @@ pub const ALL: &[Fields] = &[
             ("scenario", "the scenario's name"),
             ("bugs", "the bug switches"),
             ("fixes", "the fix switches (`all` expanded)"),
+            ("profile", "the fault profile the seeds drew with: `adversarial` or `realistic`"),
             ("from", "the first seed of the range"),
             ("seeds", "the seeds asked for (--seeds; default 1000), or null with --duration alone"),
             ("seeds_run", "seeds that ran: the first `seeds_run` of the range (of the shard), the same between identical runs"),
