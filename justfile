@@ -55,7 +55,7 @@ measure-rates seeds="2000" profile="adversarial" first="0":
 mutants system="calico" shard="1/1":
     .ci/mutants {{system}} {{shard}}
 
-# Every scenario with every fix on over many seeds: the fixed model must stay clean (issue 29's
+# Every scenario with every fix on over many seeds: the fixed model must stay clean (the
 # 10,000-seed check that new invariants bring no false positives).
 soak seeds="10000":
     cargo build -q --release --bin faultline

@@ -1,7 +1,7 @@
 //! faultline's models of the systems under test.
 //!
-//! Each model is the CURRENT upstream coordination logic of its system, with the constants of
-//! `shared/spec/`, written against the environment `sim` hands it (a `Proc`, service clients,
+//! Each model is the CURRENT upstream coordination logic of its system, with upstream's constants
+//! (cited where they are used; docs/upstream/ gathers the facts), written against the environment `sim` hands it (a `Proc`, service clients,
 //! clocks). Historic bugs and proposed fixes are switches.
 
 pub mod calico;

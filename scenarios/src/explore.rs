@@ -774,7 +774,7 @@ fn crash_outcome(msg: String) -> Outcome {
     }
 }
 
-/// Coverage as an oracle (issue 29): the scenario's "sometimes" points that no seed reached, once
+/// Coverage as an oracle: the scenario's "sometimes" points that no seed reached, once
 /// the exploration ran at least the scenario's CI budget (fewer seeds prove nothing). Each is a
 /// failure of its own kind (`coverage-unreached`): a change that silently stops, say, every IP
 /// release is caught by exploration, not only by `cargo test`.

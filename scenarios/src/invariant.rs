@@ -1,7 +1,7 @@
 //! Invariants declared once: each system's monitor reports a violation by one of these, and the
 //! docs' invariant tables and `faultline invariants` are generated from them.
 //!
-//! An invariant is one promise a system makes to its users (issue 29's catalog): its kind (safety:
+//! An invariant is one promise a system makes to its users (the invariant catalog): its kind (safety:
 //! at every instant; liveness: once faults stop, within a bound), the bound as a number computed
 //! from the model's constants (`bound_us`, with the derivation in words), what it checks, and the
 //! upstream behaviour it stands for. Every invariant has at least one `mutant` switch (a

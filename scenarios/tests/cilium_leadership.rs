@@ -1,6 +1,6 @@
 //! Two cilium-operators act at once only through modelled causes, each shown here producing an
 //! overlap of leadership: a paused leader, slow answers to its renewals, a leader whose
-//! monotonic clock runs slow, and the graceful shutdown's lingering (issue 27). No fault, no
+//! monotonic clock runs slow, and the graceful shutdown's lingering. No fault, no
 //! overlap.
 //!
 //! "Acting" is measured from the trace, not from the model: an operator process acts from the

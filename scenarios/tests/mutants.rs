@@ -4,7 +4,7 @@
 //!
 //! Also the catalog's shape: at least five invariants per system, each with the upstream behaviour
 //! it stands for, a numeric bound on every liveness invariant, and a headline measure on every
-//! one (issue 30). Each caught mutant's violation carries that measure's value, and it breaches the
+//! one. Each caught mutant's violation carries that measure's value, and it breaches the
 //! bound the monitor applied the way the catalog says.
 
 mod common;

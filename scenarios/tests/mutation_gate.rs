@@ -1,4 +1,4 @@
-//! The test command of `just mutants` (cargo-mutants, issue 29): a short exploration of one
+//! The test command of `just mutants` (cargo-mutants): a short exploration of one
 //! system's scenarios with every fix on. A mutant of the model's decision code is caught when an
 //! invariant fails or a coverage point goes unreached within each scenario's CI budget (coverage as
 //! an oracle), or when a pinned seed of an active finding fails with every fix on (those seeds

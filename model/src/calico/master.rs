@@ -1,4 +1,4 @@
-//! The shared mastership stamp and `is_master()` (PR 12668, seed document 002).
+//! The shared mastership stamp and `is_master()` (projectcalico/calico PR 12668).
 //!
 //! Upstream, the elector in the manager worker writes `time.time()` into a float in shared memory
 //! (a `multiprocessing.Value`) when it wins and after every successful refresh, and writes 0 when it

@@ -1,7 +1,7 @@
 //! Calico's OpenStack driver (networking-calico): the neutron-server side of its coordination.
 //!
 //! Per host, a `neutron-server` process forks worker processes that share one piece of memory, the
-//! mastership stamp (PR 12668, seed document 002; spec/calico.md):
+//! mastership stamp (projectcalico/calico PR 12668):
 //! * `neutron-server/manager`: the [`elector::Elector`] task and the compaction task;
 //! * `neutron-server/agent-status`: master-only watcher forwarding Felix reports to Neutron;
 //! * `neutron-server/endpoint-status`: master-only watcher writing port status to Neutron.

@@ -1,4 +1,4 @@
-//! Felix status timestamps and the stale-update warning (PR 13024, seed document 001).
+//! Felix status timestamps and the stale-update warning (projectcalico/calico PR 13024).
 //!
 //! Felix writes `{"time": ..., "uptime": ..., "first_update": ...}` every 30 s. `time` comes from
 //! the compute host's WALL clock, in one of the formats seen in practice: with `Z`, with a UTC

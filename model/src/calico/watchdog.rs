@@ -1,4 +1,4 @@
-//! The mutual watchdog proposed in PR 12456 (seed document 000), as an option of the model.
+//! The mutual watchdog proposed in PR 12456 (projectcalico/calico PR 12456), as an option of the model.
 //!
 //! A worker process registers its long-running tasks. Two checker tasks, the status loop (every 5 s)
 //! and the resync monitor (every 30 s), each registered too so that they watch each other, look for

@@ -239,7 +239,7 @@ impl Agent {
     /// that exist are in use again (`AllocateIPWithoutSyncUpstream`, daemon/cmd/state.go:106-109,
     /// 363-381). An IP in a handshake state that forbids allocation cannot be taken: that pod's
     /// endpoint is not restored, and the agent no longer counts the IP as used, although the pod
-    /// still has it (shared/spec/cilium-upstream.md §4.4 b).
+    /// still has it (docs/upstream/cilium.md §4.4 b).
     async fn restore(&self, restore_ms: u32) {
         // `newNodeStore`'s blocking wait polls every 5 s (crd.go:176-193); then the allocator
         // is registered and later events are answered.

@@ -5,7 +5,7 @@
 //! Upstream: cilium/cilium `pkg/ipam/node.go` and `pkg/aws/eni/node.go` at
 //! ed90dd5ea4c754a04a8135c6bb9c8afe29b75811 (`@ed90dd5`), and the newer
 //! `operator/pkg/ipam/nodemanager/node.go` at 35b06d5aefdf for the issue #39981 fix
-//! (shared/spec/cilium-upstream.md §3).
+//! (docs/upstream/cilium.md §3).
 
 use super::{DO_NOT_RELEASE, MARKED, READY, RELEASED};
 use sim::Short;

@@ -1,5 +1,5 @@
-//! Cilium ENI IPAM: the operator/agent handshake before an excess IP is released (shared/spec/
-//! cilium.md, seed document 003).
+//! Cilium ENI IPAM: the operator/agent handshake before an excess IP is released (docs/upstream/
+//! cilium.md; the handshake of cilium/cilium PR 17939).
 //!
 //! * [`operator`]: decides per node how many IPs are needed or in excess, assigns and unassigns them
 //!   in the cloud, and drives the release handshake through `status.ipam.release-ips` (in memory:
@@ -14,7 +14,7 @@
 //! agents up to cilium 1.19, which use the CRD allocator. cilium 1.20 moved ENI agents to the
 //! multi-pool allocator (PR #45154), which releases whole CIDRs without this handshake; newer
 //! operators still serve the handshake for 1.19 agents (`operator/pkg/ipam/nodemanager/node.go`
-//! @35b06d5a, `recalculate`; shared/spec/cilium-upstream.md §0).
+//! @35b06d5a, `recalculate`; docs/upstream/cilium.md §0).
 //!
 //! Bug switch `cilium-no-handshake`: the operator releases excess IPs directly once they have been
 //! excess for the delay, with no states (the behaviour the handshake replaced).

@@ -1,5 +1,5 @@
-//! MetalLB layer 2 (shared/spec/metallb.md, seed document 004: PR 662 "make nodes re-join
-//! memberlist cluster", fixing issue 589).
+//! MetalLB layer 2 (docs/upstream/metallb.md; metallb/metallb PR 662 "make nodes re-join
+//! memberlist cluster", fixing metallb/metallb#589).
 //!
 //! * [`memberlist`]: hashicorp/memberlist's SWIM protocol with its LAN defaults (probe, indirect
 //!   probes, suspicion with confirmations, dead-member retention and forgetting, gossip, push/pull,

@@ -128,7 +128,7 @@ pub const WATCHDOG_RESTART_JUSTIFIED: Invariant = Invariant::safety(
     "watchdog-restart-justified",
     "the watchdog exits a process only for a registered task that died unexpectedly (silently, or on an exception), not one that finished or never ran",
 )
-.upstream("PR 12456's mutual watchdog restarts a process whose long-running task died; a task meant to finish must not be registered (seed document 000)")
+.upstream("PR 12456's mutual watchdog restarts a process whose long-running task died; a task meant to finish must not be registered")
 .measure(Breach::Occurs, "how long the process had run when the watchdog exited it");
 /// Neutron's view of the agents converges.
 pub const AGENT_VIEW_CONVERGES: Invariant = Invariant::liveness(

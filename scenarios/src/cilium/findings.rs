@@ -34,7 +34,7 @@ pub static FINDINGS: &[Finding] = &[
             describe: "the erasing status write is another operator's than the unassign",
             test: |e| erased_by_other_operator(e) == Some(true),
         },
-        summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
+        summary: "Judged against the protocol description (docs/upstream/cilium.md) with an injected fault (a standby operator that believes it leads).",
         upstream: &[
             cilium("operator/cmd/root.go", "WithLeaderLifecycle in ControlPlane (IPAM is leader-only)", "193-258"),
             cilium("operator/cmd/root.go", "legacyOnLeader.onStart (node manager, CiliumNode informer)", "526-581"),
@@ -59,7 +59,7 @@ pub static FINDINGS: &[Finding] = &[
             describe: "the operator decided from a status whose used IPs lacked the IP",
             test: |e| e.contains("whose used IPs did not include"),
         },
-        summary: "Judged against shared/spec/cilium.md with an injected fault (a standby operator that believes it leads).",
+        summary: "Judged against the protocol description (docs/upstream/cilium.md) with an injected fault (a standby operator that believes it leads).",
         upstream: &[
             cilium("operator/cmd/root.go", "WithLeaderLifecycle in ControlPlane (IPAM is leader-only)", "193-258"),
             cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "Package leaderelection doc (no fencing)", "17-20"),

@@ -1,5 +1,5 @@
 //! Cilium's invariants (checked by `monitor`): one per promise of the excess-IP release handshake
-//! (issue 29), each with the upstream behaviour it stands for and, for liveness, a bound computed
+//! each with the upstream behaviour it stands for and, for liveness, a bound computed
 //! from the model's constants (`scenarios::cilium`: [`CLEANUP_BOUND_US`], [`ABORT_BOUND_US`],
 //! [`PODS_BOUND_US`], [`EXCESS_BOUND_US`]). Every one has a mutant that trips it (`switches.rs`).
 

@@ -67,7 +67,7 @@ pub static SWITCHES: &[Switch] = &[
         trips: None,
         system: "cilium",
         scenario: "cilium-clock-skew",
-        about: "newer upstream (issue 39981): a released entry whose IP is in the CiliumNode's spec pool is dropped, so an IP the cloud gave back to the same node becomes usable again",
+        about: "newer upstream (cilium/cilium#39981): a released entry whose IP is in the CiliumNode's spec pool is dropped, so an IP the cloud gave back to the same node becomes usable again",
     },
     Switch {
         name: "cilium-readd-after-resync",

@@ -44,7 +44,7 @@
 //!   the heap is ordered by wall-clock `UnixNano` (line 701; a due lease that is not yet expired is
 //!   looked at again after `ExpiredLeasesRetryInterval` = `ReqTimeout()` = 7 s, line 708,
 //!   `etcdserver/server.go` line 562, `etcdserver/config.go` lines 286-290). The model follows the
-//!   etcd node's wall clock, steps included, as shared/spec/etcd.md asks; in etcd a forward step
+//!   etcd node's wall clock, steps included, as docs/upstream/etcd.md describes; in etcd a forward step
 //!   does not expire a lease early, and a backward step delays its expiry.
 //!
 //! The model's choice for the 500 ms check: [`ExpiryChecks`] can model it (checks every
@@ -53,7 +53,7 @@
 //! is the earliest instant at which etcd itself can revoke the lease, so every expiry the model
 //! produces is one etcd can produce, and it is the adversarial edge for the lease-lock hazard the
 //! harness looks for (a holder acting after its lease ended); (2) the simulated etcd's
-//! specification asks for millisecond resolution (shared/spec/etcd.md, "Operations"), and the
+//! specification asks for millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
 //! world's tests pin it; (3) the check only makes expiry later by less than 500 ms, which
 //! `EtcdConfig { expiry_check_interval_ms: ETCD_EXPIRY_CHECK_INTERVAL_MS, .. }` lets a scenario
 //! explore.

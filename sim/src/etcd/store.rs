@@ -1,6 +1,6 @@
 //! The etcd state machine: a synchronous, serializable MVCC key-value store with leases.
 //!
-//! It follows etcd 3.4's semantics (shared/spec/etcd.md):
+//! It follows etcd 3.4's semantics (docs/upstream/etcd.md):
 //! * one cluster-wide revision, starting at 1; every transaction that changes at least one key
 //!   bumps it by exactly one, and all its changes share that revision (with sub-revisions for
 //!   order); reads, failed compares with read-only branches, lease grants and keep-alives do not;

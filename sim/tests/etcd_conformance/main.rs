@@ -1,4 +1,4 @@
-//! The simulated etcd store agrees with a real etcd 3.4 server (shared/spec/etcd.md, "Conformance").
+//! The simulated etcd store agrees with a real etcd 3.4 server (docs/upstream/etcd.md, "Conformance").
 //!
 //! A real `etcd` (Debian's `etcd-server`; `.ci/run` installs it) is started on free loopback ports
 //! with a temporary data directory and stopped by its own process id when the test ends. The same

@@ -298,7 +298,7 @@ fn leaderelection_single_leader_in_steady_state() {
             .all(|g| (2_002 * MS - SLACK_US..4_402 * MS + SLACK_US).contains(g)),
         "{gaps:?}"
     );
-    // Upstream's jitter reaches past 1.2 x RetryPeriod (the brief's range): most gaps do.
+    // Upstream's jitter reaches past 1.2 x RetryPeriod (the range client-go's docs give): most gaps do.
     let beyond = gaps.iter().filter(|g| **g > 2_402 * MS).count();
     assert!(beyond * 2 > gaps.len(), "{beyond} of {}", gaps.len());
     // The same seed runs the same.

@@ -2,7 +2,7 @@
 //! IPAM ([`ipam`]).
 //!
 //! Upstream: cilium/cilium `operator/cmd/root.go` at ed90dd5ea4c754a04a8135c6bb9c8afe29b75811
-//! (`@ed90dd5`; shared/spec/cilium-upstream.md §1).
+//! (`@ed90dd5`; docs/upstream/cilium.md §1).
 //!
 //! * Every operator process runs client-go's elector on the Lease
 //!   `cilium-operator-resource-lock` (`leaderelection.RunOrDie`, root.go:437-470) with cilium's

@@ -3,7 +3,7 @@
 //! node's pods hold), and how long each has stayed a release candidate after faults stopped.
 //!
 //! Independence: reads no model type; the excess count and the candidate pick are this file's own
-//! transcription of upstream's rules (shared/spec/cilium-upstream.md §3.2 and §3.1: cilium/cilium
+//! transcription of upstream's rules (docs/upstream/cilium.md §3.2 and §3.1: cilium/cilium
 //! `pkg/ipam/node.go` calculateExcessIPs l. 347-378 and `pkg/aws/eni/node.go` PrepareIPRelease
 //! l. 131-198 @ed90dd5); calls no model function.
 

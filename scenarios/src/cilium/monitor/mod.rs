@@ -2,7 +2,7 @@
 //! invariants of `scenarios::cilium::invariants` (the table in the module documentation of
 //! `scenarios::cilium`).
 //!
-//! Independence (issue 29): the monitor computes every expectation itself and calls no model
+//! Independence: the monitor computes every expectation itself and calls no model
 //! function. What it reads of the model, as observations only:
 //! * `model::cilium::CiliumEvent`: the pods' IPs (its own notion of which IPs are in use), the
 //!   agent's `release-ips` view, and the operators' decisions with the resourceVersion each was
