@@ -14,6 +14,7 @@ pub mod finding_report;
 pub mod findings;
 pub mod invariant;
 pub mod metallb;
+pub mod replay_file;
 pub mod scenario;
 pub mod shrink;
 pub mod system;
