@@ -109,16 +109,16 @@ impl ReplayFile {
 
     /// The spec it replays, with the scenarios of `reg`.
     pub fn spec(&self, reg: &'static Registry) -> Result<RunSpec, BadInput> {
-        spec_of(
-            reg,
-            &self.scenario,
-            self.seed,
-            &self.bugs,
-            &self.fixes,
-            Some(&self.options),
-            &self.schedule,
-            self.profile,
-        )
+        ScheduleFile {
+            scenario: self.scenario.clone(),
+            seed: self.seed,
+            bugs: self.bugs.clone(),
+            fixes: self.fixes.clone(),
+            options: Some(self.options.clone()),
+            schedule: self.schedule.clone(),
+            profile: self.profile,
+        }
+        .spec(reg, &[], &[])
     }
 
     /// Writes atomically (temporary file, then rename).
@@ -130,35 +130,6 @@ impl ReplayFile {
                 .as_bytes(),
         )
     }
-}
-
-/// The spec of a schedule run as written: `options` (none: the seed's own draw) and the
-/// schedule checked against the scenario of `reg`.
-fn spec_of(
-    reg: &'static Registry,
-    scenario: &str,
-    seed: u64,
-    bugs: &[String],
-    fixes: &[String],
-    options: Option<&serde_json::Value>,
-    schedule: &Schedule,
-    profile: crate::faults::Profile,
-) -> Result<RunSpec, BadInput> {
-    let sc = reg.scenario(scenario)?;
-    let fixes = check_switches(reg, sc, bugs, fixes)?;
-    let mut spec = RunSpec::from_seed_in(sc, seed, bugs, &fixes, profile);
-    if let Some(o) = options {
-        spec.options = sc.options_from_json(o.clone()).map_err(|e| {
-            BadInput(format!(
-                "the file's options do not fit scenario {}: {e}",
-                sc.name
-            ))
-        })?;
-    }
-    sc.check_schedule(&spec.options, schedule)
-        .map_err(|e| BadInput(format!("{scenario}: {e}")))?;
-    spec.schedule = schedule.clone();
-    Ok(spec)
 }
 
 /// A schedule to run as written (`faultline run --schedule FILE`): a replay file, or a
@@ -226,16 +197,21 @@ impl ScheduleFile {
         let (mut b, mut f) = (self.bugs.clone(), self.fixes.clone());
         b.extend(bugs.iter().filter(|x| !self.bugs.contains(x)).cloned());
         f.extend(fixes.iter().filter(|x| !self.fixes.contains(x)).cloned());
-        spec_of(
-            reg,
-            &self.scenario,
-            self.seed,
-            &b,
-            &f,
-            self.options.as_ref(),
-            &self.schedule,
-            self.profile,
-        )
+        let sc = reg.scenario(&self.scenario)?;
+        let fixes = check_switches(reg, sc, &b, &f)?;
+        let mut spec = RunSpec::from_seed_in(sc, self.seed, &b, &fixes, self.profile);
+        if let Some(o) = &self.options {
+            spec.options = sc.options_from_json(o.clone()).map_err(|e| {
+                BadInput(format!(
+                    "the file's options do not fit scenario {}: {e}",
+                    sc.name
+                ))
+            })?;
+        }
+        sc.check_schedule(&spec.options, &self.schedule)
+            .map_err(|e| BadInput(format!("{}: {e}", self.scenario)))?;
+        spec.schedule = self.schedule.clone();
+        Ok(spec)
     }
 }
 
