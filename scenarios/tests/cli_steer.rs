@@ -541,3 +541,26 @@ fn the_json_doc_is_generated_from_the_field_lists() {
     }
     assert_eq!(section, want, "docs/json.md is stale: run .ci/regen-docs");
 }
+
+/// Without --seeds or --duration an exploration runs the default 1,000 seeds and its JSON says
+/// so; `seeds` is null only for a duration alone.
+#[test]
+fn the_default_seed_count_is_in_the_json() {
+    let explore = |extra: &[&str]| {
+        let mut args = vec![
+            "explore",
+            "calico-restart",
+            "--bug",
+            "calico-no-dead-pid-cleanup",
+            "--no-shrink",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        last_json(&faultline(&args))
+    };
+    assert_eq!(explore(&[])["seeds"], 1000);
+    assert_eq!(
+        explore(&["--duration", "1ms"])["seeds"],
+        serde_json::Value::Null
+    );
+}

@@ -181,7 +181,7 @@ fn finish(
         "{}",
         json!({
             "scenario": sc.name, "bugs": cfg.bugs, "fixes": cfg.fixes, "profile": cfg.profile,
-            "from": cfg.from, "seeds": a.seeds.is_some().then_some(cfg.seeds),
+            "from": cfg.from, "seeds": (a.seeds.is_some() || a.duration.is_none()).then_some(cfg.seeds),
             "seeds_run": summary.seeds_run,
             "seeds_ran": ran,
             "stopped": summary.stopped,
