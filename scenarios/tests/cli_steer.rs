@@ -546,6 +546,7 @@ fn the_json_doc_is_generated_from_the_field_lists() {
 /// so; `seeds` is null only for a duration alone.
 #[test]
 fn the_default_seed_count_is_in_the_json() {
+    let dir = tmp("default-seeds");
     let explore = |extra: &[&str]| {
         let mut args = vec![
             "explore",
@@ -554,6 +555,8 @@ fn the_default_seed_count_is_in_the_json() {
             "calico-no-dead-pid-cleanup",
             "--no-shrink",
             "--json",
+            "--out",
+            dir.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
         last_json(&faultline(&args))
