@@ -4,9 +4,11 @@
 //! A report is derived from a run's JSON-lines trace plus its replay information, so it works for
 //! every scenario. The timeline has one row per node over true time: faults as bands (cut off the
 //! network, paused, down, a task stalled), what the node believed as bands (Calico: believes it is
-//! master, holds the election key; Cilium: IPs held in the release handshake; a standby operator
-//! active), and instants as marks (task deaths, crashes, clock steps, releases, the violation).
-//! Dense marks are aggregated into counted buckets. A second rendering places each node's row on its
+//! master, holds the election key; Cilium: IPs held in the release handshake), and instants as
+//! marks (task deaths, crashes, clock steps, releases, the violation). The kinds of band and mark
+//! are typed ([`BandKind`], [`MarkKind`]): the world's are constants here, a system declares its
+//! own with its lens, and the legend is built from them. Dense marks are aggregated into counted
+//! buckets. A second rendering places each node's row on its
 //! own wall clock (the "local time" toggle). A violation's headline is the violated invariant's own
 //! measure, as its monitor measured it, with the bound it was held to (the family's measure follows
 //! as context). `--seeds N` reports the distribution of each family's
@@ -14,10 +16,12 @@
 //! the largest clock skew) for Calico, the time from excess to release for Cilium, the longest
 //! duplicate-announcer window (two or more speakers answering ARP for one IP) for MetalLB.
 
+mod kinds;
 mod render;
 mod rows;
 mod world;
 
+pub use kinds::{BandKind, Lane, Legend, MarkKind, Measure, Unit};
 pub use render::{distribution_html, distribution_markdown, html, markdown};
 use rows::sort_key;
 pub use rows::{Row, Rows};
@@ -92,8 +96,8 @@ pub struct FaultRow {
 /// A stretch of time on one node's row.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Band {
-    /// cut, paused, down, stalled, master, holder, handshake, active.
-    pub kind: String,
+    /// What it stands for (the world's kinds, [`BandKind::WORLD`], or its system's own).
+    pub kind: BandKind,
     /// Where it starts (true time, s).
     pub from_s: f64,
     /// Where it ends (true time, s; the end of the run if still open then).
@@ -105,8 +109,9 @@ pub struct Band {
 /// An instant on one node's row (or a bucket of `count` instants).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Mark {
-    /// task-death, crash, exit, step, release, warning, violation.
-    pub kind: String,
+    /// What it stands for (the world's kinds, [`MarkKind::WORLD`], the violation, or its
+    /// system's own).
+    pub kind: MarkKind,
     /// When it happened (true time, s; a bucket's first instant).
     pub at_s: f64,
     /// The text shown when hovering over it (`N x kind` for a bucket).
@@ -149,32 +154,36 @@ pub struct ViolationRow {
     pub replay: String,
 }
 
-/// The headline number of one run: the violated invariant's own measure, or (for a passing run, or
-/// a violation outside the catalog) the family's.
+/// The headline number of one run: the violated invariant's own measure (in seconds, as its
+/// monitor measured it), or (for a passing run, or a violation outside the catalog) the family's.
 #[derive(Clone, Debug, Serialize)]
 pub struct Headline {
     /// What it measures.
     pub name: String,
-    /// Seconds (none: nothing to measure in this run).
-    pub value_s: Option<f64>,
+    /// Its unit.
+    pub unit: Unit,
+    /// Its value in `unit` (none: nothing to measure in this run).
+    pub value: Option<f64>,
     /// The violated invariant's bound, when the headline is that invariant's measure.
     pub bound: Option<String>,
     /// The family's measure, when the headline is the violated invariant's (context).
-    pub family: Option<FamilyMeasure>,
+    pub family: Option<Measure>,
     /// The longest pause and the largest clock skew of the run (s), its context.
     pub longest_pause_s: f64,
     /// The largest clock step in the schedule or wall clock offset a row saw (s, absolute).
     pub largest_skew_s: f64,
 }
 
-/// A family's measure of a run (Calico: the longest overlap of two hosts doing master-only work;
-/// MetalLB: the longest duplicate-announcer window; ...).
-#[derive(Clone, Debug, Serialize)]
-pub struct FamilyMeasure {
-    /// What it measures.
-    pub name: String,
-    /// Seconds (none: nothing to measure in this run).
-    pub value_s: Option<f64>,
+impl Headline {
+    /// The family's measure of the run (the headline itself unless it is a violated invariant's
+    /// measure): what a `--seeds` distribution compares across seeds.
+    pub fn family_measure(&self) -> Measure {
+        self.family.clone().unwrap_or_else(|| Measure {
+            name: self.name.clone(),
+            unit: self.unit,
+            value: self.value,
+        })
+    }
 }
 
 /// Everything a single-run report shows.
@@ -214,19 +223,32 @@ pub struct Report {
     pub headline: Headline,
     /// The command that replays the run.
     pub replay: String,
+    /// The kinds its timeline's legend explains.
+    #[serde(skip)]
+    pub legend: Legend,
 }
 
 /// What a system adds to a report: bands and marks drawn from its own events, and its headline
 /// measure. Each system has one (`System::lens` in the scenarios crate); the world's own events
 /// (faults, pauses, crashes, stalls, task deaths, exits, clock steps, cloud releases, ARP entries)
-/// are drawn for every system by [`build`].
+/// are drawn for every system by [`build`]. The kinds of band and mark it draws are constants it
+/// declares ([`BandKind::new`], [`MarkKind::new`]) and lists in [`ReportLens::bands`] and
+/// [`ReportLens::marks`]: the legend is built from them.
 pub trait ReportLens: Send {
     /// Sees one record of the run, in order: `node` is its node's name, `t` its true time (s).
     fn observe(&mut self, rec: &Record, node: &str, t: f64, rows: &mut Rows);
-    /// The headline measure's name and, if this run measured it, its value (s), once the run has
-    /// ended at `end` (s). A report of a violation headlines the violated invariant's own measure
-    /// instead (the monitor measures it, [`sim::Measured`]).
-    fn headline(&mut self, end: f64) -> (String, Option<f64>);
+    /// The headline measure, with its unit and, if this run measured it, its value, once the run
+    /// has ended at `end` (s). A report of a violation headlines the violated invariant's own
+    /// measure instead (the monitor measures it in time, [`sim::Measured`]).
+    fn headline(&mut self, end: f64) -> Measure;
+    /// The kinds of band it draws (for the legend).
+    fn bands(&self) -> &'static [BandKind] {
+        &[]
+    }
+    /// The kinds of mark it draws (for the legend).
+    fn marks(&self) -> &'static [MarkKind] {
+        &[]
+    }
 }
 
 /// The lens of a system that adds nothing: the world's rows only, no headline measure.
@@ -234,8 +256,8 @@ pub struct NoLens;
 
 impl ReportLens for NoLens {
     fn observe(&mut self, _: &Record, _: &str, _: f64, _: &mut Rows) {}
-    fn headline(&mut self, _: f64) -> (String, Option<f64>) {
-        ("none".into(), None)
+    fn headline(&mut self, _: f64) -> Measure {
+        Measure::none()
     }
 }
 
@@ -267,7 +289,7 @@ pub fn build(info: &RunInfo, outcome: &Outcome, lens: &mut dyn ReportLens) -> Re
             .unwrap_or_default();
         if let Some(r) = rows.get(&target) {
             r.mark(
-                "violation",
+                MarkKind::VIOLATION,
                 v.at_s,
                 format!("{}: {}", v.invariant, v.explanation),
             );
@@ -281,22 +303,28 @@ pub fn build(info: &RunInfo, outcome: &Outcome, lens: &mut dyn ReportLens) -> Re
         .violation
         .as_ref()
         .and_then(|v| Some((info.invariants.iter().find(|i| i.name == v.invariant)?, v)));
-    let (family, family_value) = lens.headline(end);
-    let (name, value_s, bound, family) = match own {
+    let family = lens.headline(end);
+    let (own, bound, family) = match own {
         Some((i, v)) => (
-            i.measure.clone(),
-            v.measured.map(|m| secs(m.value_us)),
+            Measure::seconds(i.measure.clone(), v.measured.map(|m| secs(m.value_us))),
             i.bound_text(v.measured.and_then(|m| m.bound_us)),
-            Some(FamilyMeasure {
-                name: family,
-                value_s: family_value,
-            }),
+            Some(family),
         ),
-        None => (family, family_value, None, None),
+        None => (family, None, None),
     };
+    let drawn: Vec<BandKind> = nodes
+        .iter()
+        .flat_map(|n| n.bands.iter().map(|b| b.kind))
+        .collect();
+    let marked: Vec<MarkKind> = nodes
+        .iter()
+        .flat_map(|n| n.marks.iter().map(|m| m.kind))
+        .collect();
+    let legend = Legend::new(&drawn, &marked, lens.bands(), lens.marks());
     let headline = Headline {
-        name,
-        value_s,
+        name: own.name,
+        unit: own.unit,
+        value: own.value,
         bound,
         family,
         longest_pause_s: longest_pause_s(&info.schedule),
@@ -336,6 +364,7 @@ pub fn build(info: &RunInfo, outcome: &Outcome, lens: &mut dyn ReportLens) -> Re
         nodes,
         headline,
         replay: info.replay.clone(),
+        legend,
     }
 }
 
@@ -380,8 +409,8 @@ fn largest_skew_s(schedule: &[Fault], nodes: &[NodeRow]) -> f64 {
 pub struct SeedRow {
     /// The seed.
     pub seed: u64,
-    /// Its headline number (s), if the run measured one.
-    pub headline_s: Option<f64>,
+    /// Its headline number (in the distribution's unit), if the run measured one.
+    pub headline: Option<f64>,
     /// Its longest pause (s).
     pub longest_pause_s: f64,
     /// Its largest clock skew (s).
@@ -403,27 +432,29 @@ pub struct Distribution {
     pub profile: String,
     /// What the headline number measures.
     pub headline: String,
+    /// Its unit.
+    pub unit: Unit,
     /// One row per seed, by seed.
     pub seeds: Vec<SeedRow>,
-    /// Quantiles of the headline number over the seeds where it was measured (s).
-    pub median_s: Option<f64>,
-    /// The 90th percentile: the sorted value at index `round(0.9 * (n - 1))`, as `median_s`.
-    pub p90_s: Option<f64>,
-    /// The largest value, as `median_s`.
-    pub max_s: Option<f64>,
+    /// Quantiles of the headline number over the seeds where it was measured (in `unit`).
+    pub median: Option<f64>,
+    /// The 90th percentile: the sorted value at index `round(0.9 * (n - 1))`, as `median`.
+    pub p90: Option<f64>,
+    /// The largest value, as `median`.
+    pub max: Option<f64>,
     /// Seeds whose run had a violation.
     pub failures: usize,
 }
 
-/// Summarises seed rows.
+/// Summarises seed rows whose headline is `headline` in `unit`.
 pub fn distribution(
     scenario: &str,
     bugs: &[String],
     fixes: &[String],
-    headline: &str,
+    (headline, unit): (&str, Unit),
     seeds: Vec<SeedRow>,
 ) -> Distribution {
-    let mut v: Vec<f64> = seeds.iter().filter_map(|r| r.headline_s).collect();
+    let mut v: Vec<f64> = seeds.iter().filter_map(|r| r.headline).collect();
     v.sort_by(|a, b| a.total_cmp(b));
     let q = |p: f64| (!v.is_empty()).then(|| v[((v.len() - 1) as f64 * p).round() as usize]);
     Distribution {
@@ -432,9 +463,10 @@ pub fn distribution(
         fixes: fixes.to_vec(),
         profile: "adversarial".into(),
         headline: headline.into(),
-        median_s: q(0.5),
-        p90_s: q(0.9),
-        max_s: q(1.0),
+        unit,
+        median: q(0.5),
+        p90: q(0.9),
+        max: q(1.0),
         failures: seeds.iter().filter(|r| r.violation.is_some()).count(),
         seeds,
     }
@@ -531,7 +563,7 @@ mod tests {
     fn dense_marks_are_bucketed() {
         let marks: Vec<Mark> = (0..1000)
             .map(|i| Mark {
-                kind: "release".into(),
+                kind: MarkKind::RELEASE,
                 at_s: i as f64 * 0.5,
                 label: "x".into(),
                 count: 1,

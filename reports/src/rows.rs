@@ -1,6 +1,6 @@
 //! Node rows under construction, shared by the world's part of a report and each system's lens.
 
-use crate::{Band, Mark, NodeRow};
+use crate::{Band, BandKind, Mark, MarkKind, NodeRow};
 use std::collections::BTreeMap;
 
 /// At most this many marks of one kind on a row before they are bucketed.
@@ -9,7 +9,7 @@ pub(crate) const MAX_MARKS: usize = 120;
 /// One node's row while a report is built: open bands by key, closed bands, marks, clock offsets.
 pub struct Row {
     bands: Vec<Band>,
-    open: BTreeMap<String, (f64, String)>,
+    open: BTreeMap<String, (f64, BandKind, String)>,
     marks: Vec<Mark>,
     pub(crate) offsets: Vec<(f64, f64)>,
 }
@@ -25,22 +25,21 @@ impl Row {
     }
 
     /// Opens a band of `kind` under `key` at `at` s (no-op if one is open under `key`).
-    pub fn start(&mut self, key: &str, kind: &str, at: f64, label: &str) {
+    pub fn start(&mut self, key: &str, kind: BandKind, at: f64, label: &str) {
         self.open
             .entry(key.to_string())
-            .or_insert((at, format!("{kind}\u{1f}{label}")));
+            .or_insert((at, kind, label.to_string()));
     }
 
     /// Closes the band open under `key` at `at` s (dropped if empty).
     pub fn end(&mut self, key: &str, at: f64) {
-        if let Some((from, kl)) = self.open.remove(key) {
-            let (kind, label) = kl.split_once('\u{1f}').unwrap();
+        if let Some((from, kind, label)) = self.open.remove(key) {
             if at > from {
                 self.bands.push(Band {
-                    kind: kind.into(),
+                    kind,
                     from_s: from,
                     to_s: at,
-                    label: label.into(),
+                    label,
                 });
             }
         }
@@ -60,9 +59,9 @@ impl Row {
     }
 
     /// Adds an instant of `kind` at `at` s.
-    pub fn mark(&mut self, kind: &str, at: f64, label: String) {
+    pub fn mark(&mut self, kind: MarkKind, at: f64, label: String) {
         self.marks.push(Mark {
-            kind: kind.into(),
+            kind,
             at_s: at,
             label,
             count: 1,
@@ -93,13 +92,17 @@ impl Row {
 
 /// Aggregates dense marks of one kind into at most `MAX_MARKS` counted buckets.
 pub(crate) fn bucket(marks: Vec<Mark>, end: f64) -> Vec<Mark> {
-    let mut by_kind: BTreeMap<String, Vec<Mark>> = BTreeMap::new();
+    let mut by_kind: BTreeMap<&'static str, (MarkKind, Vec<Mark>)> = BTreeMap::new();
     for m in marks {
-        by_kind.entry(m.kind.clone()).or_default().push(m);
+        by_kind
+            .entry(m.kind.name)
+            .or_insert((m.kind, Vec::new()))
+            .1
+            .push(m);
     }
     let mut out = Vec::new();
-    for (kind, ms) in by_kind {
-        if ms.len() <= MAX_MARKS || kind == "violation" {
+    for (_, (kind, ms)) in by_kind {
+        if ms.len() <= MAX_MARKS || kind == MarkKind::VIOLATION {
             out.extend(ms);
             continue;
         }
@@ -112,12 +115,12 @@ pub(crate) fn bucket(marks: Vec<Mark>, end: f64) -> Vec<Mark> {
         }
         for (_, (at, count, label)) in buckets {
             let label = if count > 1 {
-                format!("{count} x {kind}")
+                format!("{count} x {}", kind.name)
             } else {
                 label
             };
             out.push(Mark {
-                kind: kind.clone(),
+                kind,
                 at_s: at,
                 label,
                 count,

@@ -3,6 +3,7 @@
 //! offsets, cloud releases and the switch's ARP entries.
 
 use crate::rows::Rows;
+use crate::{BandKind, MarkKind};
 use sim::event::{Event, Record};
 use sim::FaultKind;
 use std::collections::BTreeMap;
@@ -14,15 +15,15 @@ pub(crate) struct WorldLens {
 }
 
 /// The band a fault draws on the nodes it names, if any: its kind and label.
-fn fault_band(fault: &FaultKind) -> Option<(&'static str, String)> {
+fn fault_band(fault: &FaultKind) -> Option<(BandKind, String)> {
     let kind = match fault {
         FaultKind::Partition { .. } | FaultKind::Isolate { .. } | FaultKind::Simplex { .. } => {
-            "cut"
+            BandKind::CUT
         }
-        FaultKind::Latency { .. } | FaultKind::ServiceSlow { .. } => "slow",
+        FaultKind::Latency { .. } | FaultKind::ServiceSlow { .. } => BandKind::SLOW,
         FaultKind::ServiceUnavailable { .. }
         | FaultKind::ServiceAmbiguous { .. }
-        | FaultKind::ServiceGarbled { .. } => "degraded",
+        | FaultKind::ServiceGarbled { .. } => BandKind::DEGRADED,
         _ => return None,
     };
     Some((kind, fault.describe()))
@@ -59,40 +60,47 @@ impl WorldLens {
                     }
                 }
             }
-            Event::NodePause => row.start("paused", "paused", t, "paused"),
+            Event::NodePause => row.start("paused", BandKind::PAUSED, t, "paused"),
             Event::NodeResume => row.end("paused", t),
             Event::NodeCrash => {
                 row.end_prefix("", t);
-                row.start("down", "down", t, "crashed");
-                row.mark("crash", t, "node crashed".into());
+                row.start("down", BandKind::DOWN, t, "crashed");
+                row.mark(MarkKind::CRASH, t, "node crashed".into());
             }
             Event::NodeBoot { boot } if *boot > 1 => row.end("down", t),
             Event::TaskStall { task, until_ms, .. } => {
                 let key = format!("stall-{task}");
-                row.start(&key, "stalled", t, &format!("{task} stalled"));
+                row.start(&key, BandKind::STALLED, t, &format!("{task} stalled"));
                 // Closed at its deadline (or earlier, when a fault ends it).
                 row.end(&key, (*until_ms as f64 / 1000.0).min(end));
             }
             Event::TaskDeath { task, pid } => row.mark(
-                "task-death",
+                MarkKind::TASK_DEATH,
                 t,
                 format!("{task} of pid {pid} died silently"),
             ),
-            Event::ProcessExit { name, pid, status } => {
-                row.mark("exit", t, format!("{name} ({pid}) exited: {status:?}"))
-            }
+            Event::ProcessExit { name, pid, status } => row.mark(
+                MarkKind::EXIT,
+                t,
+                format!("{name} ({pid}) exited: {status:?}"),
+            ),
             Event::ClockStep { delta_ms } => {
-                row.mark("step", t, format!("clock step {delta_ms:+} ms"))
+                row.mark(MarkKind::STEP, t, format!("clock step {delta_ms:+} ms"))
             }
             Event::CloudUnassign { instance, ip, .. } => {
                 if let Some(r) = rows.get(instance.as_str()) {
-                    r.mark("release", t, format!("{ip} unassigned"));
+                    r.mark(MarkKind::RELEASE, t, format!("{ip} unassigned"));
                 }
             }
             Event::ArpEntry { ip, node: to, via } => {
                 let key = format!("arp {ip}");
                 row.end(&key, t);
-                row.start(&key, "arp", t, &format!("{ip} -> {to} (heard {via})"));
+                row.start(
+                    &key,
+                    BandKind::ARP,
+                    t,
+                    &format!("{ip} -> {to} (heard {via})"),
+                );
             }
             _ => {}
         }

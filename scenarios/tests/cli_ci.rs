@@ -309,7 +309,7 @@ fn a_violation_report_headlines_its_invariants_measure() {
             .contains("last holding the election key"),
         "{h}"
     );
-    assert!(h["value_s"].as_f64().unwrap() > 125.0, "{h}");
+    assert!(h["value"].as_f64().unwrap() > 125.0, "{h}");
     assert!(h["bound"].as_str().unwrap().contains("125 s"), "{h}");
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("(bound: "), "{md}");

@@ -60,6 +60,8 @@ fn summaries_and_json_of_pinned_seeds() {
             serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
                 .unwrap();
         insta::assert_json_snapshot!(format!("{name}-report"), json);
+        let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+        page_is_for_its_system(&html, name);
     }
     let dir = report(
         &["calico-split-brain", "--seeds", "12"],
@@ -69,6 +71,35 @@ fn summaries_and_json_of_pinned_seeds() {
         "split-brain-12-seeds-summary",
         std::fs::read_to_string(dir.join("summary.md")).unwrap()
     );
+}
+
+/// A report page shows inline code as `<code>` (never raw backticks), and its legend explains its
+/// own system's kinds and none of another system's.
+fn page_is_for_its_system(html: &str, name: &str) {
+    assert!(
+        !html.contains('`'),
+        "raw Markdown backticks in {name}'s page"
+    );
+    let (own, others): (&[&str], &[&str]) = if name.starts_with("cilium") {
+        (
+            &["IPs in the release handshake"],
+            &["believes it is master", "announces a service IP"],
+        )
+    } else {
+        (
+            &["believes it is master", "holds the election key"],
+            &["IPs in the release handshake", "announces a service IP"],
+        )
+    };
+    for k in own {
+        assert!(html.contains(k), "{name}: legend lacks '{k}'");
+    }
+    for k in others {
+        assert!(
+            !html.contains(k),
+            "{name}: legend has another system's '{k}'"
+        );
+    }
 }
 
 fn chromium() -> Option<&'static str> {
@@ -117,6 +148,10 @@ fn index_html_renders_in_headless_chromium() {
         );
         let dom = headless(&["--virtual-time-budget=2000", "--dump-dom", &url]);
         let dom = String::from_utf8_lossy(&dom.stdout);
+        if dir == &single {
+            // The bound's Markdown code spans are rendered as code.
+            assert!(dom.contains("<code>etcd_timeout</code>"), "{url}");
+        }
         assert!(
             dom.contains(r#"data-errors="0""#),
             "script errors while rendering {url}"
@@ -239,7 +274,7 @@ fn join_once_report_shows_the_duplicate_announcer_window() {
         scenarios::metallb::invariants::SINGLE_ANNOUNCER.measure,
         "{h}"
     );
-    let since = h["value_s"].as_f64().unwrap();
+    let since = h["value"].as_f64().unwrap();
     let bound: f64 = h["bound"]
         .as_str()
         .unwrap()
@@ -253,7 +288,7 @@ fn join_once_report_shows_the_duplicate_announcer_window() {
         "measure {since} s, bound {bound} s"
     );
     // So the duplicate outlived the partition by at least that long: the family's measure.
-    let window = h["family"]["value_s"].as_f64().unwrap();
+    let window = h["family"]["value"].as_f64().unwrap();
     assert!(window >= 157.0, "duplicate window {window} s");
     assert!(h["family"]["name"]
         .as_str()

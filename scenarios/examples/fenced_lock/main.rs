@@ -20,7 +20,7 @@ mod monitor;
 
 use model::LockEvent;
 use rand::Rng;
-use reports::{ReportLens, Rows};
+use reports::{BandKind, Lane, MarkKind, Measure, ReportLens, Rows};
 use scenarios::scenario::Switch;
 use scenarios::system::{Registry, ScenarioDef, System};
 use scenarios::RunSpec;
@@ -183,6 +183,11 @@ fn draw_faults(rng: &mut rand_chacha::ChaCha8Rng, replicas: u32) -> Schedule {
     out
 }
 
+/// A replica believes it leads (the report's band).
+const LEADS: BandKind = BandKind::new("leads", "believes it leads", "#43a047", Lane::Belief);
+/// The storage refused a write with a stale token (the report's mark).
+const REFUSED: MarkKind = MarkKind::new("refused", "write refused: stale token", "#b8860b");
+
 /// The report's view: a band while a replica believes it leads, a mark for each refused write,
 /// and the headline, the longest time two replicas believed they led at once.
 #[derive(Default)]
@@ -203,7 +208,7 @@ impl ReportLens for LeaderLens {
                 if let Some(row) = rows.get(node) {
                     row.start(
                         "leader",
-                        "master",
+                        LEADS,
                         t,
                         &format!("believes it leads (token {token})"),
                     );
@@ -226,14 +231,14 @@ impl ReportLens for LeaderLens {
                 ..
             } => {
                 if let Some(row) = rows.get(writer) {
-                    row.mark("warning", t, "write refused: stale token".into());
+                    row.mark(REFUSED, t, "write refused: stale token".into());
                 }
             }
             _ => {}
         }
     }
 
-    fn headline(&mut self, end: f64) -> (String, Option<f64>) {
+    fn headline(&mut self, end: f64) -> Measure {
         // Beliefs still held when the run ended count up to its end.
         let open: Vec<f64> = self.leading.values().copied().collect();
         for (i, a) in open.iter().enumerate() {
@@ -241,10 +246,18 @@ impl ReportLens for LeaderLens {
                 self.longest_overlap = self.longest_overlap.max(end - a.max(*b));
             }
         }
-        (
-            "longest time two replicas believed they led".into(),
+        Measure::seconds(
+            "longest time two replicas believed they led",
             Some(self.longest_overlap),
         )
+    }
+
+    fn bands(&self) -> &'static [BandKind] {
+        &[LEADS]
+    }
+
+    fn marks(&self) -> &'static [MarkKind] {
+        &[REFUSED]
     }
 }
 

@@ -19,7 +19,7 @@ mod monitor;
 
 use model::LogEvent;
 use rand::Rng;
-use reports::{ReportLens, Rows};
+use reports::{BandKind, Lane, MarkKind, Measure, ReportLens, Rows};
 use scenarios::scenario::Switch;
 use scenarios::system::{Registry, ScenarioDef, System};
 use scenarios::RunSpec;
@@ -177,6 +177,11 @@ fn draw_faults(rng: &mut rand_chacha::ChaCha8Rng, replicas: u32) -> Schedule {
     out
 }
 
+/// A replica leads, as its elector says (the report's band).
+const LEADS: BandKind = BandKind::new("leads", "leads (its elector says)", "#43a047", Lane::Belief);
+/// The log refused an append from an older term (the report's mark).
+const REFUSED: MarkKind = MarkKind::new("refused", "append refused", "#b8860b");
+
 /// The report's view: a band while a replica leads (the elector's own events), a mark for each
 /// refused append, and the headline, the longest time two replicas led at once.
 #[derive(Default)]
@@ -192,7 +197,7 @@ impl ReportLens for LeaderLens {
             Event::LeaderStarted { .. } => {
                 self.leading.insert(node.to_string(), t);
                 if let Some(row) = rows.get(node) {
-                    row.start("leader", "master", t, "leads");
+                    row.start("leader", LEADS, t, "leads");
                 }
             }
             Event::LeaderStopped { .. } => {
@@ -210,18 +215,26 @@ impl ReportLens for LeaderLens {
                 if let Some(LogEvent::AppendRefused { term, newer }) = rec.event.system() {
                     if let Some(row) = rows.get(node) {
                         let why = format!("append refused: term {term} after term {newer}");
-                        row.mark("warning", t, why);
+                        row.mark(REFUSED, t, why);
                     }
                 }
             }
         }
     }
 
-    fn headline(&mut self, _end: f64) -> (String, Option<f64>) {
-        (
-            "longest time two replicas led at once".into(),
+    fn headline(&mut self, _end: f64) -> Measure {
+        Measure::seconds(
+            "longest time two replicas led at once",
             Some(self.longest_overlap),
         )
+    }
+
+    fn bands(&self) -> &'static [BandKind] {
+        &[LEADS]
+    }
+
+    fn marks(&self) -> &'static [MarkKind] {
+        &[REFUSED]
     }
 }
 

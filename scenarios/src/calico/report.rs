@@ -4,9 +4,18 @@
 
 use super::monitor::ACTING_GAP_US;
 use model::calico::CalicoEvent;
-use reports::{ReportLens, Rows};
+use reports::{BandKind, Lane, MarkKind, Measure, ReportLens, Rows};
 use sim::event::{Event, Record};
 use std::collections::BTreeMap;
+
+/// A host believes it is master (its stamp is set).
+pub const MASTER: BandKind =
+    BandKind::new("master", "believes it is master", "#43a047", Lane::Belief);
+/// A host holds the election key.
+pub const HOLDER: BandKind =
+    BandKind::new("holder", "holds the election key", "#1e88e5", Lane::Holder);
+/// A stale-status warning was logged.
+pub const WARNING: MarkKind = MarkKind::new("warning", "stale-status warning", "#b8860b");
 
 /// The Calico lens.
 pub struct CalicoLens {
@@ -39,7 +48,7 @@ impl CalicoLens {
             }
         }
         if let Some(r) = host.as_deref().and_then(|h| rows.get(h)) {
-            r.start("holder", "holder", t, label);
+            r.start("holder", HOLDER, t, label);
         }
         self.holder = host;
     }
@@ -49,7 +58,7 @@ impl CalicoLens {
             CalicoEvent::CalicoStamp { stamp_us } => {
                 let Some(row) = rows.get(node) else { return };
                 if *stamp_us != 0 {
-                    row.start("master", "master", t, "believes it is master");
+                    row.start("master", MASTER, t, "believes it is master");
                 } else {
                     row.end("master", t);
                 }
@@ -57,7 +66,7 @@ impl CalicoLens {
             CalicoEvent::CalicoStaleWarning { host, lag_ms, .. } => {
                 if let Some(row) = rows.get(node) {
                     row.mark(
-                        "warning",
+                        WARNING,
                         t,
                         format!("stale report from {host}, {} s old", lag_ms / 1000),
                     );
@@ -103,10 +112,18 @@ impl ReportLens for CalicoLens {
         }
     }
 
-    fn headline(&mut self, _end: f64) -> (String, Option<f64>) {
-        (
-            "longest overlap of two hosts doing master-only work".into(),
+    fn headline(&mut self, _end: f64) -> Measure {
+        Measure::seconds(
+            "longest overlap of two hosts doing master-only work",
             Some(self.overlap),
         )
+    }
+
+    fn bands(&self) -> &'static [BandKind] {
+        &[MASTER, HOLDER]
+    }
+
+    fn marks(&self) -> &'static [MarkKind] {
+        &[WARNING]
     }
 }

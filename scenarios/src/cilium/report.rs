@@ -2,9 +2,17 @@
 //! headline measure, the median time from excess to release.
 
 use model::cilium::CiliumEvent;
-use reports::{ReportLens, Rows};
+use reports::{BandKind, Lane, Measure, ReportLens, Rows};
 use sim::event::Record;
 use std::collections::BTreeMap;
+
+/// A node holds IPs in the release handshake.
+pub const HANDSHAKE: BandKind = BandKind::new(
+    "handshake",
+    "IPs in the release handshake",
+    "#fb8c00",
+    Lane::Belief,
+);
 
 /// The Cilium lens.
 #[derive(Default)]
@@ -35,7 +43,7 @@ impl ReportLens for CiliumLens {
                 row.end("handshake", t);
                 if !held.is_empty() {
                     let label = format!("{} IP(s) in the release handshake", held.len());
-                    row.start("handshake", "handshake", t, &label);
+                    row.start("handshake", HANDSHAKE, t, &label);
                 }
             }
             CiliumEvent::CiliumRelease { excess_for_ms, .. } => {
@@ -45,10 +53,14 @@ impl ReportLens for CiliumLens {
         }
     }
 
-    fn headline(&mut self, _end: f64) -> (String, Option<f64>) {
-        (
-            "median time from excess to release".into(),
+    fn headline(&mut self, _end: f64) -> Measure {
+        Measure::seconds(
+            "median time from excess to release",
             reports::median(&self.releases),
         )
+    }
+
+    fn bands(&self) -> &'static [BandKind] {
+        &[HANDSHAKE]
     }
 }

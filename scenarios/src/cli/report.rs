@@ -110,21 +110,23 @@ fn seeds_report(
         .into_inner()
         .unwrap();
     reps.sort_by_key(|r| r.seed);
-    let headline = reps
+    // The family's measure: a failing seed headlines its violated invariant's measure, which
+    // other seeds do not share.
+    let family = reps
         .first()
-        .map(|r| r.headline.name.clone())
-        .unwrap_or_default();
+        .map(|r| r.headline.family_measure())
+        .unwrap_or_else(reports::Measure::none);
     let seed_rows = reps
         .iter()
         .map(|r| reports::SeedRow {
             seed: r.seed,
-            headline_s: r.headline.value_s,
+            headline: r.headline.family_measure().value,
             longest_pause_s: r.headline.longest_pause_s,
             largest_skew_s: r.headline.largest_skew_s,
             violation: r.violation.as_ref().map(|v| v.invariant.clone()),
         })
         .collect();
-    let mut d = reports::distribution(sc.name, bugs, fixes, &headline, seed_rows);
+    let mut d = reports::distribution(sc.name, bugs, fixes, (&family.name, family.unit), seed_rows);
     d.profile = profile.name().into();
     let detail = reps.iter().find(|r| r.violation.is_some()).or(reps.first());
     vec![

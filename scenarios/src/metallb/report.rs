@@ -4,10 +4,31 @@
 //! expected).
 
 use model::metallb::MetallbEvent;
-use reports::{ReportLens, Rows};
+use reports::{BandKind, Lane, MarkKind, Measure, ReportLens, Rows};
 use sim::event::{Event, Record};
 use sim::FaultKind;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A speaker announces a service IP.
+pub const ANNOUNCER: BandKind = BandKind::new(
+    "announcer",
+    "announces a service IP",
+    "#00897b",
+    Lane::Belief,
+);
+/// On the router's row: two or more speakers announce one IP.
+pub const DUPLICATE: BandKind = BandKind::new(
+    "duplicate",
+    "router: two or more speakers announce one IP",
+    "#d81b60",
+    Lane::Fault,
+);
+/// A speaker became one of two or more announcing one IP.
+pub const DUPLICATE_MARK: MarkKind = MarkKind::new("duplicate", "duplicate announcer", "#d81b60");
+/// Memberlist forgot a member.
+pub const FORGET: MarkKind = MarkKind::new("forget", "member forgotten", "#8d6e63");
+/// Memberlist joined (or tried to).
+pub const JOIN: MarkKind = MarkKind::new("join", "join", "#00695c");
 
 /// The MetalLB lens.
 pub struct MetallbLens {
@@ -86,11 +107,11 @@ impl MetallbLens {
             if a.len() >= 2 && !self.dup_from.contains_key(ip) {
                 self.dup_from.insert(ip.clone(), t);
                 if let Some(r) = rows.get("router") {
-                    r.start(&format!("duplicate {ip}"), "duplicate", t, &label);
+                    r.start(&format!("duplicate {ip}"), DUPLICATE, t, &label);
                 }
                 for n in a {
                     if let Some(r) = rows.get(n) {
-                        r.mark("duplicate", t, label.clone());
+                        r.mark(DUPLICATE_MARK, t, label.clone());
                     }
                 }
             } else if a.len() < 2 {
@@ -117,7 +138,7 @@ impl MetallbLens {
                 if let Some(row) = row {
                     row.start(
                         &format!("announce {ip}"),
-                        "announcer",
+                        ANNOUNCER,
                         t,
                         &format!("announces {ip}"),
                     );
@@ -135,7 +156,7 @@ impl MetallbLens {
             }
             MetallbEvent::MlMember { member, state, .. } if state == "forgotten" => {
                 if let Some(row) = row {
-                    row.mark("forget", t, format!("forgot {member}"))
+                    row.mark(FORGET, t, format!("forgot {member}"))
                 }
                 false
             }
@@ -146,7 +167,7 @@ impl MetallbLens {
             } => {
                 if let Some(row) = row {
                     let label = format!("join ({cause}) {addresses:?}: {joined} answered");
-                    row.mark("join", t, label)
+                    row.mark(JOIN, t, label)
                 }
                 false
             }
@@ -180,11 +201,19 @@ impl ReportLens for MetallbLens {
         }
     }
 
-    fn headline(&mut self, end: f64) -> (String, Option<f64>) {
+    fn headline(&mut self, end: f64) -> Measure {
         self.close_open_windows(end);
-        (
-            "longest duplicate-announcer window after the network healed".into(),
+        Measure::seconds(
+            "longest duplicate-announcer window after the network healed",
             Some(self.longest_dup),
         )
+    }
+
+    fn bands(&self) -> &'static [BandKind] {
+        &[ANNOUNCER, DUPLICATE]
+    }
+
+    fn marks(&self) -> &'static [MarkKind] {
+        &[DUPLICATE_MARK, FORGET, JOIN]
     }
 }
