@@ -8,27 +8,15 @@ use cli_support::*;
 #[test]
 fn shards_cover_the_range_disjointly_and_merge() {
     let dir = tmp("shards");
-    let mut files = Vec::new();
-    for k in 1..=3 {
-        let o = faultline(&[
-            "explore",
-            "calico-restart",
-            "--seeds",
-            "30",
-            "--shard",
-            &format!("{k}/3"),
-            "--bug",
-            "calico-no-dead-pid-cleanup",
-            "--keep-going",
-            "--no-shrink",
-            "--out",
-            dir.to_str().unwrap(),
-            "--json",
-        ]);
-        let f = dir.join(format!("shard-{k}.json"));
-        std::fs::write(&f, &o.stdout).unwrap();
-        files.push(f);
-    }
+    let bug = [
+        "--bug",
+        "calico-no-dead-pid-cleanup",
+        "--keep-going",
+        "--no-shrink",
+    ];
+    let files: Vec<_> = (1..=3)
+        .map(|k| explore_shard(&dir, "calico-restart", 30, (k, 3), &bug).1)
+        .collect();
     let whole = last_json(&faultline(&[
         "explore",
         "calico-restart",
@@ -42,9 +30,7 @@ fn shards_cover_the_range_disjointly_and_merge() {
         dir.to_str().unwrap(),
         "--json",
     ]));
-    let mut args = vec!["merge".to_string()];
-    args.extend(files.iter().map(|f| f.display().to_string()));
-    let m = faultline(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let m = merge(&files);
     let merged = last_json(&m);
     assert_eq!(merged["seeds_run"], whole["seeds_run"]);
     assert_eq!(merged["failures"], whole["failures"]);
@@ -114,11 +100,7 @@ fn shard_auto_under_kubernetes_and_gitlab_equals_unsharded() {
             std::fs::write(&f, &o.stdout).unwrap();
             files.push(f.display().to_string());
         }
-        let mut m = vec!["merge".to_string()];
-        m.extend(files);
-        let merged = last_json(&faultline(
-            &m.iter().map(String::as_str).collect::<Vec<_>>(),
-        ));
+        let merged = last_json(&merge(&files));
         for key in ["seeds_run", "failures", "failing_seeds"] {
             assert_eq!(merged[key], whole[key], "{name}: {key}");
         }

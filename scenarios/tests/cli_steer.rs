@@ -10,34 +10,14 @@ use std::time::{Duration, Instant};
 
 /// `explore calico-restart` over 30 seeds with every fix, as shard `k` of 3: its output file.
 fn shard_output(dir: &std::path::Path, k: u64) -> std::path::PathBuf {
-    let o = faultline(&[
-        "explore",
-        "calico-restart",
-        "--seeds",
-        "30",
-        "--shard",
-        &format!("{k}/3"),
-        "--fix",
-        "all",
-        "--out",
-        dir.to_str().unwrap(),
-        "--json",
-    ]);
+    let (o, f) = explore_shard(dir, "calico-restart", 30, (k, 3), &["--fix", "all"]);
     assert_eq!(
         o.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let f = dir.join(format!("shard-{k}.json"));
-    std::fs::write(&f, &o.stdout).unwrap();
     f
-}
-
-fn merge(files: &[&std::path::PathBuf]) -> std::process::Output {
-    let mut args = vec!["merge".to_string()];
-    args.extend(files.iter().map(|f| f.display().to_string()));
-    faultline(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 #[test]

@@ -78,3 +78,30 @@ pub fn interrupted(args: &[&str], after: std::time::Duration) -> Output {
     assert!(kill.success());
     child.wait_with_output().expect("faultline ends")
 }
+
+/// `explore SCENARIO --seeds SEEDS --shard K/OF` with `extra` arguments, writing its failures to
+/// `dir`: its output, and the file its stdout is saved in (`dir/shard-K.json`, as a CI job
+/// uploads it for `merge`).
+pub fn explore_shard(
+    dir: &std::path::Path,
+    scenario: &str,
+    seeds: u64,
+    (k, of): (u64, u64),
+    extra: &[&str],
+) -> (Output, std::path::PathBuf) {
+    let (seeds, shard) = (seeds.to_string(), format!("{k}/{of}"));
+    let mut args = vec!["explore", scenario, "--seeds", &seeds, "--shard", &shard];
+    args.extend_from_slice(extra);
+    args.extend(["--out", dir.to_str().unwrap(), "--json"]);
+    let o = faultline(&args);
+    let f = dir.join(format!("shard-{k}.json"));
+    std::fs::write(&f, &o.stdout).unwrap();
+    (o, f)
+}
+
+/// `faultline merge FILES`.
+pub fn merge<P: AsRef<std::path::Path>>(files: &[P]) -> Output {
+    let mut args = vec!["merge".to_string()];
+    args.extend(files.iter().map(|f| f.as_ref().display().to_string()));
+    faultline(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
