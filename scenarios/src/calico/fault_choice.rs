@@ -4,9 +4,12 @@
 
 use crate::faults::ChoiceFacts;
 use serde::{Deserialize, Serialize};
+use strum::EnumIter;
 
 /// One kind of fault a Calico scenario draws (what it hits is chosen when it is drawn).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EnumIter,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultChoice {
     /// `compute-crash`.
@@ -122,46 +125,6 @@ impl FaultChoice {
         }
     }
 }
-
-/// Every Calico fault choice, in declaration order.
-pub const ALL: &[FaultChoice] = {
-    use FaultChoice::*;
-    &[
-        ComputeCrash,
-        ComputeIsolate,
-        ComputePause,
-        ComputeStep,
-        DbSlow,
-        DbUnavailable,
-        DeathAgentStatus,
-        DeathAgentStatusWatcher,
-        DeathAny,
-        DeathCompaction,
-        DeathElector,
-        DeathEndpointStatus,
-        DeathEndpointStatusWatcher,
-        DriftChange,
-        EtcdAmbiguous,
-        EtcdGarbled,
-        EtcdRestart,
-        EtcdSlow,
-        EtcdStep,
-        EtcdUnavailable,
-        Flapping,
-        GracefulRestart,
-        HostCrash,
-        HostStep,
-        Isolate,
-        Latency,
-        ManagerCrash,
-        Partition,
-        Pause,
-        Simplex,
-        Stall,
-        StallElector,
-        WatchCut,
-    ]
-};
 
 impl FaultChoice {
     /// Its catalog entry: the kinds it draws, its causes, whether upstream code produces it

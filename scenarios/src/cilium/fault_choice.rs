@@ -4,9 +4,12 @@
 
 use crate::faults::ChoiceFacts;
 use serde::{Deserialize, Serialize};
+use strum::EnumIter;
 
 /// One kind of fault a Cilium scenario draws (what it hits is chosen when it is drawn).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EnumIter,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultChoice {
     /// `agent-crash`.
@@ -87,36 +90,6 @@ impl FaultChoice {
         }
     }
 }
-
-/// Every Cilium fault choice, in declaration order.
-pub const ALL: &[FaultChoice] = {
-    use FaultChoice::*;
-    &[
-        AgentCrash,
-        ApiDown,
-        ApiLatency,
-        ApiSlow,
-        CloudAmbiguous,
-        CloudDown,
-        CloudSlow,
-        DeathMaintenance,
-        DeathStatusWriter,
-        Drift,
-        NodeApiCut,
-        NodeIsolate,
-        NodeStep,
-        OperatorApiCut,
-        OperatorApiSlow,
-        OperatorClockRate,
-        OperatorCloudCut,
-        OperatorCrash,
-        OperatorPause,
-        OperatorRestart,
-        OperatorStep,
-        StallMaintenance,
-        StallStatusWriter,
-    ]
-};
 
 impl FaultChoice {
     /// Its catalog entry: the kinds it draws, its causes, whether upstream code produces it.

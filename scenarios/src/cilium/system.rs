@@ -74,8 +74,8 @@ impl System for Cilium {
     }
 
     fn faults() -> Vec<crate::faults::FaultRow> {
-        super::fault_choice::ALL
-            .iter()
+        use strum::IntoEnumIterator;
+        super::fault_choice::FaultChoice::iter()
             .map(|c| crate::faults::choice_row(Self::NAME, c.name(), c.facts()))
             .collect()
     }

@@ -4,9 +4,12 @@
 
 use crate::faults::ChoiceFacts;
 use serde::{Deserialize, Serialize};
+use strum::EnumIter;
 
 /// One kind of fault a MetalLB scenario draws (what it hits is chosen when it is drawn).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EnumIter,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultChoice {
     /// `api-down`.
@@ -77,31 +80,6 @@ impl FaultChoice {
         }
     }
 }
-
-/// Every MetalLB fault choice, in declaration order.
-pub const ALL: &[FaultChoice] = {
-    use FaultChoice::*;
-    &[
-        ApiDown,
-        ApiSlow,
-        DeathIpRefresh,
-        DeathJoinLoop,
-        Drift,
-        Isolate,
-        Latency,
-        NodeCrash,
-        NodeStep,
-        Partial,
-        Pause,
-        Simplex,
-        SpeakerCrash,
-        SpeakerRestart,
-        Split,
-        SplitApiDown,
-        StallIpRefresh,
-        StallJoinLoop,
-    ]
-};
 
 impl FaultChoice {
     /// Its catalog entry: the kinds it draws, its causes, whether upstream code produces it.
