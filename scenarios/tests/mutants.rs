@@ -1,4 +1,4 @@
-//! Issue 29: every invariant can fail. Each is tripped by at least one `mutant` switch (a small,
+//! Every invariant can fail. Each is tripped by at least one `mutant` switch (a small,
 //! deliberate break of the model), and exploration from random seeds, with every fix of the system
 //! on, catches each mutant through the invariant it names within 2,000 seeds.
 //!

@@ -1,6 +1,7 @@
 //! The Calico elector (networking-calico `election.py`), one per manager worker.
 //!
-//! Faithful to upstream's control flow (spec/calico.md, "Elector"):
+//! Faithful to upstream's control flow (projectcalico/calico at 87c15906,
+//! `networking-calico/networking_calico/plugins/ml2/drivers/calico/election.py`, `Elector`):
 //! * `_vote`: read the key. Absent: campaign. Present: the dead-pid check (a `host:pid` value of
 //!   this host whose process is gone: delete the key guarded by its value; if that did not delete
 //!   it, restart the election), then watch the key from `mod_revision + 1` with a timeout of twice

@@ -4,7 +4,7 @@
 //! up as lag); `first_update` is true for the first report after Felix starts (after a reboot).
 //!
 //! Upstream: Felix writes `/calico/felix/v2/<region>/host/<host>/status` every 30 s with a 90 s
-//! lease (spec/calico.md, "Felix"; the values networking-calico's agent-status watcher reads in
+//! lease (the values networking-calico's agent-status watcher reads in
 //! projectcalico/calico `networking-calico/networking_calico/plugins/ml2/drivers/calico/status.py`
 //! `StatusWatcher._on_status_set`, line 202 at 87c15906).
 

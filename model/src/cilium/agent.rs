@@ -1,4 +1,5 @@
-//! The Cilium agent's CRD allocator (spec/cilium.md, "Agent") and the node's pod workload.
+//! The Cilium agent's CRD allocator (docs/upstream/cilium.md, section 4, "The agent side") and
+//! the node's pod workload.
 //!
 //! * It watches its own CiliumNode only (upstream's `LocalCiliumNodeResource`: the field
 //!   selector `metadata.name=<node>`). On every event of it, it rebuilds its view of

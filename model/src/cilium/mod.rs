@@ -205,7 +205,8 @@ pub fn unused<'a, V>(
         .map(|(ip, eni)| (*ip, *eni))
 }
 
-/// What the agent does with one `release-ips` entry (spec/cilium.md, "Agent").
+/// What the agent does with one `release-ips` entry (docs/upstream/cilium.md, section 4, "The
+/// agent side").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// Leave the entry as it is.

@@ -303,7 +303,7 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("cilium-readd-after-resync"),
         shown_with: &["cilium-readd-released-ip"],
-        impact: "With newer operators' fix for issue 39981, a pod is given an IP address the cloud no longer assigns to its node.",
+        impact: "With newer operators' fix for upstream issue #39981, a pod is given an IP address the cloud no longer assigns to its node.",
         preconditions: &[
             "an excess-IP release followed by a pool pass before the instance sync refreshes the spec pool",
             "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
@@ -356,7 +356,7 @@ pub static FINDINGS: &[Finding] = &[
             "cilium-fence-cloud",
             "cilium-exit-on-lost-lead",
         ],
-        impact: "With newer operators' fix for issue 39981, an address the cloud gave back to its node stays marked 'released': no pod can use it and the operator never releases it, so the node holds an unusable IP for as long as it has excess.",
+        impact: "With newer operators' fix for upstream issue #39981, an address the cloud gave back to its node stays marked 'released': no pod can use it and the operator never releases it, so the node holds an unusable IP for as long as it has excess.",
         preconditions: &[
             "the cloud gives a just-released address back to the same node in the round that releases it (the subnet's free addresses are few)",
             "the node's pods shrink again so that the address is excess once more before its 'released' entry is cleaned up",

@@ -49,12 +49,12 @@ pub static SWITCHES: &[Switch] = &[
     Switch::fix::<Cilium>(
         "cilium-readd-after-resync",
         "cilium-clock-skew",
-        "issue 39981's clean-up done safely: drop a released entry only when a cloud describe that started after the release lists the IP on the node again, not when the CiliumNode's spec pool (not yet rewritten) still lists it",
+        "upstream issue #39981's clean-up done safely: drop a released entry only when a cloud describe that started after the release lists the IP on the node again, not when the CiliumNode's spec pool (not yet rewritten) still lists it",
     ),
     Switch::fix::<Cilium>(
         "cilium-readd-excess-ip",
         "cilium-swarm",
-        "issue 39981's clean-up also for an IP that is excess again: a released entry whose IP is back in the pool is dropped even when the IP is on the pass's release list (newer upstream skips listed IPs first)",
+        "upstream issue #39981's clean-up also for an IP that is excess again: a released entry whose IP is back in the pool is dropped even when the IP is on the pass's release list (newer upstream skips listed IPs first)",
     ),
     Switch::mutant::<Cilium>(
         "cilium-mutant-release-unacked",
@@ -114,7 +114,7 @@ pub static SWITCHES: &[Switch] = &[
         "cilium-mutant-keep-readded-released",
         "cilium-swarm",
         &super::invariants::RELEASED_ENTRIES_CLEAR,
-        "a released entry whose IP the cloud gave back to the node is never dropped, whatever issue 39981 fix is on",
+        "a released entry whose IP the cloud gave back to the node is never dropped, whatever fix of upstream issue #39981 is on",
     ),
     Switch::mutant::<Cilium>(
         "cilium-mutant-no-allocation",

@@ -1,5 +1,5 @@
-//! Invariants of the Calico election and master-only work (spec/calico.md, "Invariants"), checked on
-//! every event, and the coverage points of the Calico scenarios.
+//! Invariants of the Calico election and master-only work (the catalog in `invariants.rs`), checked
+//! on every event, and the coverage points of the Calico scenarios.
 //!
 //! | invariant | kind | what it checks |
 //! |---|---|---|
