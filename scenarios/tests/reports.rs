@@ -228,7 +228,7 @@ fn bad_input_gets_one_line_and_status_2() {
     );
 }
 
-/// The "done when": exploring metallb-split-brain under `metallb-join-once` finds two
+/// Exploring metallb-split-brain under `metallb-join-once` finds two
 /// speakers announcing one IP long after the partition healed, and the report of that run shows the
 /// duplicate-announcer window (headline, and a band on the router's row).
 #[test]
