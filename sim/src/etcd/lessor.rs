@@ -39,21 +39,41 @@
 //!   (plus one raft round) later, at a check whose phase is set by when the server started.
 //!   `Promote` also spreads expiries when 1,000 leases or more exist (lines 481-518); the models
 //!   hold a handful of leases, so the model leaves that out, like the per-pass limit.
-//! * Clock. `refresh` starts from `time.Now()`, which carries Go's monotonic reading, so
-//!   `Lease.expired()` / `Remaining()` (lines 843-845, 902-909) follow the monotonic clock, while
-//!   the heap is ordered by wall-clock `UnixNano` (line 701; a due lease that is not yet expired is
-//!   looked at again after `ExpiredLeasesRetryInterval` = `ReqTimeout()` = 7 s, line 708,
-//!   `etcdserver/server.go` line 562, `etcdserver/config.go` lines 286-290). The model follows the
-//!   etcd node's wall clock, steps included, as docs/upstream/etcd.md describes; in etcd a forward step
-//!   does not expire a lease early, and a backward step delays its expiry.
+//! * Clocks. `refresh` starts from `time.Now()`, and Go's `time.Now()` carries two readings, the
+//!   wall clock and the process's monotonic clock; comparing or subtracting two such times uses
+//!   the monotonic readings alone, while `UnixNano` is the wall reading (Go's `time` package
+//!   documentation, section "Monotonic Clocks", `golang/go` `src/time/time.go`). So:
+//!   - whether a lease has expired is monotonic: `Lease.expired()` is `Remaining() <= 0` (lines
+//!     843-845) and `Remaining()` is `time.Until(l.expiry)` (lines 902-909); `Renew` refuses
+//!     (waits for the revocation of) a lease expired in this sense (lines 412-426);
+//!   - when the lessor *looks* at a lease is wall-clock: `Grant`, `Renew` and `Promote` queue it
+//!     with `time: l.expiry.UnixNano()` (lines 316-317, 437-438, 476-477), and `expireExists`
+//!     (lines 687-711) stops at the first item with `now.UnixNano() < item.time` (lines 700-701);
+//!     an item that is due is queued again at `now + expiredLeaseRetryInterval` on the wall clock
+//!     (line 708) and handed to `findExpiredLeases`, which revokes it only if `l.expired()` (lines
+//!     730-737). The retry interval is `ReqTimeout()` (`etcdserver/server.go` line 562), 5 s plus
+//!     two election timeouts (`etcdserver/config.go` lines 286-290): 7 s with the defaults
+//!     ([`EXPIRED_LEASE_RETRY_INTERVAL_MS`]).
+//!
+//!   A lease is therefore revoked at the first check at which it is both due on the wall clock
+//!   and expired on the monotonic clock. A forward wall-clock step on the etcd node never ends a
+//!   lease early: the lease becomes due at once, is found unexpired and is looked at again 7 s
+//!   (wall) later, so its revocation can come up to 7 s after its deadline. A backward step of
+//!   `s` leaves it not yet due: its keys outlive its monotonic deadline by up to `s`, while
+//!   keep-alives are already refused. The model keeps both readings per lease
+//!   ([`LeaseNow`], [`crate::etcd::store::Store::expire_with_grace`]); the monotonic one is the
+//!   etcd node's monotonic clock, which restarts when the node restarts, like a Go process's.
 //!
 //! The model's choice for the 500 ms check: [`ExpiryChecks`] can model it (checks every
-//! `interval_ms` from the server's boot, `EtcdConfig::expiry_check_interval_ms`), but it is off by
-//! default (interval 0: a lease expires exactly at its deadline, in milliseconds), because (1) that
-//! is the earliest instant at which etcd itself can revoke the lease, so every expiry the model
-//! produces is one etcd can produce, and it is the adversarial edge for the lease-lock hazard the
-//! harness looks for (a holder acting after its lease ended); (2) the simulated etcd's
-//! specification asks for millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
+//! `interval_ms` of the monotonic clock from the server's start, `time.After` being a timer,
+//! `EtcdConfig::expiry_check_interval_ms`), but it is off by default (interval 0: a lease expires
+//! exactly at its deadline, in milliseconds), because (1) that is the earliest instant at which
+//! etcd itself can revoke the lease, so every expiry the model produces is one etcd can produce
+//! (with checks 500 ms apart, a lease due on the wall clock less than 500 ms before its monotonic
+//! deadline can be met by no check in between, so without checks the model lets such a lease
+//! wait for its deadline, [`ExpiryChecks::grace_ms`], and queues it again only when it has more
+//! left), and it is the adversarial edge for the lease-lock hazard the harness looks for (a
+//! holder acting after its lease ended); (2) the simulated etcd's specification asks for millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
 //! world's tests pin it; (3) the check only makes expiry later by less than 500 ms, which
 //! `EtcdConfig { expiry_check_interval_ms: ETCD_EXPIRY_CHECK_INTERVAL_MS, .. }` lets a scenario
 //! explore.
@@ -64,7 +84,32 @@ pub const DEFAULT_ELECTION_TIMEOUT_MS: i64 = 1_000;
 /// The period of etcd 3.4's expiry check (`lease/lessor.go` line 621).
 pub const ETCD_EXPIRY_CHECK_INTERVAL_MS: i64 = 500;
 
-/// The instants (etcd clock, ms) at which the lessor looks for expired leases: every
+/// etcd 3.4's `ExpiredLeasesRetryInterval` with the default election timeout (ms): how long after
+/// a check that found a lease due on the wall clock but not expired the lessor looks at it again
+/// (`lease/lessor.go` line 708; `ReqTimeout()`, `etcdserver/config.go` lines 286-290, set at
+/// `etcdserver/server.go` line 562).
+pub const EXPIRED_LEASE_RETRY_INTERVAL_MS: i64 = 7_000;
+
+/// An instant as etcd's lessor reads it: `time.Now()` carries the etcd node's monotonic and wall
+/// clocks (ms). A plain `i64` stands for both clocks reading the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseNow {
+    /// The monotonic clock (the etcd process's; ms).
+    pub mono_ms: i64,
+    /// The wall clock (ms, see [`crate::clock`]).
+    pub wall_ms: i64,
+}
+
+impl From<i64> for LeaseNow {
+    fn from(ms: i64) -> Self {
+        LeaseNow {
+            mono_ms: ms,
+            wall_ms: ms,
+        }
+    }
+}
+
+/// The instants (etcd node's monotonic clock, ms) at which the lessor looks for expired leases: every
 /// `interval_ms` from `phase_ms` (the server's start), or continuously when `interval_ms` is 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExpiryChecks {
@@ -96,5 +141,27 @@ impl ExpiryChecks {
             return ms;
         }
         self.phase_ms + (ms - self.phase_ms).div_euclid(self.interval_ms) * self.interval_ms
+    }
+
+    /// Both clocks at the last check at or before `now`. The wall reading is taken as `now`'s
+    /// less the monotonic time since the check (exact unless the wall clock was stepped or ran at
+    /// another rate within that last period).
+    pub fn last_check(&self, now: LeaseNow) -> LeaseNow {
+        let mono_ms = self.last_at_or_before(now.mono_ms);
+        LeaseNow {
+            mono_ms,
+            wall_ms: now.wall_ms - (now.mono_ms - mono_ms),
+        }
+    }
+
+    /// How close to its monotonic deadline a lease that a check finds due may be and still be
+    /// left due rather than queued again: with explicit checks none (each check is modelled),
+    /// without them etcd's check period (no 500 ms check need fall in a shorter gap).
+    pub fn grace_ms(&self) -> i64 {
+        if self.interval_ms <= 0 {
+            ETCD_EXPIRY_CHECK_INTERVAL_MS
+        } else {
+            0
+        }
     }
 }
