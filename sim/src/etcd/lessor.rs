@@ -165,3 +165,79 @@ impl ExpiryChecks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::etcd::store::Store;
+
+    fn at(mono_ms: i64, wall_ms: i64) -> LeaseNow {
+        LeaseNow { mono_ms, wall_ms }
+    }
+
+    /// A forward wall step: the lease is due on the wall clock long before its monotonic
+    /// deadline, is looked at again every 7 s (wall) and revoked at the first look after it.
+    #[test]
+    fn a_lease_due_on_the_wall_clock_early_is_looked_at_again_until_it_expires() {
+        let mut s = Store::default();
+        let (id, _) = s.grant(10, at(0, 0));
+        // The wall clock jumped 30 s ahead at mono 1 s: due at once, 9 s left.
+        assert!(s.expire_with_grace(at(1_000, 31_000), 500).is_empty());
+        assert_eq!(s.next_expiry_ms(), Some(38_000));
+        assert_eq!(s.time_to_live(id, at(1_000, 31_000)), (9, 10));
+        assert!(s.expire_with_grace(at(7_999, 37_999), 500).is_empty());
+        assert!(s.expire_with_grace(at(8_000, 38_000), 500).is_empty());
+        assert_eq!(s.next_expiry_ms(), Some(45_000));
+        assert!(s.expire_with_grace(at(14_999, 44_999), 500).is_empty());
+        assert_eq!(s.expire_with_grace(at(15_000, 45_000), 500).len(), 1);
+    }
+
+    /// A backward wall step: expired on the monotonic clock, the lease is not revoked before it
+    /// is due on the wall clock, and cannot be renewed meanwhile.
+    #[test]
+    fn a_lease_expired_but_not_due_waits_for_the_wall_clock_and_refuses_renewal() {
+        let mut s = Store::default();
+        let (id, _) = s.grant(10, at(0, 0));
+        // The wall clock stepped 20 s back: at mono 12 s it reads -8 s.
+        assert!(s.expire_with_grace(at(12_000, -8_000), 500).is_empty());
+        assert_eq!(s.keep_alive(id, at(12_000, -8_000)), 0);
+        assert_eq!(s.time_to_live(id, at(12_000, -8_000)), (-1, 0));
+        assert_eq!(s.next_wake(at(12_000, -8_000)), (Some(10_000), None));
+        assert_eq!(s.expire_with_grace(at(30_000, 10_000), 500).len(), 1);
+    }
+
+    /// Due on the wall clock within one check period of its monotonic deadline, a lease is left
+    /// due (no 500 ms check need fall in between) and revoked at the deadline; without the grace
+    /// it is queued again.
+    #[test]
+    fn a_lease_due_just_before_its_deadline_waits_for_it_within_the_grace() {
+        let mut s = Store::default();
+        s.grant(10, at(0, 0));
+        assert!(s.expire_with_grace(at(9_700, 10_000), 500).is_empty());
+        assert_eq!(s.next_wake(at(9_700, 10_000)), (None, Some(10_000)));
+        assert_eq!(s.expire_with_grace(at(10_000, 10_300), 500).len(), 1);
+        let mut s = Store::default();
+        s.grant(10, at(0, 0));
+        assert!(s.expire(at(9_700, 10_000)).is_empty());
+        assert_eq!(s.next_wake(at(9_700, 10_000)), (Some(17_000), None));
+    }
+
+    /// Checks every 500 ms of the monotonic clock: the last one before now, with the wall
+    /// reading it had (no step since).
+    #[test]
+    fn the_last_check_carries_both_clocks() {
+        let checks = ExpiryChecks {
+            phase_ms: 100,
+            interval_ms: 500,
+        };
+        assert_eq!(checks.last_check(at(1_350, 51_350)), at(1_100, 51_100));
+        assert_eq!(checks.first_at_or_after(1_101), 1_600);
+        assert_eq!(checks.grace_ms(), 0);
+        let exact = ExpiryChecks {
+            phase_ms: 0,
+            interval_ms: 0,
+        };
+        assert_eq!(exact.last_check(at(1_350, 7)), at(1_350, 7));
+        assert_eq!(exact.grace_ms(), ETCD_EXPIRY_CHECK_INTERVAL_MS);
+    }
+}

@@ -725,8 +725,8 @@ impl Server {
     }
 
     /// Runs the lessor's last check up to now (see [`lessor`]): revokes the leases due on the
-    /// wall clock and expired on the monotonic clock at that check.
-    fn expire_due(&self) {
+    /// wall clock and expired on the monotonic clock at that check. Returns the check's instant.
+    fn expire_due(&self) -> LeaseNow {
         let check = self.checks.last_check(self.lease_now());
         let grace_ms = self.checks.grace_ms();
         let expired = self
@@ -740,14 +740,15 @@ impl Server {
                 .emit(self.node(), Event::EtcdLeaseExpire { lease });
             self.publish(events, |_| DeleteCause::LeaseExpired { lease }, "etcd");
         }
+        check
     }
 
     /// The true time of the lessor's next check that can revoke a lease, if any lease exists: the
     /// first check at or after the earliest wall-clock time a lease is due, or after the
-    /// monotonic deadline of a lease already due.
-    fn next_check_us(&self) -> Option<u64> {
+    /// monotonic deadline of a lease already due, as of the check at `check`.
+    fn next_check_us(&self, check: LeaseNow) -> Option<u64> {
         let node = self.node();
-        let (wall_ms, mono_ms) = self.etcd.0.store.borrow().next_wake(self.lease_now());
+        let (wall_ms, mono_ms) = self.etcd.0.store.borrow().next_wake(check);
         let by_wall = wall_ms.map(|ms| {
             let at = self.world.true_time_for_wall(node, ms * 1000);
             if self.checks.interval_ms <= 0 {
@@ -777,12 +778,12 @@ impl Server {
                 clock_changed.generation(),
                 self.etcd.0.leases_changed.generation(),
             );
-            self.expire_due();
+            let check = self.expire_due();
             let wake = futures::future::select(
                 clock_changed.changed_since(cg),
                 self.etcd.0.leases_changed.changed_since(lg),
             );
-            match self.next_check_us() {
+            match self.next_check_us(check) {
                 Some(at) => {
                     let sleep = crate::time::sleep_until(self.world.instant_at(at));
                     futures::future::select(sleep, wake).await;
