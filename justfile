@@ -55,11 +55,12 @@ measure-rates seeds="2000" profile="adversarial" first="0":
 mutants system="calico" shard="1/1":
     .ci/mutants {{system}} {{shard}}
 
-# Every scenario with every fix on over many seeds: the fixed model must stay clean (the
-# 10,000-seed check that new invariants bring no false positives).
-soak seeds="10000":
-    cargo build -q --release --bin faultline
-    for s in $(target/release/faultline list | awk '{print $1}'); do target/release/faultline explore $s --seeds {{seeds}} --fix all --no-shrink --json | tail -1; done
+# Every scenario with every fix on over many seeds far from the tuned ones, under a fault profile,
+# in release on one thread: the fixed model must stay clean (the 10,000-seed check that new
+# invariants bring no false positives). Prints a line per scenario and per failing seed; record
+# the result in docs/soak.md. E.g. `just soak realistic`, `just soak adversarial 2000`.
+soak profile="adversarial" seeds="10000" first="2000000" *scenarios="":
+    nice .ci/soak {{profile}} {{seeds}} {{first}} {{scenarios}}
 
 # Regenerate scenarios/regressions/ from the findings catalog (every active finding with a fix, at
 # its pinned seeds) after a model change moved them; it prints the seeds left out and why.

@@ -72,6 +72,17 @@ pub fn peak_rss_mb() -> f64 {
 /// round are back to back, so a slow spell of the machine (a noisy neighbour, a frequency change)
 /// that lasts longer than a round weighs on both sides of the ratio alike instead of on one.
 pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u32) -> BenchRow {
+    bench_scenario_in(sc, seeds, jobs, repeat, Default::default())
+}
+
+/// [`bench_scenario`] with the measured seeds drawing their faults under `profile`.
+pub fn bench_scenario_in(
+    sc: &'static Scenario,
+    seeds: u64,
+    jobs: usize,
+    repeat: u32,
+    profile: crate::faults::Profile,
+) -> BenchRow {
     let measure = |jobs: usize| {
         let cfg = ExploreConfig {
             scenario: sc,
@@ -83,7 +94,7 @@ pub fn bench_scenario(sc: &'static Scenario, seeds: u64, jobs: usize, repeat: u3
             keep_going: true,
             out_dir: None,
             shard: None,
-            profile: Default::default(),
+            profile,
         };
         let t0 = Instant::now();
         let s = explore(&cfg, |_| {}).expect("bench config is valid");

@@ -1,6 +1,7 @@
 //! Running seeds: one run, many runs in parallel (explore), replay files, determinism checks.
 
 use crate::builtin;
+use crate::faults::Profile;
 use crate::scenario::{RunSpec, SwitchKind};
 use crate::system::{Registry, Scenario};
 use serde::Serialize;
@@ -565,6 +566,19 @@ pub fn hashes(
     fixes: &[String],
     jobs: usize,
 ) -> Vec<String> {
+    hashes_in(sc, from, seeds, bugs, fixes, jobs, Profile::default())
+}
+
+/// [`hashes`] with the seeds drawing their faults under `profile`.
+pub fn hashes_in(
+    sc: &'static Scenario,
+    from: u64,
+    seeds: u64,
+    bugs: &[String],
+    fixes: &[String],
+    jobs: usize,
+    profile: Profile,
+) -> Vec<String> {
     let out = Arc::new(Mutex::new(vec![String::new(); seeds as usize]));
     let (o2, bugs, fixes) = (out.clone(), bugs.to_vec(), fixes.to_vec());
     pool(
@@ -572,7 +586,7 @@ pub fn hashes(
         jobs,
         Arc::new(AtomicBool::new(false)),
         move |i| {
-            RunSpec::from_seed(sc, from + i as u64, &bugs, &fixes)
+            RunSpec::from_seed_in(sc, from + i as u64, &bugs, &fixes, profile)
                 .run()
                 .trace_hash
         },

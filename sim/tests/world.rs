@@ -1,5 +1,5 @@
 //! The world and the etcd service driven through the simulated network: lease expiry on a skewed
-//! etcd clock, ambiguous timeouts (applied and not), watches across compaction, partitions,
+//! or stepped etcd clock, ambiguous timeouts (applied and not), watches across compaction, partitions,
 //! pauses, task stalls and silent deaths.
 
 use sim::etcd::{Etcd, EtcdConfig, EtcdError, EventKind, WatchMsg};
@@ -65,46 +65,82 @@ fn secs(w: &World) -> f64 {
     w.now_us() as f64 / 1e6
 }
 
-#[test]
-fn lease_expiry_follows_a_fast_etcd_clock() {
-    // etcd's clock runs 10% fast: a 60 s lease ends after 60/1.1 = 54.545 true seconds.
-    let log = with_etcd(100_000, vec![], |p, etcd, w, log| async move {
-        let c = etcd.client(&p);
-        let (lease, _) = c.grant(60).await.unwrap();
-        c.put("/k", "v", lease).await.unwrap();
-        let mut watch = c.watch("/k", false, 0).await.unwrap();
-        if let WatchMsg::Events(ev) = watch.next().await {
-            log.borrow_mut()
-                .push(format!("{:?} {:.3}", ev[0].kind, secs(&w)));
-        }
-    });
-    let parts: Vec<&str> = log[0].split(' ').collect();
-    assert_eq!(parts[0], "Delete");
-    let t: f64 = parts[1].parse().unwrap();
-    assert!((54.5..54.6).contains(&t), "deleted at {t}");
+/// Grants a 60 s lease at about 0 s and attaches `/k`; returns what a keep-alive at `renew_at_s`
+/// (if any) got and whether `/k` was still there then, and when `/k` was deleted (true seconds).
+fn lease_end(etcd_drift_ppm: i64, schedule: Schedule, renew_at_s: Option<u64>) -> (String, f64) {
+    let log = with_etcd(
+        etcd_drift_ppm,
+        schedule,
+        move |p, etcd, w, log| async move {
+            let c = etcd.client(&p);
+            let (lease, _) = c.grant(60).await.unwrap();
+            c.put("/k", "v", lease).await.unwrap();
+            let mut watch = c.watch("/k", false, 0).await.unwrap();
+            let (w2, log2) = (w.clone(), log.clone());
+            p.spawn("watch", async move {
+                if let WatchMsg::Events(ev) = watch.next().await {
+                    assert_eq!(ev[0].kind, EventKind::Delete);
+                    log2.borrow_mut().push(format!("deleted {:.3}", secs(&w2)));
+                }
+            });
+            if let Some(s) = renew_at_s {
+                p.sleep(Duration::from_secs(s)).await;
+                let ttl = c.keep_alive(lease).await;
+                let kv = c.get("/k").await.unwrap().is_some();
+                log.borrow_mut().push(format!("renew {ttl:?} {kv}"));
+            }
+        },
+    );
+    let find = |prefix: &str| {
+        log.iter()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_default()
+            .to_string()
+    };
+    (find("renew "), find("deleted ").parse().unwrap())
 }
 
-#[test]
-fn lease_expiry_follows_an_etcd_clock_step() {
-    // At 10 s etcd's clock jumps 30 s forward: the 60 s lease granted at ~0 s ends at ~30 s.
-    let step = Fault {
-        at_ms: 10_000,
+fn etcd_step(at_ms: u64, delta_ms: i64) -> Fault {
+    Fault {
+        at_ms,
         dur_ms: 0,
         kind: FaultKind::ClockStep {
             node: "etcd".into(),
-            delta_ms: 30_000,
+            delta_ms,
         },
-    };
-    let log = with_etcd(0, vec![step], |p, etcd, w, log| async move {
-        let c = etcd.client(&p);
-        let (lease, _) = c.grant(60).await.unwrap();
-        c.put("/k", "v", lease).await.unwrap();
-        let mut watch = c.watch("/k", false, 0).await.unwrap();
-        watch.next().await;
-        log.borrow_mut().push(format!("{:.3}", secs(&w)));
-    });
-    let t: f64 = log[0].parse().unwrap();
-    assert!((30.0..30.1).contains(&t), "deleted at {t}");
+    }
+}
+
+#[test]
+fn etcd_lease_expiry_follows_the_monotonic_clock_not_a_fast_wall_clock() {
+    // etcd's wall clock runs 10% fast: the 60 s lease (granted at 1 ms, deadline 60.001 s on the
+    // monotonic clock) is due on the wall clock at 54.546 s, found unexpired and looked at again
+    // 7 wall seconds (6.364 true s) later, at 60.910 s, when it has expired.
+    let (_, t) = lease_end(100_000, vec![], None);
+    assert!((60.90..60.92).contains(&t), "deleted at {t}");
+}
+
+#[test]
+fn etcd_lease_ignores_wall_step_forward_and_is_looked_at_again_every_7_s() {
+    // At 10 s etcd's wall clock jumps 30 s forward. The lease does not end early: due on the wall
+    // clock at 30.001 s, it is looked at again every 7 s (37.001, ..., 58.001 s) and revoked at
+    // the first look after its monotonic deadline (60.001 s): 65.001 s. A keep-alive at 40 s
+    // still renews it (deadline 100.002 s).
+    let (renew, t) = lease_end(0, vec![etcd_step(10_000, 30_000)], Some(40));
+    assert_eq!(renew, "Ok(60) true");
+    assert!((100.0..100.1).contains(&t), "deleted at {t}");
+    let (_, t) = lease_end(0, vec![etcd_step(10_000, 30_000)], None);
+    assert!((65.00..65.01).contains(&t), "deleted at {t}");
+}
+
+#[test]
+fn etcd_lease_wall_step_backward_delays_the_revocation_not_the_deadline() {
+    // At 10 s etcd's wall clock steps 30 s back: the lease is due on the wall clock only at
+    // 90.001 s, so its key outlives its monotonic deadline (60.001 s) until then, while a
+    // keep-alive at 70 s is already refused.
+    let (renew, t) = lease_end(0, vec![etcd_step(10_000, -30_000)], Some(70));
+    assert_eq!(renew, "Ok(0) true");
+    assert!((90.00..90.01).contains(&t), "deleted at {t}");
 }
 
 #[test]
@@ -217,7 +253,9 @@ fn etcd_restart_keeps_data_and_resets_lease_ttls() {
         let durable = c.get("/d").await.unwrap().unwrap().value.to_string();
         log.borrow_mut().push(durable);
         let mut watch = c.watch("/r", false, 0).await.unwrap();
-        if let WatchMsg::Events(ev) = watch.next().await {
+        let msg = watch.next().await;
+        eprintln!("DBG msg {msg:?} at {}", secs(&w));
+        if let WatchMsg::Events(ev) = msg {
             assert_eq!(ev[0].kind, EventKind::Delete);
             log.borrow_mut().push(format!("{:.0}", secs(&w)));
         }

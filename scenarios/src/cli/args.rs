@@ -262,6 +262,8 @@ pub struct CheckDeterminismArgs {
     pub from: String,
     #[command(flatten)]
     pub switches: SwitchArgs,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
     /// Also write the results as JUnit XML to this file (for CI systems' test views).
     #[arg(long)]
     pub junit: Option<PathBuf>,
@@ -336,6 +338,10 @@ pub struct BenchArgs {
     /// Where `--scale` writes its JSON and plot (default target/faultline-bench).
     #[arg(long, requires = "scale")]
     pub out: Option<PathBuf>,
+    /// The fault profile the measured seeds draw with (not with `--scale`, whose runs draw no
+    /// faults of their own choice).
+    #[command(flatten)]
+    pub profile: ProfileArgs,
     #[arg(long)]
     pub json: bool,
 }

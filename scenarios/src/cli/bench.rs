@@ -13,6 +13,7 @@ pub(super) fn bench(
     names: &[String],
     seeds: u64,
     repeat: u32,
+    profile: crate::faults::Profile,
     json: bool,
 ) -> Result<Exit, BadInput> {
     let list: Vec<&'static Scenario> = if names.is_empty() {
@@ -27,7 +28,7 @@ pub(super) fn bench(
     let mut rows = Vec::new();
     let mut scaling = Vec::new();
     for sc in list {
-        let row = crate::bench::bench_scenario(sc, seeds, jobs, repeat);
+        let row = crate::bench::bench_scenario_in(sc, seeds, jobs, repeat, profile);
         if !json {
             println!("{}", row.line());
         }
@@ -37,7 +38,7 @@ pub(super) fn bench(
     let mean_scaling = scaling.iter().sum::<f64>() / scaling.len().max(1) as f64;
     println!(
         "{}",
-        json!({"scenarios": rows, "jobs_scaling": mean_scaling, "jobs": jobs})
+        json!({"scenarios": rows, "jobs_scaling": mean_scaling, "jobs": jobs, "profile": profile})
     );
     Ok(Exit::Clean)
 }

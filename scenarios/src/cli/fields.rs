@@ -102,6 +102,7 @@ pub const ALL: &[Fields] = &[
         fields: &[
             ("scenario", "the scenario's name"),
             ("seeds", "seeds compared"),
+            ("profile", "the fault profile the seeds drew with: `adversarial` or `realistic`"),
             ("mismatches", "seeds whose trace hash differs between one thread and several"),
         ],
     },

@@ -131,17 +131,26 @@ fn dispatch(reg: &'static Registry, cmd: Cmd) -> Result<Exit, BadInput> {
             a.json,
         ),
         Cmd::Merge(a) => merge::merge(reg, &a.files, a.json),
-        Cmd::Bench(a) if a.scale => scale::scale(
-            reg,
-            count(&a.seeds, "seed count")?,
-            &a.out.unwrap_or_else(|| "target/faultline-bench".into()),
-            a.json,
-        ),
+        Cmd::Bench(a) if a.scale => {
+            let profile = crate::faults::Profile::parse(&a.profile.profile)?;
+            if !profile.is_default() {
+                return Err(BadInput(
+                    "--profile does not apply to bench --scale (its runs draw no faults)".into(),
+                ));
+            }
+            scale::scale(
+                reg,
+                count(&a.seeds, "seed count")?,
+                &a.out.unwrap_or_else(|| "target/faultline-bench".into()),
+                a.json,
+            )
+        }
         Cmd::Bench(a) => bench::bench(
             reg,
             &a.scenarios,
             count(&a.seeds, "seed count")?,
             count(&a.repeat, "repeat count")? as u32,
+            crate::faults::Profile::parse(&a.profile.profile)?,
             a.json,
         ),
     }

@@ -6,7 +6,7 @@ use super::exit::Exit;
 use super::output::prepare_opt;
 use crate::bench::cores;
 use crate::explore::{check_switches, BadInput};
-use crate::explore::{hashes, parse_seed, run_spec, write_atomic, ReplayFile, ScheduleFile};
+use crate::explore::{hashes_in, parse_seed, run_spec, write_atomic, ReplayFile, ScheduleFile};
 use crate::system::Registry;
 use crate::RunSpec;
 use serde_json::json;
@@ -230,16 +230,18 @@ pub(super) fn check_determinism(
         seeds,
         from,
         switches: SwitchArgs { bugs, fixes },
+        profile,
         junit,
         json,
     } = a;
     let sc = reg.scenario(&scenario)?;
     let seeds = count(&seeds, "seed count")?;
     let from = parse_seed(&from)?;
+    let profile = crate::faults::Profile::parse(&profile.profile)?;
     let fixes = check_switches(reg, sc, &bugs, &fixes)?;
     prepare_opt(junit.as_deref(), "--junit file")?;
-    let one = hashes(sc, from, seeds, &bugs, &fixes, 1);
-    let many = hashes(sc, from, seeds, &bugs, &fixes, cores().max(2));
+    let one = hashes_in(sc, from, seeds, &bugs, &fixes, 1, profile);
+    let many = hashes_in(sc, from, seeds, &bugs, &fixes, cores().max(2), profile);
     let mismatches: Vec<u64> = (0..seeds)
         .filter(|&i| one[i as usize] != many[i as usize])
         .map(|i| from + i)
@@ -262,7 +264,10 @@ pub(super) fn check_determinism(
                     failure: Some((
                         format!("trace {} with one thread, {} with several", one[i], many[i]),
                         "nondeterminism".into(),
-                        format!("{}\n", RunSpec::from_seed(sc, *s, &bugs, &fixes).command()),
+                        format!(
+                            "{}\n",
+                            RunSpec::from_seed_in(sc, *s, &bugs, &fixes, profile).command()
+                        ),
                     )),
                 }
             })
@@ -284,15 +289,16 @@ pub(super) fn check_determinism(
     }
     if !json {
         println!(
-            "{}: {} of {seeds} seeds from {from} give equal trace hashes on 1 and {} threads",
+            "{}: {} of {seeds} seeds from {from} ({} profile) give equal trace hashes on 1 and {} threads",
             sc.name,
             seeds - mismatches.len() as u64,
+            profile.name(),
             cores().max(2)
         );
     }
     println!(
         "{}",
-        json!({"scenario": sc.name, "seeds": seeds, "mismatches": mismatches.len()})
+        json!({"scenario": sc.name, "seeds": seeds, "profile": profile, "mismatches": mismatches.len()})
     );
     Ok(if mismatches.is_empty() {
         Exit::Clean

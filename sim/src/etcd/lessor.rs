@@ -39,21 +39,41 @@
 //!   (plus one raft round) later, at a check whose phase is set by when the server started.
 //!   `Promote` also spreads expiries when 1,000 leases or more exist (lines 481-518); the models
 //!   hold a handful of leases, so the model leaves that out, like the per-pass limit.
-//! * Clock. `refresh` starts from `time.Now()`, which carries Go's monotonic reading, so
-//!   `Lease.expired()` / `Remaining()` (lines 843-845, 902-909) follow the monotonic clock, while
-//!   the heap is ordered by wall-clock `UnixNano` (line 701; a due lease that is not yet expired is
-//!   looked at again after `ExpiredLeasesRetryInterval` = `ReqTimeout()` = 7 s, line 708,
-//!   `etcdserver/server.go` line 562, `etcdserver/config.go` lines 286-290). The model follows the
-//!   etcd node's wall clock, steps included, as docs/upstream/etcd.md describes; in etcd a forward step
-//!   does not expire a lease early, and a backward step delays its expiry.
+//! * Clocks. `refresh` starts from `time.Now()`, and Go's `time.Now()` carries two readings, the
+//!   wall clock and the process's monotonic clock; comparing or subtracting two such times uses
+//!   the monotonic readings alone, while `UnixNano` is the wall reading (Go's `time` package
+//!   documentation, section "Monotonic Clocks", `golang/go` `src/time/time.go`). So:
+//!   - whether a lease has expired is monotonic: `Lease.expired()` is `Remaining() <= 0` (lines
+//!     843-845) and `Remaining()` is `time.Until(l.expiry)` (lines 902-909); `Renew` refuses
+//!     (waits for the revocation of) a lease expired in this sense (lines 412-426);
+//!   - when the lessor *looks* at a lease is wall-clock: `Grant`, `Renew` and `Promote` queue it
+//!     with `time: l.expiry.UnixNano()` (lines 316-317, 437-438, 476-477), and `expireExists`
+//!     (lines 687-711) stops at the first item with `now.UnixNano() < item.time` (lines 700-701);
+//!     an item that is due is queued again at `now + expiredLeaseRetryInterval` on the wall clock
+//!     (line 708) and handed to `findExpiredLeases`, which revokes it only if `l.expired()` (lines
+//!     730-737). The retry interval is `ReqTimeout()` (`etcdserver/server.go` line 562), 5 s plus
+//!     two election timeouts (`etcdserver/config.go` lines 286-290): 7 s with the defaults
+//!     ([`EXPIRED_LEASE_RETRY_INTERVAL_MS`]).
+//!
+//!   A lease is therefore revoked at the first check at which it is both due on the wall clock
+//!   and expired on the monotonic clock. A forward wall-clock step on the etcd node never ends a
+//!   lease early: the lease becomes due at once, is found unexpired and is looked at again 7 s
+//!   (wall) later, so its revocation can come up to 7 s after its deadline. A backward step of
+//!   `s` leaves it not yet due: its keys outlive its monotonic deadline by up to `s`, while
+//!   keep-alives are already refused. The model keeps both readings per lease
+//!   ([`LeaseNow`], [`crate::etcd::store::Store::expire_with_grace`]); the monotonic one is the
+//!   etcd node's monotonic clock, which restarts when the node restarts, like a Go process's.
 //!
 //! The model's choice for the 500 ms check: [`ExpiryChecks`] can model it (checks every
-//! `interval_ms` from the server's boot, `EtcdConfig::expiry_check_interval_ms`), but it is off by
-//! default (interval 0: a lease expires exactly at its deadline, in milliseconds), because (1) that
-//! is the earliest instant at which etcd itself can revoke the lease, so every expiry the model
-//! produces is one etcd can produce, and it is the adversarial edge for the lease-lock hazard the
-//! harness looks for (a holder acting after its lease ended); (2) the simulated etcd's
-//! specification asks for millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
+//! `interval_ms` of the monotonic clock from the server's start, `time.After` being a timer,
+//! `EtcdConfig::expiry_check_interval_ms`), but it is off by default (interval 0: a lease expires
+//! exactly at its deadline, in milliseconds), because (1) that is the earliest instant at which
+//! etcd itself can revoke the lease, so every expiry the model produces is one etcd can produce
+//! (with checks 500 ms apart, a lease due on the wall clock less than 500 ms before its monotonic
+//! deadline can be met by no check in between, so without checks the model lets such a lease
+//! wait for its deadline, [`ExpiryChecks::grace_ms`], and queues it again only when it has more
+//! left), and it is the adversarial edge for the lease-lock hazard the harness looks for (a
+//! holder acting after its lease ended); (2) the simulated etcd's specification asks for millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
 //! world's tests pin it; (3) the check only makes expiry later by less than 500 ms, which
 //! `EtcdConfig { expiry_check_interval_ms: ETCD_EXPIRY_CHECK_INTERVAL_MS, .. }` lets a scenario
 //! explore.
@@ -64,7 +84,32 @@ pub const DEFAULT_ELECTION_TIMEOUT_MS: i64 = 1_000;
 /// The period of etcd 3.4's expiry check (`lease/lessor.go` line 621).
 pub const ETCD_EXPIRY_CHECK_INTERVAL_MS: i64 = 500;
 
-/// The instants (etcd clock, ms) at which the lessor looks for expired leases: every
+/// etcd 3.4's `ExpiredLeasesRetryInterval` with the default election timeout (ms): how long after
+/// a check that found a lease due on the wall clock but not expired the lessor looks at it again
+/// (`lease/lessor.go` line 708; `ReqTimeout()`, `etcdserver/config.go` lines 286-290, set at
+/// `etcdserver/server.go` line 562).
+pub const EXPIRED_LEASE_RETRY_INTERVAL_MS: i64 = 7_000;
+
+/// An instant as etcd's lessor reads it: `time.Now()` carries the etcd node's monotonic and wall
+/// clocks (ms). A plain `i64` stands for both clocks reading the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseNow {
+    /// The monotonic clock (the etcd process's; ms).
+    pub mono_ms: i64,
+    /// The wall clock (ms, see [`crate::clock`]).
+    pub wall_ms: i64,
+}
+
+impl From<i64> for LeaseNow {
+    fn from(ms: i64) -> Self {
+        LeaseNow {
+            mono_ms: ms,
+            wall_ms: ms,
+        }
+    }
+}
+
+/// The instants (etcd node's monotonic clock, ms) at which the lessor looks for expired leases: every
 /// `interval_ms` from `phase_ms` (the server's start), or continuously when `interval_ms` is 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExpiryChecks {
@@ -96,5 +141,103 @@ impl ExpiryChecks {
             return ms;
         }
         self.phase_ms + (ms - self.phase_ms).div_euclid(self.interval_ms) * self.interval_ms
+    }
+
+    /// Both clocks at the last check at or before `now`. The wall reading is taken as `now`'s
+    /// less the monotonic time since the check (exact unless the wall clock was stepped or ran at
+    /// another rate within that last period).
+    pub fn last_check(&self, now: LeaseNow) -> LeaseNow {
+        let mono_ms = self.last_at_or_before(now.mono_ms);
+        LeaseNow {
+            mono_ms,
+            wall_ms: now.wall_ms - (now.mono_ms - mono_ms),
+        }
+    }
+
+    /// How close to its monotonic deadline a lease that a check finds due may be and still be
+    /// left due rather than queued again: with explicit checks none (each check is modelled),
+    /// without them etcd's check period (no 500 ms check need fall in a shorter gap).
+    pub fn grace_ms(&self) -> i64 {
+        if self.interval_ms <= 0 {
+            ETCD_EXPIRY_CHECK_INTERVAL_MS
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::etcd::store::Store;
+
+    fn at(mono_ms: i64, wall_ms: i64) -> LeaseNow {
+        LeaseNow { mono_ms, wall_ms }
+    }
+
+    /// A forward wall step: the lease is due on the wall clock long before its monotonic
+    /// deadline, is looked at again every 7 s (wall) and revoked at the first look after it.
+    #[test]
+    fn a_lease_due_on_the_wall_clock_early_is_looked_at_again_until_it_expires() {
+        let mut s = Store::default();
+        let (id, _) = s.grant(10, at(0, 0));
+        // The wall clock jumped 30 s ahead at mono 1 s: due at once, 9 s left.
+        assert!(s.expire_with_grace(at(1_000, 31_000), 500).is_empty());
+        assert_eq!(s.next_expiry_ms(), Some(38_000));
+        assert_eq!(s.time_to_live(id, at(1_000, 31_000)), (9, 10));
+        assert!(s.expire_with_grace(at(7_999, 37_999), 500).is_empty());
+        assert!(s.expire_with_grace(at(8_000, 38_000), 500).is_empty());
+        assert_eq!(s.next_expiry_ms(), Some(45_000));
+        assert!(s.expire_with_grace(at(14_999, 44_999), 500).is_empty());
+        assert_eq!(s.expire_with_grace(at(15_000, 45_000), 500).len(), 1);
+    }
+
+    /// A backward wall step: expired on the monotonic clock, the lease is not revoked before it
+    /// is due on the wall clock, and cannot be renewed meanwhile.
+    #[test]
+    fn a_lease_expired_but_not_due_waits_for_the_wall_clock_and_refuses_renewal() {
+        let mut s = Store::default();
+        let (id, _) = s.grant(10, at(0, 0));
+        // The wall clock stepped 20 s back: at mono 12 s it reads -8 s.
+        assert!(s.expire_with_grace(at(12_000, -8_000), 500).is_empty());
+        assert_eq!(s.keep_alive(id, at(12_000, -8_000)), 0);
+        assert_eq!(s.time_to_live(id, at(12_000, -8_000)), (-1, 0));
+        assert_eq!(s.next_wake(at(12_000, -8_000)), (Some(10_000), None));
+        assert_eq!(s.expire_with_grace(at(30_000, 10_000), 500).len(), 1);
+    }
+
+    /// Due on the wall clock within one check period of its monotonic deadline, a lease is left
+    /// due (no 500 ms check need fall in between) and revoked at the deadline; without the grace
+    /// it is queued again.
+    #[test]
+    fn a_lease_due_just_before_its_deadline_waits_for_it_within_the_grace() {
+        let mut s = Store::default();
+        s.grant(10, at(0, 0));
+        assert!(s.expire_with_grace(at(9_700, 10_000), 500).is_empty());
+        assert_eq!(s.next_wake(at(9_700, 10_000)), (None, Some(10_000)));
+        assert_eq!(s.expire_with_grace(at(10_000, 10_300), 500).len(), 1);
+        let mut s = Store::default();
+        s.grant(10, at(0, 0));
+        assert!(s.expire(at(9_700, 10_000)).is_empty());
+        assert_eq!(s.next_wake(at(9_700, 10_000)), (Some(17_000), None));
+    }
+
+    /// Checks every 500 ms of the monotonic clock: the last one before now, with the wall
+    /// reading it had (no step since).
+    #[test]
+    fn the_last_check_carries_both_clocks() {
+        let checks = ExpiryChecks {
+            phase_ms: 100,
+            interval_ms: 500,
+        };
+        assert_eq!(checks.last_check(at(1_350, 51_350)), at(1_100, 51_100));
+        assert_eq!(checks.first_at_or_after(1_101), 1_600);
+        assert_eq!(checks.grace_ms(), 0);
+        let exact = ExpiryChecks {
+            phase_ms: 0,
+            interval_ms: 0,
+        };
+        assert_eq!(exact.last_check(at(1_350, 7)), at(1_350, 7));
+        assert_eq!(exact.grace_ms(), ETCD_EXPIRY_CHECK_INTERVAL_MS);
     }
 }

@@ -24,7 +24,7 @@ use crate::sync::Notify;
 use crate::world::{Host, Proc, World};
 pub use client::{Client, Watch};
 use futures::StreamExt;
-use lessor::ExpiryChecks;
+use lessor::{ExpiryChecks, LeaseNow};
 use rand::Rng;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -294,9 +294,9 @@ impl Etcd {
     fn start(&self, host: &Host) {
         let world = host.world().clone();
         let proc = host.spawn_process("etcd");
-        let now_ms = self.now_ms(&world);
+        let now = self.lease_now(&world);
         if self.0.booted.replace(true) {
-            self.recover(&proc, now_ms);
+            self.recover(&proc, now);
         }
         let watchers: Rc<RefCell<Vec<Watcher>>> = Rc::default();
         let inbox = self.0.endpoint.open();
@@ -306,7 +306,7 @@ impl Etcd {
             watchers,
             rng: RefCell::new(rng::rng_for(world.seed(), "etcd-faults")),
             checks: ExpiryChecks {
-                phase_ms: now_ms,
+                phase_ms: now.mono_ms,
                 interval_ms: self.0.cfg.expiry_check_interval_ms,
             },
             proc: proc.clone(),
@@ -322,22 +322,29 @@ impl Etcd {
     /// A reboot (the store is durable): the member is leader again at once (the boot instant
     /// stands for the end of etcd's start-up and election), and with `lease_ttl_reset_on_restart`
     /// every lease gets its full TTL plus the election timeout from now, as etcd 3.4's
-    /// `Promote(electionTimeout)` does (see [`lessor`] and [`Store::promote`]).
-    fn recover(&self, proc: &Proc, now_ms: i64) {
+    /// `Promote(electionTimeout)` does (see [`lessor`] and [`Store::promote`]); without it
+    /// every lease keeps its deadline on the wall clock.
+    fn recover(&self, proc: &Proc, now: LeaseNow) {
         let cfg = &self.0.cfg;
+        let mut store = self.0.store.borrow_mut();
         if cfg.lease_ttl_reset_on_restart {
-            self.0
-                .store
-                .borrow_mut()
-                .promote(now_ms, cfg.election_timeout_ms);
+            store.promote(now, cfg.election_timeout_ms);
+        } else {
+            store.keep_deadlines_across_restart(now);
         }
+        drop(store);
         proc.emit(Event::EtcdRecover {
             lease_ttl_reset: cfg.lease_ttl_reset_on_restart,
         });
     }
 
-    fn now_ms(&self, world: &World) -> i64 {
-        world.wall_us(self.0.node).div_euclid(1000)
+    /// The etcd node's clocks as its lessor reads them (`time.Now()`: monotonic and wall).
+    fn lease_now(&self, world: &World) -> LeaseNow {
+        let node = self.0.node;
+        LeaseNow {
+            mono_ms: (world.mono_us(node) / 1000) as i64,
+            wall_ms: world.wall_us(node).div_euclid(1000),
+        }
     }
 }
 
@@ -508,12 +515,12 @@ impl Server {
         }
     }
 
-    fn now_ms(&self) -> i64 {
-        self.etcd.now_ms(&self.world)
+    fn lease_now(&self) -> LeaseNow {
+        self.etcd.lease_now(&self.world)
     }
 
     fn handle(&self, caller: &str, from: NodeIx, req: Request) -> Reply {
-        let now_ms = self.now_ms();
+        let now_ms = self.lease_now();
         let store_err = EtcdError::Store;
         match req {
             Request::Range {
@@ -532,9 +539,12 @@ impl Server {
             }
             Request::Txn(txn) => self.txn(caller, &txn),
             Request::Grant { ttl_s } => Ok(self.grant(caller, ttl_s, now_ms)),
-            Request::KeepAlive { lease } => Ok(Response::KeepAlive {
-                ttl_s: self.etcd.0.store.borrow_mut().keep_alive(lease, now_ms),
-            }),
+            Request::KeepAlive { lease } => {
+                let ttl_s = self.etcd.0.store.borrow_mut().keep_alive(lease, now_ms);
+                // A renewal can move the lease's turn earlier (after a backward step).
+                self.etcd.0.leases_changed.notify();
+                Ok(Response::KeepAlive { ttl_s })
+            }
             Request::Revoke { lease } => self.revoke(caller, lease),
             Request::TimeToLive { lease } => {
                 let (ttl_s, granted_ttl_s) = self.etcd.0.store.borrow().time_to_live(lease, now_ms);
@@ -583,7 +593,7 @@ impl Server {
     }
 
     /// Grants a lease and wakes the lessor (a new deadline).
-    fn grant(&self, caller: &str, ttl_s: i64, now_ms: i64) -> Response {
+    fn grant(&self, caller: &str, ttl_s: i64, now_ms: LeaseNow) -> Response {
         let (lease, ttl_s) = self.etcd.0.store.borrow_mut().grant(ttl_s, now_ms);
         self.world.emit(
             self.node(),
@@ -714,21 +724,52 @@ impl Server {
         }
     }
 
-    /// Expires the leases the lessor has noticed by now: those whose deadline is at or before its
-    /// last check (every deadline up to now when checks are continuous).
-    fn expire_due(&self) {
-        let checked_ms = self.checks.last_at_or_before(self.now_ms());
-        let expired = self.etcd.0.store.borrow_mut().expire(checked_ms);
+    /// Runs the lessor's last check up to now (see [`lessor`]): revokes the leases due on the
+    /// wall clock and expired on the monotonic clock at that check. Returns the check's instant.
+    fn expire_due(&self) -> LeaseNow {
+        let check = self.checks.last_check(self.lease_now());
+        let grace_ms = self.checks.grace_ms();
+        let expired = self
+            .etcd
+            .0
+            .store
+            .borrow_mut()
+            .expire_with_grace(check, grace_ms);
         for (lease, events) in expired {
             self.world
                 .emit(self.node(), Event::EtcdLeaseExpire { lease });
             self.publish(events, |_| DeleteCause::LeaseExpired { lease }, "etcd");
         }
+        check
     }
 
-    /// Expires leases at the lessor's first check at or after their deadline (the deadline itself
-    /// by default) on the etcd node's wall clock, re-arming whenever a lease is granted or the
-    /// clock is stepped or changes rate.
+    /// The true time of the lessor's next check that can revoke a lease, if any lease exists: the
+    /// first check at or after the earliest wall-clock time a lease is due, or after the
+    /// monotonic deadline of a lease already due, as of the check at `check`.
+    fn next_check_us(&self, check: LeaseNow) -> Option<u64> {
+        let node = self.node();
+        let (wall_ms, mono_ms) = self.etcd.0.store.borrow().next_wake(check);
+        let by_wall = wall_ms.map(|ms| {
+            let at = self.world.true_time_for_wall(node, ms * 1000);
+            if self.checks.interval_ms <= 0 {
+                return at;
+            }
+            let mono_ms = self.world.clock(node).mono_at(at).div_ceil(1000) as i64;
+            self.mono_check_us(mono_ms)
+        });
+        let by_mono = mono_ms.map(|ms| self.mono_check_us(ms));
+        by_wall.into_iter().chain(by_mono).min()
+    }
+
+    /// The true time of the first check at or after monotonic reading `mono_ms`.
+    fn mono_check_us(&self, mono_ms: i64) -> u64 {
+        let check_ms = self.checks.first_at_or_after(mono_ms).max(0) as u64;
+        let at = self.world.true_time_for_mono(self.node(), check_ms * 1000);
+        at.max(self.world.now_us())
+    }
+
+    /// Revokes leases at the lessor's checks (see [`lessor`]), re-arming whenever a lease is
+    /// granted or renewed, or the wall clock is stepped or changes rate.
     async fn lessor(&self) {
         let node = self.node();
         let clock_changed = self.world.clock_notify(node);
@@ -737,16 +778,13 @@ impl Server {
                 clock_changed.generation(),
                 self.etcd.0.leases_changed.generation(),
             );
-            self.expire_due();
-            let next = self.etcd.0.store.borrow().next_expiry_ms();
-            let next = next.map(|ms| self.checks.first_at_or_after(ms));
+            let check = self.expire_due();
             let wake = futures::future::select(
                 clock_changed.changed_since(cg),
                 self.etcd.0.leases_changed.changed_since(lg),
             );
-            match next {
-                Some(ms) => {
-                    let at = self.world.true_time_for_wall(node, ms * 1000);
+            match self.next_check_us(check) {
+                Some(at) => {
                     let sleep = crate::time::sleep_until(self.world.instant_at(at));
                     futures::future::select(sleep, wake).await;
                 }

@@ -8,15 +8,19 @@
 //!   `lease`; a missing key compares as version = create = mod = lease = 0, and a value compare on
 //!   it is false; deleting a key and putting it again starts over at version 1;
 //! * historical reads and watches below the compacted revision fail with `Compacted`;
-//! * leases expire on the etcd node's clock with millisecond resolution, and an expired or revoked
-//!   lease deletes all its keys in one revision.
+//! * leases expire on the etcd node's clocks with millisecond resolution (a deadline on the
+//!   monotonic clock, noticed through a queue ordered by the wall clock: see [`super::lessor`]),
+//!   and an expired or revoked lease deletes all its keys in one revision.
 //!
-//! Time enters only as `now_ms` arguments (the etcd node's wall clock), so the store is a pure
-//! state machine that unit tests and conformance tests drive directly.
+//! Time enters only as [`LeaseNow`] arguments (the etcd node's monotonic and wall clocks; a plain
+//! `i64` stands for both reading the same), so the store is a pure state machine that unit tests
+//! and conformance tests drive directly.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+
+use super::lessor::{LeaseNow, EXPIRED_LEASE_RETRY_INTERVAL_MS};
 
 /// A key's state as etcd returns it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,7 +251,11 @@ struct Version {
 #[derive(Clone, Debug)]
 struct Lease {
     ttl_s: i64,
+    /// The deadline on the etcd process's monotonic clock (`Lease.expiry`'s monotonic reading).
     expiry_ms: i64,
+    /// When the lessor's queue next looks at the lease, on the wall clock (the queue item's
+    /// `time`, a `UnixNano`).
+    due_wall_ms: i64,
     keys: BTreeSet<String>,
 }
 
@@ -258,10 +266,10 @@ pub struct Store {
     compact_revision: i64,
     keys: BTreeMap<String, Vec<Version>>,
     leases: BTreeMap<i64, Lease>,
-    /// At most the earliest lease deadline (`i64::MAX` without leases), lowered by every grant or
-    /// keep-alive and made exact by every scan: `expire`, asked on every request, scans only once
-    /// it is reached.
-    earliest_expiry_ms: i64,
+    /// At most the earliest wall-clock time at which the lessor's queue looks at a lease
+    /// (`i64::MAX` without leases), lowered by every grant or keep-alive and made exact by every
+    /// scan: `expire`, asked on every request, scans only once it is reached.
+    earliest_due_wall_ms: i64,
     next_lease: i64,
     min_ttl_s: i64,
 }
@@ -293,7 +301,7 @@ impl Store {
             compact_revision: 0,
             keys: BTreeMap::new(),
             leases: BTreeMap::new(),
-            earliest_expiry_ms: i64::MAX,
+            earliest_due_wall_ms: i64::MAX,
             next_lease: 0x3a5f_0000_0000_0001,
             min_ttl_s,
         }
@@ -532,43 +540,60 @@ impl Store {
         (deleted, r.revision, e)
     }
 
-    /// Grants a lease of `ttl_s` (raised to the minimum TTL) at `now_ms`. Returns (id, ttl).
-    pub fn grant(&mut self, ttl_s: i64, now_ms: i64) -> (i64, i64) {
+    /// Grants a lease of `ttl_s` (raised to the minimum TTL) at `now`. Returns (id, ttl).
+    pub fn grant(&mut self, ttl_s: i64, now: impl Into<LeaseNow>) -> (i64, i64) {
+        let now = now.into();
         let ttl_s = ttl_s.max(self.min_ttl_s);
         let id = self.next_lease;
         self.next_lease += 1;
-        let expiry_ms = now_ms + ttl_s * 1000;
-        self.earliest_expiry_ms = self.earliest_expiry_ms.min(expiry_ms);
         self.leases.insert(
             id,
             Lease {
                 ttl_s,
-                expiry_ms,
+                expiry_ms: 0,
+                due_wall_ms: 0,
                 keys: BTreeSet::new(),
             },
         );
+        self.refresh(id, now, 0);
         (id, ttl_s)
     }
 
+    /// etcd's `Lease.refresh(extend)` and the queue update after it: the deadline is the granted
+    /// TTL plus `extend_ms` from now, on both clocks.
+    fn refresh(&mut self, id: i64, now: LeaseNow, extend_ms: i64) {
+        let l = self.leases.get_mut(&id).expect("a known lease");
+        let ms = extend_ms + l.ttl_s * 1000;
+        l.expiry_ms = now.mono_ms + ms;
+        l.due_wall_ms = now.wall_ms + ms;
+        self.earliest_due_wall_ms = self.earliest_due_wall_ms.min(l.due_wall_ms);
+    }
+
     /// Keeps a lease alive: resets its remaining TTL to the granted TTL and returns it; an unknown
-    /// or already expired lease returns 0.
-    pub fn keep_alive(&mut self, id: i64, now_ms: i64) -> i64 {
-        match self.leases.get_mut(&id) {
-            Some(l) if l.expiry_ms > now_ms => {
-                // Usually later than before, but not after the etcd node's clock stepped back.
-                l.expiry_ms = now_ms + l.ttl_s * 1000;
-                self.earliest_expiry_ms = self.earliest_expiry_ms.min(l.expiry_ms);
-                l.ttl_s
+    /// or already expired lease (on the monotonic clock, whether or not it has been revoked yet)
+    /// returns 0. (etcd's `Renew` waits for such a lease's revocation and then answers "not
+    /// found", `lease/lessor.go` lines 412-426; the model answers at once.)
+    pub fn keep_alive(&mut self, id: i64, now: impl Into<LeaseNow>) -> i64 {
+        let now = now.into();
+        match self.leases.get(&id) {
+            Some(l) if l.expiry_ms > now.mono_ms => {
+                let ttl_s = l.ttl_s;
+                self.refresh(id, now, 0);
+                ttl_s
             }
             _ => 0,
         }
     }
 
-    /// Remaining and granted TTL of a lease (remaining rounded up to whole seconds). An unknown or
-    /// expired lease answers TTL -1 and granted TTL 0, without an error (etcd 3.4).
-    pub fn time_to_live(&self, id: i64, now_ms: i64) -> (i64, i64) {
+    /// Remaining and granted TTL of a lease (remaining rounded up to whole seconds, on the
+    /// monotonic clock). An unknown or expired lease answers TTL -1 and granted TTL 0, without an
+    /// error (etcd 3.4).
+    pub fn time_to_live(&self, id: i64, now: impl Into<LeaseNow>) -> (i64, i64) {
+        let now = now.into();
         match self.leases.get(&id) {
-            Some(l) if l.expiry_ms > now_ms => ((l.expiry_ms - now_ms + 999) / 1000, l.ttl_s),
+            Some(l) if l.expiry_ms > now.mono_ms => {
+                ((l.expiry_ms - now.mono_ms + 999) / 1000, l.ttl_s)
+            }
             _ => (-1, 0),
         }
     }
@@ -603,43 +628,92 @@ impl Store {
         Ok((self.revision, events))
     }
 
-    /// Expires every lease whose deadline is at or before `now_ms`. Returns each expired lease with
-    /// the deletions it caused (one revision per lease).
-    pub fn expire(&mut self, now_ms: i64) -> Vec<(i64, Vec<WatchEvent>)> {
-        if now_ms < self.earliest_expiry_ms {
+    /// A check of the lessor at `now` (etcd's `findExpiredLeases`, see [`super::lessor`]): every
+    /// lease due on the wall clock is looked at; one expired on the monotonic clock is revoked,
+    /// one that expires within `grace_ms` is left due (the next check revokes it), and any other
+    /// is looked at again [`EXPIRED_LEASE_RETRY_INTERVAL_MS`] later on the wall clock. Returns
+    /// each revoked lease with the deletions it caused (one revision per lease).
+    pub fn expire_with_grace(
+        &mut self,
+        now: impl Into<LeaseNow>,
+        grace_ms: i64,
+    ) -> Vec<(i64, Vec<WatchEvent>)> {
+        let now = now.into();
+        if now.wall_ms < self.earliest_due_wall_ms {
             return Vec::new();
         }
+        let mut expired = Vec::new();
         let due: Vec<i64> = self
             .leases
             .iter()
-            .filter(|(_, l)| l.expiry_ms <= now_ms)
+            .filter(|(_, l)| l.due_wall_ms <= now.wall_ms)
             .map(|(id, _)| *id)
             .collect();
-        let expired = due
-            .into_iter()
-            .map(|id| (id, self.drop_lease(id)))
-            .collect();
-        self.earliest_expiry_ms = self.next_expiry_ms().unwrap_or(i64::MAX);
+        for id in due {
+            let remaining_ms = self.leases[&id].expiry_ms - now.mono_ms;
+            if remaining_ms <= 0 {
+                expired.push((id, self.drop_lease(id)));
+            } else if remaining_ms > grace_ms {
+                let l = self.leases.get_mut(&id).expect("a due lease");
+                l.due_wall_ms = now.wall_ms + EXPIRED_LEASE_RETRY_INTERVAL_MS;
+            }
+        }
+        self.earliest_due_wall_ms = self.next_expiry_ms().unwrap_or(i64::MAX);
         expired
     }
 
-    /// The earliest lease deadline (etcd clock, ms), if any lease exists.
+    /// [`Store::expire_with_grace`] without grace: a check that sees exactly `now`.
+    pub fn expire(&mut self, now: impl Into<LeaseNow>) -> Vec<(i64, Vec<WatchEvent>)> {
+        self.expire_with_grace(now, 0)
+    }
+
+    /// The earliest wall-clock time (etcd clock, ms) at which the lessor's queue looks at a lease,
+    /// if any lease exists: its deadline unless a check or a wall-clock step moved it.
     pub fn next_expiry_ms(&self) -> Option<i64> {
-        self.leases.values().map(|l| l.expiry_ms).min()
+        self.leases.values().map(|l| l.due_wall_ms).min()
+    }
+
+    /// When the next check can revoke a lease, as of `now` (just after a check at `now`): the
+    /// earliest wall-clock time at which a lease not yet due is looked at, and the earliest
+    /// monotonic deadline of a lease already due (one left due by the grace of
+    /// [`Store::expire_with_grace`]).
+    pub fn next_wake(&self, now: impl Into<LeaseNow>) -> (Option<i64>, Option<i64>) {
+        let now = now.into();
+        let (due, waiting): (Vec<&Lease>, Vec<&Lease>) = self
+            .leases
+            .values()
+            .partition(|l| l.due_wall_ms <= now.wall_ms);
+        (
+            waiting.iter().map(|l| l.due_wall_ms).min(),
+            due.iter().map(|l| l.expiry_ms).min(),
+        )
     }
 
     /// The member becomes leader again after a restart, without lease checkpointing (etcd 3.4):
-    /// every lease gets its full TTL again, plus `extend_ms` (the election timeout), from `now_ms`.
+    /// every lease gets its full TTL again, plus `extend_ms` (the election timeout), from `now`.
     ///
     /// This is etcd's `lessor.Promote(extend)` (`etcd-io/etcd` `v3.4.23`, `lease/lessor.go` lines
     /// 467-519: `l.refresh(extend)` at line 475, `expiry = now + extend + RemainingTTL()` at lines
     /// 876-881, `RemainingTTL()` = the granted TTL without a checkpoint, lines 868-873), called
     /// with `s.Cfg.electionTimeout()` (`etcdserver/server.go` line 2219); see [`super::lessor`].
-    pub fn promote(&mut self, now_ms: i64, extend_ms: i64) {
-        for l in self.leases.values_mut() {
-            l.expiry_ms = now_ms + extend_ms + l.ttl_s * 1000;
+    pub fn promote(&mut self, now: impl Into<LeaseNow>, extend_ms: i64) {
+        let now = now.into();
+        self.earliest_due_wall_ms = i64::MAX;
+        let ids: Vec<i64> = self.leases.keys().copied().collect();
+        for id in ids {
+            self.refresh(id, now, extend_ms);
         }
-        self.earliest_expiry_ms = self.next_expiry_ms().unwrap_or(i64::MAX);
+    }
+
+    /// A restart that keeps every lease's deadline on the wall clock (a hypothetical etcd that
+    /// persisted them; etcd 3.4 does not, see [`Store::promote`]). The restarted process's
+    /// monotonic clock starts afresh, so each deadline is carried over as the time left until
+    /// it on the wall clock.
+    pub fn keep_deadlines_across_restart(&mut self, now: impl Into<LeaseNow>) {
+        let now = now.into();
+        for l in self.leases.values_mut() {
+            l.expiry_ms = now.mono_ms + (l.due_wall_ms - now.wall_ms).max(0);
+        }
     }
 
     /// Compacts history up to `rev`: older versions become unreadable.
