@@ -174,6 +174,14 @@ pub static SWITCHES: &[Switch] = &[
         about: "the operator never assigns IPs to a node that needs them",
     },
     Switch {
+        name: "cilium-mutant-ipam-stalls",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::LEADER_RUNS_IPAM),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "a new leader's IPAM never starts (its blocking cloud resync never returns) while the operator keeps renewing the Lease",
+    },
+    Switch {
         name: "cilium-mutant-never-mark",
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::EXCESS_RELEASED),

@@ -71,7 +71,7 @@ impl Entries {
 }
 
 /// A failure of `invariant`, measured at `value_us` against `bound_us`.
-fn liveness(
+pub(super) fn liveness(
     invariant: &crate::invariant::Invariant,
     explanation: String,
     value_us: u64,
@@ -90,6 +90,9 @@ impl CiliumMonitor {
     /// The liveness checks due at `now_us` (none before faults stop).
     pub(super) fn liveness_checks(&mut self, now_us: u64) -> Option<Failure> {
         let l = self.liveness_at?;
+        if let Some(f) = self.leader_without_ipam(l, now_us) {
+            return Some(f);
+        }
         if let Some(f) = self.entries_overdue(l, now_us) {
             return Some(f);
         }

@@ -20,6 +20,7 @@
 mod api;
 mod cleanup;
 mod excess;
+mod lease;
 mod safety;
 
 pub(crate) use api::ApiSlot;
@@ -28,6 +29,7 @@ pub(crate) use excess::Watermarks;
 use model::cilium::CiliumEvent;
 use model::cilium::{DO_NOT_RELEASE, KIND};
 use sim::event::{Event, Record};
+use sim::leaderelection::LEASE_KIND;
 use sim::units::show_secs as secs;
 use sim::{Failure, Monitor, Short};
 use std::collections::{BTreeMap, BTreeSet};
@@ -139,6 +141,8 @@ pub struct CiliumMonitor {
     progress: excess::Progress,
     /// `handshake-entries-clear`'s entries.
     entries: cleanup::Entries,
+    /// `leader-runs-ipam`'s Lease holder and running IPAMs.
+    lease: lease::LeaseWatch,
 }
 
 impl CiliumMonitor {
@@ -184,6 +188,7 @@ impl CiliumMonitor {
             cleans_readded: false,
             progress: excess::Progress::new(n, operators),
             entries: cleanup::Entries::new(n),
+            lease: lease::LeaseWatch::default(),
         }
     }
 
@@ -272,8 +277,11 @@ impl CiliumMonitor {
             Event::ProcessStart { pid, .. } if node.starts_with("operator") => {
                 self.operator_procs.insert((i, *pid));
             }
-            Event::ProcessExit { pid, .. } if node.starts_with("operator") => {
+            Event::ProcessExit { pid, name, .. } if node.starts_with("operator") => {
                 self.operator_procs.remove(&(i, *pid));
+                if name == "cilium-operator" {
+                    self.lease.ended(t, &node, Some(*pid));
+                }
             }
             Event::ProcessStart { pid, name } if name == "cilium-agent" => {
                 self.agents[i] = Some((*pid, t));
@@ -286,6 +294,7 @@ impl CiliumMonitor {
             }
             Event::NodeCrash => {
                 self.operator_procs.retain(|(n, _)| *n != i);
+                self.lease.ended(t, &node, None);
                 self.dead_tasks.remove(node.as_str());
                 let view = &mut self.nodes[i];
                 view.pod_ips.clear();
@@ -363,6 +372,16 @@ impl Monitor for CiliumMonitor {
                 ..
             } if kind == KIND => {
                 self.kube_write(rec.t_us, name, *rv, part, client);
+                None
+            }
+            Event::KubeWrite {
+                kind,
+                object: Some(o),
+                ..
+            } if kind == LEASE_KIND => {
+                let holder = o.spec.get("holderIdentity").and_then(|h| h.as_str());
+                self.lease
+                    .lease_written(rec.t_us, holder.unwrap_or_default());
                 None
             }
             Event::System(_) => rec
@@ -463,7 +482,11 @@ impl CiliumMonitor {
                 self.leader = Some((format!("{node}:{pid}"), t));
                 None
             }
-            CiliumEvent::CiliumIpamStarted { cleans_readded, .. } => {
+            CiliumEvent::CiliumIpamStarted {
+                cleans_readded,
+                identity,
+            } => {
+                self.lease.ipam_started(t, identity);
                 self.cleans_readded |= *cleans_readded;
                 self.ipam_started[i] = Some(self.clocks[i].read(t));
                 None
