@@ -222,7 +222,8 @@ impl Agent {
         });
     }
 
-    /// Takes a CiliumNode version: pool, base version, and the answered `release-ips` view.
+    /// Takes a CiliumNode version (an informer event, its own writes' included, or a fresh
+    /// read): pool, base version, and the answered `release-ips` view.
     fn observe(&self, obj: &sim::kube::Object) {
         if obj.rv <= self.base_rv.get() {
             return;
@@ -403,8 +404,13 @@ impl Agent {
                 .update(KIND, &self.node, self.base_rv.get(), Part::Status, status)
                 .await;
             last_write = Some(self.proc.mono_us());
+            // Upstream's `refreshNode` discards the answer of its UpdateStatus (crd.go:474-500
+            // @ed90dd5): the next write's resourceVersion, and the agent's copy of the object,
+            // come from the informer, whose Update handler runs `updateLocalNodeResource` for
+            // every update that is not DeepEqual to the last (crd.go:107-165), the agent's own
+            // writes included.
             match result {
-                Ok(obj) => self.base_rv.set(obj.rv.max(self.base_rv.get())),
+                Ok(_) => {}
                 Err(KubeError::Conflict) => {
                     if let Ok(fresh) = self.kube.get(KIND, &self.node).await {
                         self.observe(&fresh);

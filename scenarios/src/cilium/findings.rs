@@ -100,7 +100,7 @@ pub static FINDINGS: &[Finding] = &[
         preconditions: &[
             "the cloud applies an unassign but its answer is lost (an EC2 API timeout)",
             "the instances API stays ready through the following passes (upstream blocks pool passes after a failed resync)",
-            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+            "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -215,7 +215,7 @@ pub static FINDINGS: &[Finding] = &[
         impact: "A pod is given an IP address the cloud no longer assigns to its node: its traffic is dropped.",
         preconditions: &[
             "an excess-IP release whose unassign the operator's cloud cache still shows until the next instance sync",
-            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+            "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -243,7 +243,7 @@ pub static FINDINGS: &[Finding] = &[
         impact: "A pod is given an IP address the cloud no longer assigns to its node, after an operator leadership change.",
         preconditions: &[
             "the leader dies or loses the lease between an unassign and the writes that record it",
-            "a pod waiting for an IP is served in the few milliseconds between the new leader's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+            "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the new leader's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -306,7 +306,7 @@ pub static FINDINGS: &[Finding] = &[
         impact: "With newer operators' fix for issue 39981, a pod is given an IP address the cloud no longer assigns to its node.",
         preconditions: &[
             "an excess-IP release followed by a pool pass before the instance sync refreshes the spec pool",
-            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+            "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,

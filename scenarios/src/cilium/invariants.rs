@@ -83,7 +83,7 @@ pub const LEADER_RUNS_IPAM: Invariant = Invariant::liveness(
 pub const PODS_GET_IPS: Invariant = Invariant::liveness(
     "pods-get-ips",
     "lease take-over, the maintainer's 5-min backoff, a resync, the agent's start and status write, the pod's next sandbox attempt (kubelet's 10 s pod-sync backoff, jittered to 15 s)",
-    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node has room (pods holding IPs < interfaces x capacity, and < max-allocate when it is set)",
+    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node has room (pods holding IPs < interfaces x capacity, and < max-allocate when it is set) and has had it for longer than the kubelet's longest retry wait (a waiting pod takes a freed IP at its next sandbox attempt)",
 )
 .bound_us(PODS_BOUND_US)
 .upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity and its max-allocate (the need is capped so that available + needed <= max-allocate), and handshake states never starve it")

@@ -60,6 +60,10 @@ struct NodeView {
     assigned: BTreeMap<Short, Short>,
     /// ip -> (pod, since): the IPs the node's pods hold.
     pod_ips: BTreeMap<Short, (Short, u64)>,
+    /// The last time the node's pods held as many IPs as it has room for (`pods-get-ips`: a
+    /// waiting pod takes a freed IP only at its next sandbox attempt, up to the kubelet's
+    /// longest retry wait later).
+    full_until: u64,
     /// ip -> the agent's state, and since when it has held it.
     agent_state: BTreeMap<Short, (Short, u64)>,
 }
@@ -244,6 +248,23 @@ impl CiliumMonitor {
         }
     }
 
+    /// The IPs a node may hold: its interfaces' capacity, and `max-allocate` when it is set
+    /// (upstream's calculateNeededIPs caps the need so that the pool stays within it,
+    /// node.go:327-345 @ed90dd5).
+    fn room(&self) -> usize {
+        match self.watermarks.max {
+            0 => self.capacity,
+            max => max.min(self.capacity),
+        }
+    }
+
+    /// Before node `i`'s pods give up IPs: whether they held all it has room for, until now.
+    fn note_full(&mut self, i: usize, t_us: u64) {
+        if self.nodes[i].pod_ips.len() >= self.room() {
+            self.nodes[i].full_until = t_us;
+        }
+    }
+
     /// The cloud assigned `ip` on `eni` to `instance`.
     fn assign(&mut self, t_us: u64, instance: &str, eni: Short, ip: Short) {
         if let Some(i) = self.index(short(instance)) {
@@ -296,6 +317,7 @@ impl CiliumMonitor {
                 self.operator_procs.retain(|(n, _)| *n != i);
                 self.lease.ended(t, &node, None);
                 self.dead_tasks.remove(node.as_str());
+                self.note_full(i, t);
                 let view = &mut self.nodes[i];
                 view.pod_ips.clear();
                 view.agent_state.clear();
@@ -423,6 +445,7 @@ impl CiliumMonitor {
             CiliumEvent::CiliumPodDeleted { pod, ip } => {
                 self.pending.remove(pod);
                 if let Some(ip) = ip {
+                    self.note_full(i, t);
                     self.nodes[i].pod_ips.remove(ip);
                     self.refresh_excess(i, t, false);
                 }
