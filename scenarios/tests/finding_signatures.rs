@@ -34,11 +34,16 @@ fn every_pinned_violation_matches_only_its_own_finding() {
 
 #[test]
 fn the_39981_clean_up_dropping_a_fresh_release_is_named_as_such() {
-    let sc = scenario("cilium-clock-skew").expect("built in");
+    // The finding's pinned seed, run with the newer clean-up only (`cilium-keep-released` off).
+    let f = all()
+        .find(|f| f.id == "cilium-readd-drops-fresh-release")
+        .expect("in the catalog");
+    let sc = scenario(f.scenario).expect("built in");
     let fix = ["cilium-readd-released-ip".to_string()];
-    let v = run_spec(RunSpec::from_seed(sc, 3930, &[], &fix))
+    let seed = f.seeds[0];
+    let v = run_spec(RunSpec::from_seed(sc, seed, &[], &fix))
         .violation
-        .expect("seed 3930 fails with the newer clean-up");
+        .unwrap_or_else(|| panic!("seed {seed} fails with the newer clean-up"));
     let named = scenarios::findings::finding_for(sc.name, &v).map(|f| f.id);
     assert_eq!(
         named,

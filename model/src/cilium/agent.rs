@@ -1,20 +1,24 @@
 //! The Cilium agent's CRD allocator (docs/upstream/cilium.md, section 4, "The agent side") and
-//! the node's pod workload.
+//! its node's services.
 //!
 //! * It watches its own CiliumNode only (upstream's `LocalCiliumNodeResource`: the field
 //!   selector `metadata.name=<node>`). On every event of it, it rebuilds its view of
 //!   `release-ips` from the object and answers each entry with the answer table (`agent_answer`).
-//! * It allocates pod IPs from the pool, never one outside the pool or whose state is
-//!   `marked-for-release`, `ready-for-release` or `released`.
+//! * It serves the kubelet's CNI ADD (`Agent::cni_add`) with a random free IP of the pool, never
+//!   one outside the pool or whose state is `marked-for-release`, `ready-for-release` or
+//!   `released`, and fails it at once when there is none: the pod does not wait inside the
+//!   agent; the kubelet retries it after its backoff ([`super::kubelet`]).
 //! * It writes `status` (used IPs and its `release-ips` view) through a trigger limited to one
 //!   write per 15 s; a failed write re-triggers (a conflict re-reads the object first).
 //! * On restart its allocations are rebuilt from the pods that exist (endpoint restore), and the
 //!   informer replays the current object.
 //!
-//! A `kubelet` process on the node creates and deletes pods toward a target count that moves
-//! (swarm-chosen rates and bursts), so nodes see both shortage and excess. Pods outlive agent
-//! restarts; a node crash takes everything.
+//! A `kubelet` process on the node ([`super::kubelet`]) creates and deletes pods toward a target
+//! count that moves (swarm-chosen rates and bursts), so nodes see both shortage and excess. Pods
+//! outlive agent restarts; a node crash takes everything.
 
+pub use super::kubelet::Workload;
+use super::kubelet::{pod_workers, run_workload, Pods};
 use super::*;
 use crate::cilium::CiliumEvent;
 use rand::Rng;
@@ -23,39 +27,11 @@ use sim::sync::Notify;
 use sim::world::Host;
 use sim::{NodeIx, Proc, World};
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// How the kubelet drives pods on a node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Workload {
-    /// Largest target pod count.
-    pub max_pods: u32,
-    /// Period of the target's swing (s).
-    pub period_s: u32,
-    /// Seconds between kubelet steps (range).
-    pub step_min_s: u32,
-    /// Upper end of that range (s).
-    pub step_max_s: u32,
-    /// Percentage of steps that create a burst of pods.
-    pub burst_percent: u32,
-    /// How long endpoint restore takes after an agent restart, once IPAM has started (ms).
-    #[serde(default)]
-    pub restore_ms: u32,
-}
-
-/// Pods on a node: name -> IP (none while pending). Shared by the kubelet and the agent.
-#[derive(Default)]
-struct Pods {
-    pods: RefCell<BTreeMap<Short, Option<Short>>>,
-    changed: Notify,
-    next: Cell<u32>,
-    /// Pods without an IP yet (the CNI looks for them only when there are some).
-    pending: Cell<u32>,
-    /// Deleted pods that held an IP, as (pod, IP), until the CNI frees the IP.
-    gone: RefCell<Vec<(Short, Short)>>,
-}
-
-struct Agent {
+/// One run of the agent process (a restart makes a new one).
+pub(super) struct Agent {
     proc: Proc,
     node: String,
     kube: KubeClient,
@@ -68,6 +44,8 @@ struct Agent {
     /// The CiliumNode spec part `spec` was last read from (a status write keeps it shared).
     spec_part: RefCell<Option<Rc<sim::kube::Body>>>,
     pending: Cell<bool>,
+    /// The CNI's draws (which free IP a Go map range meets first).
+    cni_rng: RefCell<rand_chacha::ChaCha8Rng>,
     dirty: Notify,
     /// The interfaces of the observed `status.eni.enis` (an IP whose interface is not among them
     /// cannot be handed out: "unable to find ENI", crd.go:682-702 @ed90dd5).
@@ -105,6 +83,8 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw:
             let kubelet = host.spawn_process("kubelet");
             let (p, w, pd) = (kubelet.clone(), workload.clone(), pods.clone());
             kubelet.spawn("pods", async move { run_workload(&p, &w, &pd).await });
+            let (p, pd) = (kubelet.clone(), pods.clone());
+            kubelet.spawn("pod-workers", async move { pod_workers(&p, &pd).await });
             // kubelet restarts the agent (new pid) whenever it exits.
             let (k, p, pd, name) = (kube.clone(), kubelet.clone(), pods.clone(), host.name());
             let sw = sw.clone();
@@ -122,6 +102,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw:
                         base_rv: Cell::new(0),
                         spec_part: RefCell::default(),
                         pending: Cell::new(true),
+                        cni_rng: RefCell::new(proc.rng("cni")),
                         dirty: Notify::new(),
                         enis: RefCell::default(),
                         observed_enis: RefCell::default(),
@@ -133,6 +114,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw:
                         restore_first,
                         sw: sw.clone(),
                     });
+                    *pd.agent.borrow_mut() = Rc::downgrade(&agent);
                     let a = agent.clone();
                     let restore_ms = workload.restore_ms;
                     proc.spawn("restore", async move { a.restore(restore_ms).await });
@@ -178,7 +160,7 @@ pub fn answer_all<V>(
     view
 }
 
-/// The IPs the agent may hand to a pod, in the order it hands them out (pool order): in the pool,
+/// The IPs the agent may hand to a pod (in pool order; the CNI draws one of them): in the pool,
 /// not used (one walk over the pool and the used IPs), and not in a handshake state that forbids
 /// it (`marked-for-release`, `ready-for-release`, `released` in its `view`).
 pub fn allocatable<'a, V>(
@@ -190,48 +172,6 @@ pub fn allocatable<'a, V>(
     unused(pool, used)
         .filter(move |(ip, _)| view.get(ip).is_none_or(|s| !taken.contains(s)))
         .map(|(ip, _)| ip)
-}
-
-async fn run_workload(proc: &Proc, w: &Workload, pods: &Pods) {
-    let mut rng = proc.rng("workload");
-    let host = proc.host_name();
-    loop {
-        proc.sleep(Duration::from_secs(
-            rng.random_range(w.step_min_s..=w.step_max_s.max(w.step_min_s)) as u64,
-        ))
-        .await;
-        // The target swings between 0 and max_pods (a triangle wave), plus bursts.
-        let t = (proc.mono_us() / 1_000_000) as u32 % w.period_s.max(1);
-        let half = w.period_s.max(2) / 2;
-        let target = w.max_pods * if t < half { t } else { w.period_s - t } / half.max(1);
-        let count = pods.pods.borrow().len() as u32;
-        let burst = rng.random_range(0..100) < w.burst_percent;
-        if count < target || burst {
-            let n = if burst { rng.random_range(2..=6) } else { 1 };
-            for _ in 0..n {
-                let pod = Short::from_fmt(format_args!("{host}-pod-{}", pods.next.get()))
-                    .expect("a node's pod names fit a Short");
-                pods.next.set(pods.next.get() + 1);
-                pods.pods.borrow_mut().insert(pod, None);
-                pods.pending.set(pods.pending.get() + 1);
-                proc.emit(CiliumEvent::CiliumPodCreated { pod });
-            }
-        } else if count > target && count > 0 {
-            let victim = {
-                let p = pods.pods.borrow();
-                p.keys().nth(rng.random_range(0..p.len())).copied()
-            };
-            if let Some(pod) = victim {
-                let ip = pods.pods.borrow_mut().remove(&pod).flatten();
-                match ip {
-                    Some(ip) => pods.gone.borrow_mut().push((pod, ip)),
-                    None => pods.pending.set(pods.pending.get() - 1),
-                }
-                proc.emit(CiliumEvent::CiliumPodDeleted { pod, ip });
-            }
-        }
-        pods.changed.notify();
-    }
 }
 
 impl Agent {
@@ -272,7 +212,6 @@ impl Agent {
         if self.restore_first {
             self.answer_observed();
         }
-        self.pods.changed.notify();
         self.mark_dirty();
     }
 
@@ -284,7 +223,8 @@ impl Agent {
         });
     }
 
-    /// Takes a CiliumNode version: pool, base version, and the answered `release-ips` view.
+    /// Takes a CiliumNode version (an informer event, its own writes' included, or a fresh
+    /// read): pool, base version, and the answered `release-ips` view.
     fn observe(&self, obj: &sim::kube::Object) {
         if obj.rv <= self.base_rv.get() {
             return;
@@ -350,7 +290,6 @@ impl Agent {
         }
         let changed = view != *release_ips;
         *self.view.borrow_mut() = view;
-        self.pods.changed.notify();
         if changed && answering {
             self.answered.set(true);
             self.mark_dirty();
@@ -367,12 +306,11 @@ impl Agent {
             .await;
     }
 
-    /// CNI: give pending pods an IP, take IPs back from deleted pods.
+    /// CNI DEL: IPs of deleted pods go back to the pool, each only while it is still that pod's
+    /// (endpoint restore took the IPs of the pods that existed then).
     async fn cni(&self) {
         loop {
             let seen = self.pods.changed.generation();
-            // IPs of deleted pods go back to the pool, each only while it is still that pod's
-            // (endpoint restore took the IPs of the pods that existed then).
             let mut changed = false;
             for (pod, ip) in self.pods.gone.take() {
                 let mut used = self.used.borrow_mut();
@@ -381,60 +319,49 @@ impl Agent {
                     changed = true;
                 }
             }
-            let waiting = || -> Vec<Short> {
-                let pods = self.pods.pods.borrow();
-                let w = pods.iter().filter(|(_, ip)| ip.is_none());
-                w.map(|(pod, _)| *pod).collect()
-            };
-            let pending = if self.pods.pending.get() == 0 || !self.restored.get() {
-                Vec::new()
-            } else {
-                waiting()
-            };
-            // The count the kubelet and this loop keep must be the pods' own (debug builds check).
-            debug_assert!(
-                !self.restored.get()
-                    || self.pods.pending.get() as usize
-                        == if pending.is_empty() {
-                            waiting().len()
-                        } else {
-                            pending.len()
-                        }
-            );
-            // Each pending pod, in name order, gets the first free IP in pool order. Only this
-            // pass takes IPs, each the first left, so one walk of the pool finds them all.
-            let free: Vec<Short> = if pending.is_empty() {
-                Vec::new()
-            } else {
-                let (spec, used, view) =
-                    (self.spec.borrow(), self.used.borrow(), self.view.borrow());
-                let enis = self.enis.borrow();
-                // An IP whose interface the status does not list yet cannot be handed out
-                // ("unable to find ENI"); the pod waits for a later attempt.
-                let nothing = BTreeMap::new();
-                let view = match self.sw.mutant_allocate_held {
-                    true => &nothing,
-                    false => &*view,
-                };
-                allocatable(&spec.pool, &used, view)
-                    .take(pending.len())
-                    .take_while(|ip| spec.pool.get(ip).is_some_and(|e| enis.contains(e)))
-                    .collect()
-            };
-            for (pod, ip) in pending.into_iter().zip(free) {
-                self.used.borrow_mut().insert(ip, pod);
-                if let Some(slot) = self.pods.pods.borrow_mut().get_mut(&pod) {
-                    *slot = Some(ip);
-                    self.pods.pending.set(self.pods.pending.get() - 1);
-                }
-                self.proc.emit(CiliumEvent::CiliumPodIp { pod, ip });
-                changed = true;
-            }
             if changed {
                 self.mark_dirty();
             }
             self.pods.changed.changed_since(seen).await;
         }
+    }
+
+    /// CNI ADD for `pod` (`crdAllocator.AllocateNext`, crd.go:833-852 @ed90dd5): fails at once
+    /// unless the agent runs and has restored its endpoints, and a free IP exists; the IP is the
+    /// first of a Go map range over the pool (`allocateNext`, crd.go:565-604), so a random one
+    /// of the allocatable IPs. An IP whose interface the observed status does not list fails the
+    /// call ("unable to find ENI", `buildAllocationResult`, crd.go:682-702) and stays free.
+    /// Whether the pod got an IP.
+    pub(super) fn cni_add(&self, pod: Short) -> bool {
+        if !self.proc.is_alive() || !self.restored.get() {
+            return false;
+        }
+        let ip = {
+            let (spec, used, view) = (self.spec.borrow(), self.used.borrow(), self.view.borrow());
+            let nothing = BTreeMap::new();
+            let view = match self.sw.mutant_allocate_held {
+                true => &nothing,
+                false => &*view,
+            };
+            let free: Vec<Short> = allocatable(&spec.pool, &used, view).collect();
+            if free.is_empty() {
+                return false; // "No more IPs available"
+            }
+            let ip = free[self.cni_rng.borrow_mut().random_range(0..free.len())];
+            if !spec
+                .pool
+                .get(&ip)
+                .is_some_and(|e| self.enis.borrow().contains(e))
+            {
+                return false;
+            }
+            ip
+        };
+        self.used.borrow_mut().insert(ip, pod);
+        self.pods.served(pod, ip);
+        self.proc.emit(CiliumEvent::CiliumPodIp { pod, ip });
+        self.mark_dirty();
+        true
     }
 
     /// The status writer's trigger.
@@ -478,8 +405,13 @@ impl Agent {
                 .update(KIND, &self.node, self.base_rv.get(), Part::Status, status)
                 .await;
             last_write = Some(self.proc.mono_us());
+            // Upstream's `refreshNode` discards the answer of its UpdateStatus (crd.go:474-500
+            // @ed90dd5): the next write's resourceVersion, and the agent's copy of the object,
+            // come from the informer, whose Update handler runs `updateLocalNodeResource` for
+            // every update that is not DeepEqual to the last (crd.go:107-165), the agent's own
+            // writes included.
             match result {
-                Ok(obj) => self.base_rv.set(obj.rv.max(self.base_rv.get())),
+                Ok(_) => {}
                 Err(KubeError::Conflict) => {
                     if let Ok(fresh) = self.kube.get(KIND, &self.node).await {
                         self.observe(&fresh);

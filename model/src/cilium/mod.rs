@@ -23,6 +23,7 @@ pub mod event;
 pub use event::CiliumEvent;
 pub mod agent;
 pub mod decide;
+pub mod kubelet;
 pub mod operator;
 
 use serde::{Deserialize, Serialize};
@@ -144,6 +145,9 @@ pub struct Switches {
     /// (neither `handleIPRelease`'s drop of a timed IP nor `abortNoLongerExcessIPs` removes it).
     /// What docs/mutation.md took its surviving `decide.rs` `handle_ip_release` mutant to do.
     pub mutant_never_abort: bool,
+    /// Mutant `cilium-mutant-ipam-stalls` (test-only): a new leader's IPAM never starts (its
+    /// blocking cloud resync never returns) while the elector keeps renewing the Lease.
+    pub mutant_ipam_stalls: bool,
 }
 
 /// `spec` of a CiliumNode.

@@ -78,7 +78,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "An unassign whose answer is lost is later aborted, and the agent hands out the IP",
         scenario: "cilium-swarm",
-        seeds: &[10454],
+        seeds: &[2291],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased an entry that was not 'released'",
@@ -100,7 +100,7 @@ pub static FINDINGS: &[Finding] = &[
         preconditions: &[
             "the cloud applies an unassign but its answer is lost (an EC2 API timeout)",
             "the instances API stays ready through the following passes (upstream blocks pool passes after a failed resync)",
-            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+            "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -110,7 +110,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A deposed operator, lingering in its graceful shutdown, acts on IPs beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[73, 4514],
+        seeds: &[1233, 1338],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator's leadership had ended and it was lingering in its graceful shutdown",
@@ -164,7 +164,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A restarted agent answers ready-for-release for an IP a pod still uses",
         scenario: "cilium-silent-task-death",
-        seeds: &[1068, 1495],
+        seeds: &[23, 1495],
         signature: Signature {
             invariants: &["agent-answers-truthfully", "no-release-in-use"],
             describe: "a restarted agent answered ready-for-release for an IP a pod holds, or (when that answer is not seen first) the status the operator decided from was written by a restarted agent, and the operator still led",
@@ -215,7 +215,7 @@ pub static FINDINGS: &[Finding] = &[
         impact: "A pod is given an IP address the cloud no longer assigns to its node: its traffic is dropped.",
         preconditions: &[
             "an excess-IP release whose unassign the operator's cloud cache still shows until the next instance sync",
-            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+            "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -243,7 +243,7 @@ pub static FINDINGS: &[Finding] = &[
         impact: "A pod is given an IP address the cloud no longer assigns to its node, after an operator leadership change.",
         preconditions: &[
             "the leader dies or loses the lease between an unassign and the writes that record it",
-            "a pod waiting for an IP is served in the few milliseconds between the new leader's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+            "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the new leader's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -253,7 +253,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "An IP the cloud gives back to the same node stays 'released' and is never used (issue #39981)",
         scenario: "cilium-clock-skew",
-        seeds: &[5198, 7638],
+        seeds: &[6719, 8258],
         signature: Signature {
             invariants: &["released-entries-clear"],
             describe: "a released entry remains for an IP the cloud gave back to the same node, and the operators run no #39981 clean-up",
@@ -306,7 +306,7 @@ pub static FINDINGS: &[Finding] = &[
         impact: "With newer operators' fix for upstream issue #39981, a pod is given an IP address the cloud no longer assigns to its node.",
         preconditions: &[
             "an excess-IP release followed by a pool pass before the instance sync refreshes the spec pool",
-            "a pod waiting for an IP is served in the few milliseconds between the operator's status write and its spec write (the model serves a waiting pod at once; upstream's kubelet retries after a backoff)",
+            "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,

@@ -1,9 +1,9 @@
 //! Cilium's invariants (checked by `monitor`): one per promise of the excess-IP release handshake
 //! each with the upstream behaviour it stands for and, for liveness, a bound computed
 //! from the model's constants (`scenarios::cilium`: [`CLEANUP_BOUND_US`], [`ABORT_BOUND_US`],
-//! [`PODS_BOUND_US`], [`EXCESS_BOUND_US`]). Every one has a mutant that trips it (`switches.rs`).
+//! [`PODS_BOUND_US`], [`EXCESS_BOUND_US`], [`IPAM_GAP_BOUND_US`]). Every one has a mutant that trips it (`switches.rs`).
 
-use super::{ABORT_BOUND_US, CLEANUP_BOUND_US, EXCESS_BOUND_US, PODS_BOUND_US};
+use super::{ABORT_BOUND_US, CLEANUP_BOUND_US, EXCESS_BOUND_US, IPAM_GAP_BOUND_US, PODS_BOUND_US};
 use crate::invariant::{Breach, Invariant};
 
 /// No IP is unassigned while a pod uses it.
@@ -70,11 +70,20 @@ pub const RELEASED_ENTRIES_CLEAR: Invariant = Invariant::liveness(
 .bound_us(PODS_BOUND_US)
 .upstream("newer operator/pkg/ipam/nodemanager/node.go abortNoLongerExcessIPs @35b06d5a: a released entry whose IP is back in the pool is removed (issue #39981, PR #42276)")
 .measure(Breach::Exceeds, "time after faults stopped with a released entry for an IP back in its node's pool");
+/// The Lease holder runs IPAM.
+pub const LEADER_RUNS_IPAM: Invariant = Invariant::liveness(
+    "leader-runs-ipam",
+    "one cloud request timeout (the IPAM start's blocking resync, whose failure exits the process), then a Lease take-over (lease duration, the widest acquire wait, one request), and 10 s for requests",
+    "after faults stop, while a pod waits for an IP on a node whose agent and operators run all their tasks, the Lease as the API server stores it does not name, for longer than the bound, an operator whose IPAM has not started or whose process has exited (counted from the later of faults stopping, its taking the Lease and its IPAM stopping)",
+)
+.bound_us(IPAM_GAP_BOUND_US)
+.upstream("operator/cmd/root.go @ed90dd5: OnStartedLeading starts the leader lifecycle (l. 448-453), whose IPAM start is one blocking cloud resync that exits the process on failure (alloc.Start, log.Fatalf, l. 554-581; pkg/ipam/node_manager.go Start l. 221-225); a holder that exited stops renewing, and a candidate takes the Lease once LeaseDuration has passed since it last saw a renewal (client-go v0.30.3 leaderelection.go tryAcquireOrRenew)")
+.measure(Breach::Exceeds, "how long the Lease named an operator without running IPAM while pods waited (counted from faults stopping at the earliest)");
 /// Pods get IPs after faults stop while their node has room.
 pub const PODS_GET_IPS: Invariant = Invariant::liveness(
     "pods-get-ips",
-    "lease take-over, the maintainer's 5-min backoff, a resync, the agent's start and status write",
-    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node has room (pods holding IPs < interfaces x capacity, and < max-allocate when it is set)",
+    "lease take-over, the maintainer's 5-min backoff, a resync, the agent's start and status write, the pod's next sandbox attempt (kubelet's 10 s pod-sync backoff, jittered to 15 s)",
+    "after faults stop, on nodes whose agent and operators run all their tasks, no pod waits for an IP longer than the bound while its node has room (pods holding IPs < interfaces x capacity, and < max-allocate when it is set) and has had it for longer than the kubelet's longest retry wait (a waiting pod takes a freed IP at its next sandbox attempt)",
 )
 .bound_us(PODS_BOUND_US)
 .upstream("pkg/ipam/node.go calculateNeededIPs/handleIPAllocation @ed90dd5 (l. 327-345) and crd.go allocateNext: a node short of IPs gets more up to its interfaces' capacity and its max-allocate (the need is capped so that available + needed <= max-allocate), and handshake states never starve it")
@@ -99,6 +108,7 @@ pub static INVARIANTS: &[Invariant] = &[
     HANDSHAKE_ENTRIES_CLEAR,
     HANDSHAKE_ABORTED_WHEN_NOT_EXCESS,
     RELEASED_ENTRIES_CLEAR,
+    LEADER_RUNS_IPAM,
     PODS_GET_IPS,
     EXCESS_RELEASED,
 ];

@@ -25,7 +25,8 @@
 //! | `handshake-entries-clear` | liveness | [`CLEANUP_BOUND_US`] after faults stop (or after the entry is due, if later), no CiliumNode holds an entry whose IP left the node in the cloud, that the agent refused, or whose release the leading operator aborted |
 //! | `handshake-aborted-when-not-excess` | liveness | [`ABORT_BOUND_US`] after the later of faults stopping and its IP leaving its node's release candidates (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs), no CiliumNode holds a `marked-for-release` or `ready-for-release` entry for an IP still assigned to the node that the leading operator has not aborted |
 //! | `released-entries-clear` | liveness | at the `pods-get-ips` deadline, no agent holds a `released` entry for an IP the cloud has given back to its node (issue #39981: the IP would never be used again) |
-//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity, and < `max-allocate` when set) |
+//! | `leader-runs-ipam` | liveness | [`IPAM_GAP_BOUND_US`] after faults stop (or after its holder took it or its IPAM stopped, if later), while a pod waits for an IP, the stored Lease names no operator whose IPAM has not started or whose process has exited |
+//! | `pods-get-ips` | liveness | [`PODS_BOUND_US`] after faults stop, no pod still waits for an IP while its node has room (pods holding IPs < interfaces x capacity, and < `max-allocate` when set) and has had it for longer than the kubelet's longest retry wait |
 //! | `excess-released` | liveness | an IP that stays a release candidate (upstream's excess count and interface pick, from the cloud's assignments and the pods' IPs) is unassigned [`RELEASE_PIPELINE_US`] after its clock starts: the later of [`RECOVERY_US`] after faults stop, its becoming a candidate, the last change of its node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls |
 //!
 //! The monitor computes each expectation itself (`monitor/`: it calls no model function). The
@@ -77,16 +78,27 @@ const RESYNC_US: u64 = model::cilium::OPERATOR_RESYNC.as_micros() as u64;
 /// The agent's status write period (µs).
 const AGENT_WRITE_US: u64 = model::cilium::AGENT_UPDATE_RATE.as_micros() as u64;
 
+/// Bound of `leader-runs-ipam` after faults stop: the longest the Lease can name an operator
+/// without running IPAM. Its IPAM start is one blocking cloud resync whose failure exits the
+/// process (root.go:575-578, node_manager.go:221-225 @ed90dd5): at most one cloud request
+/// timeout; an exited holder stops renewing, and a candidate takes the Lease over within
+/// [`TAKEOVER_US`] of the last renewal it saw; 10 s for the requests between.
+pub const IPAM_GAP_BOUND_US: u64 =
+    sim::cloud::REQUEST_TIMEOUT.as_micros() as u64 + TAKEOVER_US + 10 * S;
+
 /// Bound of `pods-get-ips` after faults stop.
 ///
 /// Derived from the code's constants, the longest chain after faults stop: a new leader takes
 /// over (lease duration, the widest acquire wait, one request), a node's maintainer waits out
 /// its longest backoff (a failing cloud leaves it at 5 min, node_manager.go:312-330), then the
-/// next resync, the operator's writes, the agent's start poll and restore, and its
-/// rate-limited status write; 20 s for the requests between.
+/// next resync, the operator's writes, the agent's start poll and restore, its rate-limited
+/// status write, and the pod's next sandbox attempt (the kubelet's pod-sync backoff with its
+/// jitter: a pod that found no IP is not served the instant one appears); 20 s for the requests
+/// between.
 pub const PODS_BOUND_US: u64 = {
     let agent = 5 * S + 3 * S + AGENT_WRITE_US;
-    TAKEOVER_US + BACKOFF_US + RESYNC_US + agent + 20 * S
+    let kubelet = model::cilium::kubelet::POD_RETRY_MAX_US;
+    TAKEOVER_US + BACKOFF_US + RESYNC_US + agent + kubelet + 20 * S
 };
 
 /// Bound of `handshake-entries-clear` after faults stop (or after the entry is due to go, if
@@ -633,6 +645,7 @@ fn switches(spec: &RunSpec) -> Switches {
         mutant_no_allocation: bug("cilium-mutant-no-allocation"),
         mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
         mutant_never_abort: bug("cilium-mutant-never-abort"),
+        mutant_ipam_stalls: bug("cilium-mutant-ipam-stalls"),
     }
 }
 
@@ -701,6 +714,8 @@ pub fn run(
     simulate(cfg, Box::new(monitor), move |world| {
         let idx = |name: &str| names2.iter().position(|x| x == name).unwrap() as NodeIx;
         let kube = sim::kube::Kube::install(world, idx("apiserver"));
+        // The Lease's holder as stored: `leader-runs-ipam`'s ground truth.
+        kube.record_objects(sim::leaderelection::LEASE_KIND);
         *api.borrow_mut() = Some(kube.clone()); // the monitor reads the CiliumNodes it stores
         let cloud = sim::cloud::Cloud::install_with(
             world,

@@ -123,6 +123,12 @@ pub static SWITCHES: &[Switch] = &[
         "the operator never assigns IPs to a node that needs them",
     ),
     Switch::mutant::<Cilium>(
+        "cilium-mutant-ipam-stalls",
+        "cilium-swarm",
+        &super::invariants::LEADER_RUNS_IPAM,
+        "a new leader's IPAM never starts (its blocking cloud resync never returns) while the operator keeps renewing the Lease",
+    ),
+    Switch::mutant::<Cilium>(
         "cilium-mutant-never-mark",
         "cilium-clock-skew",
         &super::invariants::EXCESS_RELEASED,

@@ -6,7 +6,7 @@ use serde_json::Value::Null;
 use sim::kube::Kube;
 use sim::leaderelection::{
     peek_lease, seed_lease, ConfigError, LeaderElectionConfig, LeaderElectionRecord, LeaderElector,
-    LeaseSpec, CILIUM_OPERATOR_LOCK, LEASE_KIND,
+    LeaseSpec, ReleaseStyle, CILIUM_OPERATOR_LOCK, LEASE_KIND,
 };
 use sim::runtime::{on_fresh_thread, simulate};
 use sim::world::Host;
@@ -486,4 +486,111 @@ fn upstream_leaderelection_fast_path_after_lock_acquired() {
             (4_017, "spec"),
         ]
     );
+}
+
+/// client-go v0.30.3, the version the pinned cilium-operator vendors (`ReleaseStyle::UpdateCached`):
+/// `testReleaseLease` at tag v0.30.3 (leaderelection_test.go l. 401-534) scripts exactly three
+/// API calls (get and create for the acquire, one update for the release) and fails on any
+/// other: the release reads nothing and updates the cached Lease once (leaderelection.go
+/// `release` l. 296-314 at v0.30.3).
+fn baz_v0_30_3(kube: &Kube, p: &Proc) -> LeaderElector {
+    let cfg = LeaderElectionConfig {
+        lease_duration: Duration::from_secs(10),
+        renew_deadline: Duration::from_secs(5),
+        retry_period: Duration::from_secs(2),
+        release_style: ReleaseStyle::UpdateCached,
+        ..LeaderElectionConfig::new("bar", "baz")
+    };
+    LeaderElector::new(kube, p, cfg).expect("valid")
+}
+
+#[test]
+fn upstream_leaderelection_v0_30_3_release_lease() {
+    let (log, writes) = script(vec![], |p, kube, w, log| async move {
+        let le = baz_v0_30_3(&kube, &p);
+        assert!(le.try_acquire_or_renew().await);
+        le.maybe_report_transition();
+        assert_eq!(le.snapshot().reported_leader, "baz");
+        let t = w.now_us();
+        assert!(le.release_cached().await);
+        // One request (2 ms), not a read and an update (4 ms): no API call but the update.
+        near(w.now_us() - t, 2 * MS);
+        let s = le.snapshot();
+        assert_eq!(s.observed.holder_identity, "");
+        assert_eq!(s.observed.leader_transitions, 0);
+        le.maybe_report_transition();
+        assert_eq!(le.snapshot().reported_leader, "");
+        let stored = peek_lease(&kube, "bar").unwrap();
+        assert_eq!(stored.holder_identity.as_deref(), Some(""));
+        assert_eq!(stored.lease_duration_seconds, Some(1));
+        assert_eq!(stored.lease_transitions, Some(0));
+        log.borrow_mut().push(DONE.into());
+    });
+    ok(&log);
+    assert_eq!(writes_of(&writes), ["create", "spec"]);
+}
+
+#[test]
+fn v0_30_3_release_gives_up_on_a_conflict() {
+    // No upstream test: v0.30.3's `release` returns false on any Update error (l. 308-311), with
+    // no read and no second attempt, where master's `tryRelease` reads again after a conflict
+    // (TestReleaseRetriesOnConflict, mirrored above). A write moves the Lease's version first.
+    let (log, writes) = script(vec![], |p, kube, _w, log| async move {
+        let le = baz_v0_30_3(&kube, &p);
+        assert!(le.try_acquire_or_renew().await);
+        let cur = kube.peek(LEASE_KIND, "bar").unwrap();
+        let body = serde_json::to_value(LeaseSpec::of(&cur).unwrap()).unwrap();
+        kube.client(&p)
+            .update(LEASE_KIND, "bar", cur.rv, sim::kube::Part::Spec, body)
+            .await
+            .expect("the interleaved write");
+        assert!(!le.release_cached().await);
+        // Still this elector's: it expires instead of being handed over.
+        assert_eq!(
+            peek_lease(&kube, "bar").unwrap().holder_identity.as_deref(),
+            Some("baz")
+        );
+        log.borrow_mut().push(DONE.into());
+    });
+    ok(&log);
+    assert_eq!(writes_of(&writes), ["create", "spec", "conflict"]);
+}
+
+#[test]
+fn upstream_leaderelection_v0_30_3_release_on_cancellation() {
+    // testReleaseOnCancellation at v0.30.3 (l. 544-766): 15 s / 2 s / 1 s, ReleaseOnCancel; after
+    // the cancel the lock is released by the next update, with no read before it.
+    let (log, writes) = script(vec![], |p, kube, w, log| async move {
+        let cfg = LeaderElectionConfig {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: Duration::from_secs(1),
+            release_on_cancel: true,
+            release_style: ReleaseStyle::UpdateCached,
+            ..LeaderElectionConfig::new("bar", "baz")
+        };
+        let le = LeaderElector::new(&kube, &p, cfg).unwrap();
+        let runner = le.clone();
+        p.spawn("run", async move { runner.run().await });
+        assert!(le.started_leading().await);
+        p.sleep(Duration::from_millis(3_500)).await;
+        le.stop();
+        assert!(!le.leading());
+        le.stopped_leading().await;
+        log.borrow_mut()
+            .push(format!("stopped {}", w.now_us() / MS));
+        let stored = peek_lease(&kube, "bar").unwrap();
+        assert_eq!(stored.holder_identity.as_deref(), Some(""));
+        assert_eq!(stored.lease_duration_seconds, Some(1));
+        log.borrow_mut().push(DONE.into());
+    });
+    ok(&log);
+    // Stopped at 3.504 s as with master's release, which then needs 4 ms (a read, an update);
+    // this one writes at once: 2 ms.
+    assert_eq!(log[0], "stopped 3506");
+    assert_eq!(
+        writes_of(&writes),
+        ["create", "spec", "spec", "spec", "spec", "spec"]
+    );
+    near(writes.last().unwrap().t_us, 3_505 * MS);
 }

@@ -130,6 +130,9 @@ fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
             identity: identity.clone(),
             transitions,
         });
+        if c.switches.mutant_ipam_stalls {
+            return std::future::pending().await;
+        }
         let ipam = ipam::Ipam::new(&p, &k, &cl, c, transitions);
         if !ipam.start(&identity).await {
             p.exit(1); // log.Fatalf("Unable to start ... allocator")

@@ -71,7 +71,7 @@ impl Entries {
 }
 
 /// A failure of `invariant`, measured at `value_us` against `bound_us`.
-fn liveness(
+pub(super) fn liveness(
     invariant: &crate::invariant::Invariant,
     explanation: String,
     value_us: u64,
@@ -90,6 +90,9 @@ impl CiliumMonitor {
     /// The liveness checks due at `now_us` (none before faults stop).
     pub(super) fn liveness_checks(&mut self, now_us: u64) -> Option<Failure> {
         let l = self.liveness_at?;
+        if let Some(f) = self.leader_without_ipam(l, now_us) {
+            return Some(f);
+        }
         if let Some(f) = self.entries_overdue(l, now_us) {
             return Some(f);
         }
@@ -263,11 +266,11 @@ impl CiliumMonitor {
     /// IPs than the interfaces can, and fewer than `max-allocate` when it is set (upstream's
     /// calculateNeededIPs caps the need so that the pool stays within it, node.go:327-345
     /// @ed90dd5: a node whose pods hold max-allocate IPs gets no more).
+    /// A node whose pods held all it has room for less than the kubelet's longest retry wait ago
+    /// does not count: a waiting pod takes a freed IP at its next sandbox attempt.
     fn pods_waiting(&self, now_us: u64) -> Option<Failure> {
-        let room = match self.watermarks.max {
-            0 => self.capacity,
-            max => max.min(self.capacity),
-        };
+        let room = self.room();
+        let retry = model::cilium::kubelet::POD_RETRY_MAX_US;
         let mut waiting = Vec::new();
         let mut longest = 0;
         for (pod, (n, since)) in &self.pending {
@@ -276,8 +279,8 @@ impl CiliumMonitor {
                 continue;
             }
             let v = &self.nodes[i];
-            if v.pod_ips.len() >= room {
-                continue; // no room: the node cannot (or may not) hold another IP
+            if v.pod_ips.len() >= room || v.full_until + retry >= now_us {
+                continue; // no room (the node cannot, or may not, hold another IP), or not for long
             }
             // IPs of the node that no pod uses but that sit in a handshake state.
             let held: Vec<&Short> = v

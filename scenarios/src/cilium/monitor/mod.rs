@@ -20,6 +20,7 @@
 mod api;
 mod cleanup;
 mod excess;
+mod lease;
 mod safety;
 
 pub(crate) use api::ApiSlot;
@@ -28,6 +29,7 @@ pub(crate) use excess::Watermarks;
 use model::cilium::CiliumEvent;
 use model::cilium::{DO_NOT_RELEASE, KIND};
 use sim::event::{Event, Record};
+use sim::leaderelection::LEASE_KIND;
 use sim::units::show_secs as secs;
 use sim::{Failure, Monitor, Short};
 use std::collections::{BTreeMap, BTreeSet};
@@ -58,6 +60,10 @@ struct NodeView {
     assigned: BTreeMap<Short, Short>,
     /// ip -> (pod, since): the IPs the node's pods hold.
     pod_ips: BTreeMap<Short, (Short, u64)>,
+    /// The last time the node's pods held as many IPs as it has room for (`pods-get-ips`: a
+    /// waiting pod takes a freed IP only at its next sandbox attempt, up to the kubelet's
+    /// longest retry wait later).
+    full_until: u64,
     /// ip -> the agent's state, and since when it has held it.
     agent_state: BTreeMap<Short, (Short, u64)>,
 }
@@ -139,6 +145,8 @@ pub struct CiliumMonitor {
     progress: excess::Progress,
     /// `handshake-entries-clear`'s entries.
     entries: cleanup::Entries,
+    /// `leader-runs-ipam`'s Lease holder and running IPAMs.
+    lease: lease::LeaseWatch,
 }
 
 impl CiliumMonitor {
@@ -184,6 +192,7 @@ impl CiliumMonitor {
             cleans_readded: false,
             progress: excess::Progress::new(n, operators),
             entries: cleanup::Entries::new(n),
+            lease: lease::LeaseWatch::default(),
         }
     }
 
@@ -239,6 +248,23 @@ impl CiliumMonitor {
         }
     }
 
+    /// The IPs a node may hold: its interfaces' capacity, and `max-allocate` when it is set
+    /// (upstream's calculateNeededIPs caps the need so that the pool stays within it,
+    /// node.go:327-345 @ed90dd5).
+    fn room(&self) -> usize {
+        match self.watermarks.max {
+            0 => self.capacity,
+            max => max.min(self.capacity),
+        }
+    }
+
+    /// Before node `i`'s pods give up IPs: whether they held all it has room for, until now.
+    fn note_full(&mut self, i: usize, t_us: u64) {
+        if self.nodes[i].pod_ips.len() >= self.room() {
+            self.nodes[i].full_until = t_us;
+        }
+    }
+
     /// The cloud assigned `ip` on `eni` to `instance`.
     fn assign(&mut self, t_us: u64, instance: &str, eni: Short, ip: Short) {
         if let Some(i) = self.index(short(instance)) {
@@ -272,8 +298,11 @@ impl CiliumMonitor {
             Event::ProcessStart { pid, .. } if node.starts_with("operator") => {
                 self.operator_procs.insert((i, *pid));
             }
-            Event::ProcessExit { pid, .. } if node.starts_with("operator") => {
+            Event::ProcessExit { pid, name, .. } if node.starts_with("operator") => {
                 self.operator_procs.remove(&(i, *pid));
+                if name == "cilium-operator" {
+                    self.lease.ended(t, &node, Some(*pid));
+                }
             }
             Event::ProcessStart { pid, name } if name == "cilium-agent" => {
                 self.agents[i] = Some((*pid, t));
@@ -286,7 +315,9 @@ impl CiliumMonitor {
             }
             Event::NodeCrash => {
                 self.operator_procs.retain(|(n, _)| *n != i);
+                self.lease.ended(t, &node, None);
                 self.dead_tasks.remove(node.as_str());
+                self.note_full(i, t);
                 let view = &mut self.nodes[i];
                 view.pod_ips.clear();
                 view.agent_state.clear();
@@ -365,6 +396,16 @@ impl Monitor for CiliumMonitor {
                 self.kube_write(rec.t_us, name, *rv, part, client);
                 None
             }
+            Event::KubeWrite {
+                kind,
+                object: Some(o),
+                ..
+            } if kind == LEASE_KIND => {
+                let holder = o.spec.get("holderIdentity").and_then(|h| h.as_str());
+                self.lease
+                    .lease_written(rec.t_us, holder.unwrap_or_default());
+                None
+            }
             Event::System(_) => rec
                 .event
                 .system::<CiliumEvent>()
@@ -404,6 +445,7 @@ impl CiliumMonitor {
             CiliumEvent::CiliumPodDeleted { pod, ip } => {
                 self.pending.remove(pod);
                 if let Some(ip) = ip {
+                    self.note_full(i, t);
                     self.nodes[i].pod_ips.remove(ip);
                     self.refresh_excess(i, t, false);
                 }
@@ -463,7 +505,11 @@ impl CiliumMonitor {
                 self.leader = Some((format!("{node}:{pid}"), t));
                 None
             }
-            CiliumEvent::CiliumIpamStarted { cleans_readded, .. } => {
+            CiliumEvent::CiliumIpamStarted {
+                cleans_readded,
+                identity,
+            } => {
+                self.lease.ipam_started(t, identity);
                 self.cleans_readded |= *cleans_readded;
                 self.ipam_started[i] = Some(self.clocks[i].read(t));
                 None
