@@ -182,6 +182,14 @@ pub static SWITCHES: &[Switch] = &[
         about: "the master-only loop does not stop its watcher when is_master() turns false",
     },
     Switch {
+        name: "calico-mutant-loss-keeps-stamp",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::MASTER_ONLY_WORK_STOPS),
+        system: "calico",
+        scenario: "calico-split-brain",
+        about: "the refresh loop ends on a failed refresh or compare without clearing the stamp: the host's workers act as master until the stamp ages out (60 s)",
+    },
+    Switch {
         name: "calico-mutant-snapshot-flag-unset",
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::STALE_WARNING_NOT_IN_SNAPSHOT),
@@ -228,6 +236,14 @@ pub static SWITCHES: &[Switch] = &[
         system: "calico",
         scenario: "calico-status-backlog",
         about: "compaction neither reads the trigger key nor sleeps a period after a check: it compacts every 5 s",
+    },
+    Switch {
+        name: "calico-mutant-compaction-gives-up",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::COMPACTION_PROGRESSES),
+        system: "calico",
+        scenario: "calico-status-backlog",
+        about: "a compaction loop that finds its host not master stops polling for good: a host that becomes master later never compacts",
     },
     Switch {
         name: "calico-mutant-watchdog-registers-watcher",
