@@ -385,11 +385,16 @@ impl<S: ElectionStore> Elector<S> {
             self.write_old_key(lease).await;
             self.proc.sleep(self.timing.interval()).await;
         };
-        self.shared.clear(&self.proc);
+        // The answer that ends the mastership is reported as it arrives, before the reaction to
+        // it (the `finally` that clears the stamp, election.py lines 332-334 at 87c15906): the
+        // monitor times the host's step-down from it.
         self.proc.emit(CalicoEvent::CalicoLost {
             id: self.id.clone(),
             reason,
         });
+        if !self.sw.mutant_loss_keeps_stamp {
+            self.shared.clear(&self.proc);
+        }
         Ok(())
     }
 

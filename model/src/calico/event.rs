@@ -27,7 +27,8 @@ pub enum CalicoEvent {
         /// The elector's identity, `host:pid` of its neutron-server worker (the election key's value).
         id: String,
     },
-    /// The elector stopped being master (`reason`: why), without deleting the key.
+    /// The elector's refresh got the answer that ends its mastership (`reason`: which), emitted
+    /// as the answer arrives, before the stamp is cleared; the key is not deleted.
     CalicoLost {
         /// The elector's identity, `host:pid` of its neutron-server worker (the election key's value).
         id: String,

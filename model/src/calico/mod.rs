@@ -108,6 +108,10 @@ pub struct Switches {
     /// Mutant `calico-mutant-refresh-skips-keepalive` (test-only): the refresh re-puts the key
     /// without keeping its lease alive, so the lease runs out a TTL after the win.
     pub mutant_refresh_skips_keepalive: bool,
+    /// Mutant `calico-mutant-loss-keeps-stamp` (test-only): the refresh loop ends on a failed
+    /// refresh or compare without clearing the stamp, so `is_master()` stays true until the stamp
+    /// ages out.
+    pub mutant_loss_keeps_stamp: bool,
     /// Mutant `calico-mutant-watcher-not-stopped` (test-only): the master-only loop does not
     /// stop its watcher when `is_master()` turns false.
     pub mutant_watcher_not_stopped: bool,
@@ -128,6 +132,10 @@ pub struct Switches {
     /// Mutant `calico-mutant-compaction-ignores-period` (test-only): compaction neither reads nor
     /// claims the trigger key, nor sleeps a period after a check (it checks every 5 s).
     pub mutant_compaction_ignores_period: bool,
+    /// Mutant `calico-mutant-compaction-gives-up` (test-only): a compaction loop that finds its
+    /// host not master stops polling for good, so a host that becomes master later never
+    /// compacts.
+    pub mutant_compaction_gives_up: bool,
     /// Mutant `calico-mutant-watchdog-registers-watcher` (test-only): the watchdog also watches
     /// the status watcher's greenlet, which runs only while the host is master.
     pub mutant_watchdog_registers_watcher: bool,

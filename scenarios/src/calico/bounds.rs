@@ -62,3 +62,10 @@ pub(crate) const ACTING_GAP_US: u64 = us(MASTER_CHECK_INTERVAL) + us(ROUND_TRIP_
 /// A master, then its watcher at the next poll, one Felix report interval, and 20 s of slack.
 pub const AGENT_VIEW_BOUND_US: u64 =
     ELECTION_BOUND_US + us(MASTER_CHECK_INTERVAL) + us(REPORT_INTERVAL) + 20 * S;
+/// Slack of `compaction-progresses` beyond the period: a master that has just become one polls
+/// `is_master()` every `MASTER_CHECK_INTERVAL_SECS` (5 s) before its first check
+/// (mech_calico.py `do_periodic_compaction`, lines 1345-1351 at 87c15906), and a check makes at
+/// most eight etcd requests (trigger read, lease TTL, last-key read, status, compact, last-key put,
+/// lease grant and trigger put: `check_request_etcd_compaction` and `write_compaction_keys`,
+/// lines 1413-1624), each a round trip of milliseconds while no fault is in force: 10 s for them.
+pub const COMPACTION_SLACK_US: u64 = us(MASTER_CHECK_INTERVAL) + 10 * S + TIMER_SLACK_US;

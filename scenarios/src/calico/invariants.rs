@@ -6,9 +6,9 @@
 //! `calico-mutant-*` switch (`switches.rs`).
 
 use super::bounds::{
-    AGENT_VIEW_BOUND_US, ELECTION_BOUND_US, HANDOVER_BOUND_US, MASTER_STABLE_WINDOW_US,
-    SILENT_AGENT_BOUND_US, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US, WATCH_WORK_BOUND_US,
-    WORK_STOPS_BOUND_US,
+    AGENT_VIEW_BOUND_US, COMPACTION_SLACK_US, ELECTION_BOUND_US, HANDOVER_BOUND_US,
+    MASTER_STABLE_WINDOW_US, SILENT_AGENT_BOUND_US, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US,
+    WATCH_WORK_BOUND_US, WORK_STOPS_BOUND_US,
 };
 use crate::invariant::{Breach, Invariant};
 
@@ -67,12 +67,12 @@ pub const MASTER_STABLE: Invariant = Invariant::safety(
 /// A host stops master-only work soon after its own elector saw mastership end.
 pub const MASTER_ONLY_WORK_STOPS: Invariant = Invariant::safety(
     "master-only-work-stops",
-    "once a host's elector has cleared its stamp (it saw mastership end), no process of that host does master-only work more than one poll later, until the stamp is set again; a snapshot whose reads were in flight may finish; excused while the process's master-only loop was stalled or after it died",
+    "once a host's elector has evidence that its mastership ended (a refresh that failed, or whose compare found the key changed or gone), or has cleared its stamp (a step-down), no process of that host does master-only work more than one poll later, until the stamp is set again; a snapshot whose reads were in flight may finish; excused while the process's master-only loop was stalled or after it died",
 )
 .bounded("one `MASTER_CHECK_INTERVAL_SECS` poll (5 s) for work from a watch and compaction; + 2 x `etcd_timeout` (the status and range reads in flight) for a snapshot = 125 s")
 .bound_us(WORK_STOPS_BOUND_US)
-.upstream("a cleared stamp makes is_master() false at once, and watch_status_updates stops the watcher at its next poll; the watcher returns at the first event after stop() (mech_calico.py is_master, lines 586-588; watch_status_updates, 719-728; etcdutils.py EtcdWatcher.start, 336-344)")
-.measure(Breach::Exceeds, "time from the host's elector clearing its stamp to the master-only work");
+.upstream("any error or failed compare of the refresh ends the refresh loop, whose finally clears the stamp (election.py Elector._become_master, lines 303-334); a cleared stamp makes is_master() false at once, and watch_status_updates stops the watcher at its next poll; the watcher returns at the first event after stop() (mech_calico.py is_master, lines 586-588; watch_status_updates, 719-728; etcdutils.py EtcdWatcher.start, 336-344)")
+.measure(Breach::Exceeds, "time from the host's elector learning its mastership ended (or clearing its stamp) to the master-only work");
 /// No stale warning while a snapshot replays.
 pub const STALE_WARNING_NOT_IN_SNAPSHOT: Invariant = Invariant::safety(
     "stale-warning-not-in-snapshot",
@@ -123,6 +123,15 @@ pub const COMPACTION_ONCE_PER_PERIOD: Invariant = Invariant::safety(
 .bound_us(model::calico::COMPACTION_PERIOD.as_micros() as u64)
 .upstream("compaction at most once per period: the trigger key with a lease of one period, and a period's sleep after each check (mech_calico.py do_periodic_compaction, lines 1324-1351; check_request_etcd_compaction, 1413-1607)")
 .measure(Breach::Within, "time between the two compactions");
+/// Compaction keeps happening while a master exists (the lower bound).
+pub const COMPACTION_PROGRESSES: Invariant = Invariant::liveness(
+    "compaction-progresses",
+    "two `etcd_compaction_period_mins` 2P (a check that reads the trigger key just before its one-period lease runs out skips a period) + one 5 s `is_master()` poll + 10 s of a check's round trips, from the last rewrite, the master's start, or the end of the last fault + `etcd_timeout`",
+    "while a master exists and nothing disturbs it or etcd, a compaction check rewrites the trigger key (or compacts the store) at least once every two compaction periods plus slack",
+)
+.bound_us(2 * model::calico::COMPACTION_PERIOD.as_micros() as u64 + COMPACTION_SLACK_US)
+.upstream("the master's compaction loop checks once per period and a check that finds the trigger key gone rewrites it, with a lease of one period (mech_calico.py do_periodic_compaction, lines 1324-1351; check_request_etcd_compaction, 1413-1607; write_compaction_keys, 1610-1624)")
+.measure(Breach::Exceeds, "time since the last rewrite of the trigger key (or the master's start) with a master and no disturbance");
 /// The watchdog exits only for a task that died.
 pub const WATCHDOG_RESTART_JUSTIFIED: Invariant = Invariant::safety(
     "watchdog-restart-justified",
@@ -173,6 +182,7 @@ pub static INVARIANTS: &[Invariant] = &[
     STALE_REPORT_WARNED,
     STALE_WARNING_JUSTIFIED,
     COMPACTION_ONCE_PER_PERIOD,
+    COMPACTION_PROGRESSES,
     WATCHDOG_RESTART_JUSTIFIED,
     AGENT_VIEW_CONVERGES,
     SILENT_AGENT_NOT_REPORTED,

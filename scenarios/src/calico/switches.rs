@@ -124,6 +124,12 @@ pub static SWITCHES: &[Switch] = &[
         "the master-only loop does not stop its watcher when is_master() turns false",
     ),
     Switch::mutant::<Calico>(
+        "calico-mutant-loss-keeps-stamp",
+        "calico-split-brain",
+        &super::invariants::MASTER_ONLY_WORK_STOPS,
+        "the refresh loop ends on a failed refresh or compare without clearing the stamp: the host's workers act as master until the stamp ages out (60 s)",
+    ),
+    Switch::mutant::<Calico>(
         "calico-mutant-snapshot-flag-unset",
         "calico-status-backlog",
         &super::invariants::STALE_WARNING_NOT_IN_SNAPSHOT,
@@ -158,6 +164,12 @@ pub static SWITCHES: &[Switch] = &[
         "calico-status-backlog",
         &super::invariants::COMPACTION_ONCE_PER_PERIOD,
         "compaction neither reads the trigger key nor sleeps a period after a check: it compacts every 5 s",
+    ),
+    Switch::mutant::<Calico>(
+        "calico-mutant-compaction-gives-up",
+        "calico-status-backlog",
+        &super::invariants::COMPACTION_PROGRESSES,
+        "a compaction loop that finds its host not master stops polling for good: a host that becomes master later never compacts",
     ),
     Switch::mutant::<Calico>(
         "calico-mutant-watchdog-registers-watcher",

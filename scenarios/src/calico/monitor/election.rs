@@ -5,8 +5,9 @@
 //!
 //! Reads (observations only): the election key's puts and deletes in etcd (`EtcdPut`,
 //! `EtcdDelete` with its cause), lease expiries and compactions (`EtcdCompact`), and the model's
-//! `CalicoStamp`, `CalicoStaleStamp`, `CalicoDeadPidCleanup`, `CalicoStepDown` and
-//! `CalicoMasterOnly` events. The holder is the key's value as etcd stores it; who may delete it
+//! `CalicoStamp`, `CalicoLost` (a refresh's answer that ends the mastership, reported as it
+//! arrives), `CalicoStaleStamp`, `CalicoDeadPidCleanup`, `CalicoStepDown` and `CalicoMasterOnly`
+//! events. The holder is the key's value as etcd stores it; who may delete it
 //! and how long master-only work stays legitimate are derived here from the spec and the model's
 //! constants. Calls no model function.
 
@@ -62,6 +63,10 @@ impl CalicoMonitor {
             CalicoEvent::CalicoStamp { stamp_us } => {
                 self.stamps[node as usize] = *stamp_us;
                 self.on_stamp(node, *stamp_us, rec.t_us);
+                None
+            }
+            CalicoEvent::CalicoLost { .. } => {
+                self.on_loss_evidence(node, rec.t_us);
                 None
             }
             CalicoEvent::CalicoStaleStamp { .. } => {

@@ -7,7 +7,7 @@
 //! | `master-only-work-legitimate` | safety | a host doing master-only work at true time t held the election key (with a live lease) at some time in `[t - bound, t]`. The bound is what upstream's code allows, from the model's constants (`etcd_timeout` T = 60 s): the stamp is taken when the refresh's put answers, at most T after the put was applied; `is_master()` trusts it for `MASTER_TIMEOUT` (60 s); a watcher acts on an answer up to one poll (5 s) old: 125 s for work dispatched from a watch. A stopped watcher still finishes a snapshot whose status and range reads (2 T) were in flight: 245 s. Compaction is recorded when it decides, right after its `is_master()`: 120 s |
 //! | `election-deletes-owned` | safety | a client deletes the election key only when it holds the value, or when the value names a dead process on its own host (dead-pid cleanup) |
 //! | `master-stable` | safety | the election key changes holder (is deleted) only when a fault that can end the holder's mastership touched the holder or etcd within the last 130 s (`etcd_timeout` + `MASTER_TIMEOUT` + one refresh interval): a pause, crash, isolation or cut between the holder and etcd, a graceful stop, a crash of its manager, a silent death or a stall of its elector, a watchdog exit of its process; an etcd crash, unavailability, ambiguity, slowness or garbling |
-//! | `master-only-work-stops` | safety | once a host's elector cleared its stamp (saw mastership end), no process of that host does master-only work more than one poll (5 s) later until the stamp is set again (a snapshot whose reads were in flight: + 2 `etcd_timeout`); excused while the process's master-only loop was stalled or after it died |
+//! | `master-only-work-stops` | safety | once a host's elector had evidence that its mastership ended (a refresh that failed, or whose compare found the key changed or gone), or cleared its stamp, no process of that host does master-only work more than one poll (5 s) later until the stamp is set again (a snapshot whose reads were in flight: + 2 `etcd_timeout`); excused while the process's master-only loop was stalled or after it died |
 //! | `master-elected` | liveness | once faults stop, a master exists (the key names a live process whose host's stamp is set) within TTL 60 s + watch timeout 20 s + retry jitter 2 s + 3 s of round trips = 85 s |
 //! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services (when the master's elector process still runs: a dead one cannot step down, and when etcd's node has not crashed within `etcd_timeout` plus the retry jitter before: requests it held wait out their timeout), or of the master's manager being respawned on the same host (dead-pid cleanup) |
 //! | `stale-warning-not-in-snapshot` | safety | no stale-update warning while a watcher replays a snapshot |
@@ -16,6 +16,7 @@
 //! | `stale-report-warned` | safety | a watcher that forwards (outside a snapshot) a report whose `time` is more than 300 s behind its own wall clock has logged a stale warning within the last 300 s |
 //! | `stale-warning-justified` | safety | every stale warning is for a report whose `time` is more than 300 s behind the watcher's wall clock at the warning (the report is the one the same dispatch forwards, or, de-duplicated, the one this watcher forwarded last for that host) |
 //! | `compaction-once-per-period` | safety | compaction never runs twice within one compaction period (etcd itself refuses to go backwards) |
+//! | `compaction-progresses` | liveness | while a master exists, a compaction check rewrites the trigger key (or compacts) at least once every two compaction periods 2P plus slack (one 5 s `is_master()` poll + 10 s of a check's round trips): by the latest of the last rewrite, the master's start and the end of the last fault (or stall or death of the master's compaction task or elector) + `etcd_timeout`, plus 2P + slack (a check that reads the trigger key a few ms before its lease of one period runs out skips a period) |
 //! | `watchdog-restart-justified` | safety | the watchdog exits a process only if the dead registered task died unexpectedly (not by finishing) |
 //! | `port-status-converges` (status scenarios) | liveness | 140 s after faults stop, every port whose Felix status has not changed for 30 s shows in Neutron as the spec maps it (up: ACTIVE, down: DOWN, anything else: ERROR) |
 //! | `agent-view-converges` | liveness | 140 s after faults stop (a master within 85 s, then one report interval and slack), Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs, and from no host whose Felix does not run |
@@ -49,6 +50,7 @@ pub(crate) use sim::units::show_secs as secs;
 use sim::{Failure, FaultKind, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod duties;
 mod election;
 mod faults;
 mod felix_time;
@@ -172,6 +174,7 @@ pub struct CalicoMonitor {
     resyncs: BTreeSet<(NodeIx, u32)>,
     compaction_period_us: u64,
     last_compaction_us: Option<u64>,
+    compaction_progress: duties::CompactionProgress,
     /// Neutron's last receipt of a report, per agent host name (true time).
     heard_us: BTreeMap<String, u64>,
     /// Per Felix host name: true time of its last status put in etcd.
@@ -183,6 +186,9 @@ pub struct CalicoMonitor {
     forwarded_time: BTreeMap<(NodeIx, u32, String), String>,
     /// Per node: when its elector last cleared the stamp (None: set, or never cleared).
     stamp_cleared_us: Vec<Option<u64>>,
+    /// Per node: when its elector's refresh first got an answer that ends the mastership (a
+    /// failure, or a failed compare) since the stamp was last set (None: no such answer).
+    loss_evidence_us: Vec<Option<u64>>,
     fault_log: BTreeMap<u32, FaultSpan>,
     task_faults: Vec<TaskFault>,
     /// Tasks that died unexpectedly: silently, or on an exception (node, pid, task).
@@ -229,12 +235,14 @@ impl CalicoMonitor {
             resyncs: BTreeSet::new(),
             compaction_period_us: compaction_period.as_micros() as u64,
             last_compaction_us: None,
+            compaction_progress: Default::default(),
             heard_us: BTreeMap::new(),
             report_put_us: BTreeMap::new(),
             agent_snapshot: BTreeSet::new(),
             pending_warning: None,
             forwarded_time: BTreeMap::new(),
             stamp_cleared_us: vec![None; n],
+            loss_evidence_us: vec![None; n],
             fault_log: BTreeMap::new(),
             task_faults: Vec::new(),
             died: BTreeSet::new(),
@@ -290,6 +298,7 @@ impl CalicoMonitor {
     fn on_calico(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
         match e {
             CalicoEvent::CalicoStamp { .. }
+            | CalicoEvent::CalicoLost { .. }
             | CalicoEvent::CalicoStaleStamp { .. }
             | CalicoEvent::CalicoDeadPidCleanup { .. }
             | CalicoEvent::CalicoStepDown { .. }
@@ -402,7 +411,14 @@ impl Monitor for CalicoMonitor {
                 self.report_put_us.insert(host, t);
                 None
             }
-            Event::EtcdCompact { client, .. } => self.on_compact(client, t),
+            Event::EtcdPut { key, .. } if **key == *model::calico::COMPACTION_TRIGGER_KEY => {
+                self.on_compaction_progress(Some(key), t);
+                None
+            }
+            Event::EtcdCompact { client, .. } => {
+                self.on_compaction_progress(None, t);
+                self.on_compact(client, t)
+            }
             Event::System(_) => rec
                 .event
                 .system::<CalicoEvent>()
@@ -412,6 +428,7 @@ impl Monitor for CalicoMonitor {
         if out.is_none() {
             self.check_obligations_met();
         }
+        self.track_master_stretch(t);
         out
     }
 
@@ -422,6 +439,9 @@ impl Monitor for CalicoMonitor {
         }
         self.check_obligations_met();
         if let Some(f) = self.master_elected_overdue(now_us) {
+            return Some(f);
+        }
+        if let Some(f) = self.compaction_overdue(now_us) {
             return Some(f);
         }
         if let Some(d) = self.agent_view_deadline.filter(|&d| now_us >= d) {

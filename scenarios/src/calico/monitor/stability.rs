@@ -1,12 +1,12 @@
 //! The faults that can end a mastership or delay a watcher, and the three checks that need them:
 //! `master-stable` (a holder loses the key only to a fault), `master-only-work-stops` (a host stops
-//! master-only work one poll after its own elector cleared the stamp) and
+//! master-only work one poll after its own elector learnt that its mastership ended) and
 //! `silent-agent-not-reported` (a silent Felix's report is not forwarded long after it wrote it).
 //!
 //! Reads (observations only): the schedule's faults as they start and end (`FaultStart`,
 //! `FaultEnd`), the world's `TaskDeath` and `TaskStall` events (which process and task), the
 //! election key's deletes and Felix's status puts in etcd (recorded in `mod.rs`), the electors'
-//! `CalicoStamp` events and the `CalicoMasterOnly` and `CalicoAgentForward` events of the model.
+//! `CalicoStamp` and `CalicoLost` events and the `CalicoMasterOnly` and `CalicoAgentForward` events of the model.
 //! Which fault can do what is derived here from upstream's elector and watcher (see each
 //! function); it calls no model function.
 
@@ -107,6 +107,26 @@ impl CalicoMonitor {
     /// The elector of `node` set (`stamp_us` > 0) or cleared its stamp.
     pub(super) fn on_stamp(&mut self, node: NodeIx, stamp_us: i64, t: u64) {
         self.stamp_cleared_us[node as usize] = (stamp_us == 0).then_some(t);
+        if stamp_us != 0 {
+            self.loss_evidence_us[node as usize] = None;
+        }
+    }
+
+    /// The elector of `node` got an answer to its refresh that ends its mastership (an error, or
+    /// the guarded put's compare failing: election.py `_become_master`, lines 303-326 at
+    /// 87c15906): the host has known since `t`, whatever its elector does about it.
+    pub(super) fn on_loss_evidence(&mut self, node: NodeIx, t: u64) {
+        self.loss_evidence_us[node as usize].get_or_insert(t);
+    }
+
+    /// Since when `node` has known that its mastership ended: the first answer that ended it, or
+    /// its elector clearing the stamp (a step-down), whichever came first.
+    fn known_lost_since(&self, node: NodeIx) -> Option<u64> {
+        let (e, c) = (
+            self.loss_evidence_us[node as usize],
+            self.stamp_cleared_us[node as usize],
+        );
+        e.into_iter().chain(c).min()
     }
 
     /// Task faults of process `pid` on `node` (of `task`, if given) in force in `[from, to]`.
@@ -189,7 +209,9 @@ impl CalicoMonitor {
     }
 
     /// `master-only-work-stops`: `worker` of `node`:`pid` did master-only work at `t` while the
-    /// node's stamp has been clear since `c`.
+    /// node has known since `c` that its mastership ended (its elector's refresh got an answer
+    /// that ends it, or the elector cleared the stamp): the clock does not start at the model's own
+    /// reaction, so an elector that forgets to clear the stamp is caught.
     pub(super) fn check_work_stops(
         &self,
         node: NodeIx,
@@ -198,7 +220,7 @@ impl CalicoMonitor {
         in_snapshot: bool,
         t: u64,
     ) -> Option<Failure> {
-        let c = self.stamp_cleared_us[node as usize]?;
+        let c = self.known_lost_since(node)?;
         let bound = match (worker, in_snapshot) {
             ("manager", _) => 0,
             (_, true) => WORK_STOPS_SNAPSHOT_BOUND_US,
@@ -223,7 +245,7 @@ impl CalicoMonitor {
             kind: Kind::Safety,
             node: Some(node),
             explanation: format!(
-                "{name}:{pid} ({worker}) did master-only work{} at {}, {} after {name}'s elector cleared the stamp at {} (bound {}){}",
+                "{name}:{pid} ({worker}) did master-only work{} at {}, {} after {name}'s elector knew its mastership had ended at {} (bound {}){}",
                 if in_snapshot { " from a snapshot" } else { "" },
                 secs(t),
                 secs(t - c),
