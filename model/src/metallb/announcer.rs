@@ -42,6 +42,15 @@
 //! map until its deadline passes: announced again before that, it gets no immediate gratuitous
 //! ARP, only the next tick's.
 //!
+//! Bug `metallb-garp-first-only`: the announcer before metallb 0c1ae8cc3 ("Rework how gratuitous
+//! advertisements (ARP/NDP) work", which fixed metallb/metallb#584 after PR 586, 709 and 730
+//! proposed other fixes). At its parent 124f6beb, `internal/layer2/announcer.go` `SetBalancer`
+//! (l. 183-209) returns at once for a service it already announces (l. 188-190) and otherwise
+//! starts `go a.spam(name)` (l. 207): a goroutine per service that sends a gratuitous ARP, sleeps
+//! 1.1 s and repeats while less than 5 s have passed since it started (`spam` l. 134-143), each
+//! one only while the service is still announced (`gratuitous` l. 145-154). There is no spam loop,
+//! so fix `metallb-garp-while-announced`, a change to that loop, has nothing to act on there.
+//!
 //! Upstream (metallb/metallb at 7938d3f): `speaker/layer2_controller.go` `ShouldAnnounce`
 //! (l. 88-133) and `sortL2Candidates` (l. 187-197); `internal/layer2/announcer.go` `SetBalancer`
 //! (l. 257-288), `spamLoop` (l. 157-197), `DeleteBalancer` (l. 291-315) and `shouldAnnounce`
@@ -203,6 +212,24 @@ struct Spam {
     until: BTreeMap<String, u64>,
     /// The ticker's next tick (`None`: stopped).
     tick: Option<u64>,
+    /// Bug `metallb-garp-first-only`: the running per-service `spam(name)` goroutines.
+    bursts: Vec<Burst>,
+}
+
+impl Spam {
+    /// When the `layer2` task must next wake for a gratuitous ARP.
+    fn next_wake(&self) -> Option<u64> {
+        self.bursts.iter().map(|b| b.next).chain(self.tick).min()
+    }
+}
+
+/// One pre-0c1ae8cc3 `spam(name)` goroutine (bug `metallb-garp-first-only`).
+struct Burst {
+    service: String,
+    /// Monotonic time it started.
+    start: u64,
+    /// Monotonic time its sleep ends.
+    next: u64,
 }
 
 /// The layer-2 controller of one speaker.
@@ -299,8 +326,13 @@ impl Announcer {
                     self.announced
                         .borrow_mut()
                         .insert(svc.clone(), Announced { ip: ip.clone() });
-                    self.do_spam(ip);
-                } else if resync.all || resync.services.contains(svc) {
+                    if self.sw.garp_first_only {
+                        self.start_burst(svc);
+                    } else {
+                        self.do_spam(ip);
+                    }
+                } else if !self.sw.garp_first_only && (resync.all || resync.services.contains(svc))
+                {
                     // `SetBalancer` of an IP already announced: a no-op but for its deferred
                     // `doSpam` (announcer.go l. 260, l. 264-271).
                     self.do_spam(ip);
@@ -371,6 +403,49 @@ impl Announcer {
         }
     }
 
+    /// Bug `metallb-garp-first-only`: `go a.spam(name)` (124f6beb `announcer.go` l. 207); its
+    /// first gratuitous ARP goes out at once.
+    fn start_burst(&self, svc: &str) {
+        let now = self.proc.mono_us();
+        self.spam.borrow_mut().bursts.push(Burst {
+            service: svc.to_string(),
+            start: now,
+            next: now,
+        });
+        self.burst_ticks();
+    }
+
+    /// Bug `metallb-garp-first-only`: every `spam(name)` goroutine whose sleep has ended sends a
+    /// gratuitous ARP for its service if less than [`GARP_FOR`] has passed since it started (and
+    /// the service is still announced), then sleeps [`GARP_EVERY`]; otherwise it ends (124f6beb
+    /// `announcer.go` `spam` l. 134-143, `gratuitous` l. 145-154).
+    fn burst_ticks(&self) {
+        let now = self.proc.mono_us();
+        let (every, span) = (GARP_EVERY.as_micros() as u64, GARP_FOR.as_micros() as u64);
+        let due: Vec<String> = {
+            let mut spam = self.spam.borrow_mut();
+            let mut due = Vec::new();
+            spam.bursts.retain_mut(|b| {
+                if b.next > now {
+                    return true;
+                }
+                if now - b.start >= span {
+                    return false;
+                }
+                due.push(b.service.clone());
+                b.next = now + every;
+                true
+            });
+            due
+        };
+        for svc in due {
+            let ip = self.announced.borrow().get(&svc).map(|a| a.ip.clone());
+            if let Some(ip) = ip {
+                self.port.garp(&ip);
+            }
+        }
+    }
+
     /// `gratuitous`: sent only while the IP is announced (`announcer.go` l. 203-212).
     fn gratuitous(&self, ip: &str) {
         if !self.announced.borrow().values().any(|a| a.ip == ip) {
@@ -401,6 +476,7 @@ impl Announcer {
             if let Some(t) = tick.filter(|t| *t <= now) {
                 self.spam_tick(t);
             }
+            self.burst_ticks();
             let (gm, gv) = (
                 self.ml.changed.generation(),
                 self.views.changed.generation(),
@@ -417,7 +493,7 @@ impl Announcer {
                 evaluated = Some((gm, gv));
             }
             // Wait for the next tick (an evaluation may have started the ticker) or a change.
-            let next = self.spam.borrow().tick;
+            let next = self.spam.borrow().next_wake();
             let changed = futures::future::select(
                 self.ml.changed.changed_since(gm),
                 self.views.changed.changed_since(gv),

@@ -153,6 +153,10 @@ pub struct Switches {
     pub join_once: bool,
     /// Bug `metallb-rejoin-via-apiserver`.
     pub rejoin_via_apiserver: bool,
+    /// Bug `metallb-garp-first-only` (before PR 709, metallb 0c1ae8cc3): the announcer has no spam
+    /// loop; only the first `SetBalancer` of a service starts its gratuitous ARPs (five, 1.1 s
+    /// apart), and a `SetBalancer` of a service already announced does nothing.
+    pub garp_first_only: bool,
     /// Fix `metallb-garp-while-announced`: the spam loop keeps every announced IP, so a speaker
     /// sends a gratuitous ARP every tick for as long as it announces (as keepalived's
     /// `vrrp_garp_master_refresh` does), not only for 5 s after a `SetBalancer`.

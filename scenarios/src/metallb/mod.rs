@@ -590,6 +590,7 @@ pub fn run(
     let switches = Switches {
         join_once: on("metallb-join-once"),
         rejoin_via_apiserver: on("metallb-rejoin-via-apiserver"),
+        garp_first_only: on("metallb-garp-first-only"),
         garp_while_announced: on("metallb-garp-while-announced"),
         mutant_never_withdraws: on("metallb-mutant-never-withdraws"),
         mutant_slow_suspicion: on("metallb-mutant-slow-suspicion"),

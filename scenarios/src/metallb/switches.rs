@@ -22,12 +22,20 @@ pub static SWITCHES: &[Switch] = &[
         about: "PR 662's first draft: each rejoin lists the peer IPs from the API server instead of the cache, so no rejoin happens while the API server is down",
     },
     Switch {
+        name: "metallb-garp-first-only",
+        kind: SwitchKind::Bug,
+        trips: None,
+        system: "metallb",
+        scenario: "metallb-split-brain",
+        about: "before metallb 0c1ae8cc3 (the fix of #584): only the first SetBalancer of a service starts its 5 s of gratuitous ARPs; after a split brain the owner, which never stopped announcing, sends none, and the router stays on the rival that announced during the split",
+    },
+    Switch {
         name: "metallb-garp-while-announced",
         kind: SwitchKind::Fix,
         trips: None,
         system: "metallb",
         scenario: "metallb-split-brain",
-        about: "the spam loop keeps sending a gratuitous ARP every 1.1 s for as long as the IP is announced (upstream: for 5 s after each SetBalancer), so the router follows the sole announcer within a tick of a rival's withdrawal",
+        about: "the spam loop keeps sending a gratuitous ARP every 1.1 s for as long as the IP is announced (upstream: for 5 s after each SetBalancer), so the router follows the sole announcer within a tick of a rival's withdrawal; a change to the current spam loop (upstream's unmerged PR 2981 proposes a periodic loop at a configured interval), so it does not apply to the announcer of bug metallb-garp-first-only",
     },
     Switch {
         name: "metallb-mutant-never-withdraws",
