@@ -175,6 +175,11 @@ impl Views {
         }
     }
 
+    /// Whether the Node informer view has Node `name`.
+    pub fn has_node(&self, name: &str) -> bool {
+        self.nodes.borrow().contains_key(name)
+    }
+
     /// Queues a resync of `service` (always a reason to wake the announcer).
     fn mark(&self, service: &str) -> bool {
         self.resync
@@ -302,12 +307,15 @@ impl Announcer {
 
     /// Re-evaluates every service; `resync` says which ones upstream reconciles now (a winner's
     /// `SetBalancer` restarts its IP's gratuitous-ARP burst).
-    fn evaluate(&self, resync: &Resync) {
+    /// `members_only`: only the member list changed since the last evaluation (mutant
+    /// `metallb-mutant-lazy-withdraw` withdraws nothing then).
+    fn evaluate(&self, resync: &Resync, members_only: bool) {
         let me = self.proc.host_name();
         let services = self.views.services.borrow().clone();
         for (svc, (ip, local)) in &services {
             let candidates = self.candidates(svc, *local);
-            let first = if self.sw.mutant_wrong_order {
+            let announcing = self.announced.borrow().contains_key(svc);
+            let first = if self.sw.mutant_wrong_order && !announcing {
                 candidates
                     .iter()
                     .max_by_key(|c| announce_key(c, ip))
@@ -315,7 +323,6 @@ impl Announcer {
             } else {
                 first_in_order(&candidates, ip, &mut self.keys.borrow_mut()).cloned()
             };
-            let announcing = self.announced.borrow().contains_key(svc);
             if first.as_deref() == Some(me.as_str()) {
                 if !announcing {
                     self.proc.emit(MetallbEvent::L2Announce {
@@ -337,7 +344,10 @@ impl Announcer {
                     // `doSpam` (announcer.go l. 260, l. 264-271).
                     self.do_spam(ip);
                 }
-            } else if announcing && !self.sw.mutant_never_withdraws {
+            } else if announcing
+                && !self.sw.mutant_never_withdraws
+                && !(self.sw.mutant_lazy_withdraw && members_only)
+            {
                 self.withdraw(svc);
             }
         }
@@ -489,7 +499,8 @@ impl Announcer {
                 if evaluated.is_none_or(|(m, _)| m != gm) {
                     resync.all = true;
                 }
-                self.evaluate(&resync);
+                let members_only = evaluated.is_some_and(|(_, v)| v == gv);
+                self.evaluate(&resync, members_only);
                 evaluated = Some((gm, gv));
             }
             // Wait for the next tick (an evaluation may have started the ticker) or a change.

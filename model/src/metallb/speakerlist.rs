@@ -85,15 +85,26 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
         let mut last_rv: Option<u64> = None;
         s.kube
             .run_informer("Node", None, INFORMER_IDLE, |ev| {
+                let name = match &ev {
+                    WatchEvent::Upsert(o) => o.name.to_string(),
+                    WatchEvent::Deleted { name, .. } => name.to_string(),
+                };
+                let had = v.has_node(&name);
                 if let WatchEvent::Upsert(o) = &ev {
                     if o.name == me && !s.switches.join_once {
                         if last_rv.is_some_and(|rv| rv != o.rv) {
-                            s.slot.request();
+                            s.request_join();
                         }
                         last_rv = Some(o.rv);
                     }
                 }
                 v.apply(ev);
+                if v.has_node(&name) != had {
+                    s.proc.emit(MetallbEvent::L2Node {
+                        node: name,
+                        present: !had,
+                    });
+                }
             })
             .await
     });
@@ -125,6 +136,13 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
 }
 
 impl SpeakerList {
+    /// `Rejoin`: asks the join loop for a join now (mutant `metallb-mutant-lazy-join`: ignored).
+    fn request_join(&self) {
+        if !self.switches.mutant_lazy_join {
+            self.slot.request();
+        }
+    }
+
     /// The speaker pods' IPs from the API server.
     async fn list_ips(&self) -> Option<Vec<String>> {
         let pods = self.kube.list("Pod").await.ok()?;
@@ -143,7 +161,7 @@ impl SpeakerList {
                     .emit(MetallbEvent::SpeakerIps { ips: ips.clone() });
                 *self.ips.borrow_mut() = ips;
                 if first {
-                    self.slot.request();
+                    self.request_join();
                 }
             } else if self.switches.mutant_cache_dropped {
                 self.ips.borrow_mut().clear();
@@ -153,7 +171,12 @@ impl SpeakerList {
     }
 
     async fn join_loop(&self) {
-        let mut next_tick = self.proc.mono_us() + JOIN_PERIOD.as_micros() as u64;
+        let period = if self.switches.mutant_lazy_join {
+            5 * JOIN_PERIOD
+        } else {
+            JOIN_PERIOD
+        };
+        let mut next_tick = self.proc.mono_us() + period.as_micros() as u64;
         loop {
             // Wait for the ticker or a request, whichever comes first.
             while !self.slot.full.get() && self.proc.mono_us() < next_tick {
@@ -168,7 +191,7 @@ impl SpeakerList {
             let cause = if self.slot.full.replace(false) {
                 "request"
             } else {
-                next_tick += JOIN_PERIOD.as_micros() as u64;
+                next_tick += period.as_micros() as u64;
                 "tick"
             };
             let ips = if self.switches.rejoin_via_apiserver {

@@ -40,10 +40,10 @@ pub static SWITCHES: &[Switch] = &[
     Switch {
         name: "metallb-mutant-never-withdraws",
         kind: SwitchKind::Mutant,
-        trips: Some(&super::invariants::SINGLE_ANNOUNCER),
+        trips: Some(&super::invariants::LOCAL_WITHDRAW),
         system: "metallb",
         scenario: "metallb-clock-skew",
-        about: "a speaker that stops being first keeps announcing: two speakers announce one IP after the views converge",
+        about: "a speaker that stops being first keeps announcing: its own member list already ranks another node first (and two speakers announce one IP after the views converge)",
     },
     Switch {
         name: "metallb-mutant-slow-suspicion",
@@ -67,7 +67,7 @@ pub static SWITCHES: &[Switch] = &[
         trips: Some(&super::invariants::ANNOUNCER_FIRST_IN_OWN_ORDER),
         system: "metallb",
         scenario: "metallb-swarm",
-        about: "the last candidate by sha256(node#ip) announces instead of the first",
+        about: "a speaker not announcing an IP takes the last candidate by sha256(node#ip) for its announcer instead of the first",
     },
     Switch {
         name: "metallb-mutant-ignore-exclusion",
@@ -108,5 +108,21 @@ pub static SWITCHES: &[Switch] = &[
         system: "metallb",
         scenario: "metallb-swarm",
         about: "the speaker's Service informer ignores deletions: a deleted Service stays announced",
+    },
+    Switch {
+        name: "metallb-mutant-lazy-withdraw",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::LOCAL_WITHDRAW),
+        system: "metallb",
+        scenario: "metallb-split-brain",
+        about: "an evaluation started by a member-list change alone withdraws nothing: a speaker that stops being first in its own view keeps the IP until an informer event",
+    },
+    Switch {
+        name: "metallb-mutant-lazy-join",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::PROMPT_REJOIN),
+        system: "metallb",
+        scenario: "metallb-clock-skew",
+        about: "the join loop ignores join requests (the first IP list, the speaker's own Node changing) and ticks every 5 minutes instead of every minute: a started speaker joins late",
     },
 ];
