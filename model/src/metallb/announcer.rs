@@ -252,11 +252,20 @@ pub struct Announcer {
     /// IPs withdrawn but still answered (mutant `metallb-mutant-answers-after-withdraw` only;
     /// always empty otherwise).
     stale: RefCell<BTreeSet<String>>,
+    /// The controllers have stopped (shutdown): no more evaluations, while the ARP responder and
+    /// the spam loop go on until the process exits.
+    stopped: std::cell::Cell<bool>,
 }
 
 impl Announcer {
     /// Starts the `layer2` (evaluation and gratuitous ARPs) and `arp-responder` tasks.
-    pub fn start(proc: &Proc, ml: Rc<Memberlist>, views: Rc<Views>, port: Port, sw: Switches) {
+    pub fn start(
+        proc: &Proc,
+        ml: Rc<Memberlist>,
+        views: Rc<Views>,
+        port: Port,
+        sw: Switches,
+    ) -> Rc<Announcer> {
         let a = Rc::new(Announcer {
             proc: proc.clone(),
             ml,
@@ -267,6 +276,7 @@ impl Announcer {
             keys: RefCell::default(),
             sw,
             stale: RefCell::default(),
+            stopped: Default::default(),
         });
         let b = a.clone();
         proc.spawn("layer2", async move { b.run().await });
@@ -281,6 +291,15 @@ impl Announcer {
                 }
             }
         });
+        a
+    }
+
+    /// The speaker's controllers stop (`client.Run` returned on SIGTERM): nothing is evaluated
+    /// from now on, so nothing is withdrawn either; what is announced stays answered, and its
+    /// gratuitous ARPs go on, until the process exits (`announcer.go`'s goroutines live as long as
+    /// the process).
+    pub fn stop_controllers(&self) {
+        self.stopped.set(true);
     }
 
     /// The candidates for a service, in this speaker's views (unordered).
@@ -494,7 +513,7 @@ impl Announcer {
             // Evaluation is idempotent while the member list and the views stay the same: a wake-up
             // for a gratuitous ARP alone does not repeat it. A memberlist event since the last one
             // resyncs every service (`ForceSync`).
-            if evaluated != Some((gm, gv)) {
+            if evaluated != Some((gm, gv)) && !self.stopped.get() {
                 let mut resync = self.views.take_resync();
                 if evaluated.is_none_or(|(m, _)| m != gm) {
                     resync.all = true;
