@@ -635,6 +635,49 @@ impl MetallbMonitor {
     }
 }
 
+impl MetallbMonitor {
+    /// A fault starts at `t`: network faults unsettle the segment and excuse slow rejoins; an API
+    /// server outage stalls the informers; a stalled or dead join loop excuses slow rejoins.
+    fn on_fault_start(&mut self, t: u64, id: u32, fault: &FaultKind) {
+        match fault {
+            FaultKind::Partition { .. }
+            | FaultKind::Simplex { .. }
+            | FaultKind::Isolate { .. }
+            | FaultKind::Latency { .. }
+            | FaultKind::Pause { .. } => {
+                self.unsettled.insert(id, fault.describe());
+                self.rejoin.excuse();
+                self.l2.network_fault();
+                self.owner.network_fault();
+                if let FaultKind::Latency { node, extra_ms } = fault {
+                    self.l2.latency_start(id, node, extra_ms * 1000);
+                }
+            }
+            // Informers cannot keep up while the API server is down or slower than its clients'
+            // timeouts: views converge only after it recovers.
+            FaultKind::ServiceUnavailable { node } | FaultKind::ServiceSlow { node, .. }
+                if node == "apiserver" =>
+            {
+                if self.api_down.is_empty() {
+                    self.api_down_since = Some(t);
+                }
+                self.api_down.insert(id);
+            }
+            FaultKind::TaskDeath { task, node } if task == "join-loop" => {
+                self.reached.insert("join-loop-died");
+                self.loop_dead.insert(node.clone());
+                self.join_loop_faults.insert(id);
+                self.rejoin.excuse();
+            }
+            FaultKind::TaskStall { task, .. } if task == "join-loop" => {
+                self.join_loop_faults.insert(id);
+                self.rejoin.excuse();
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Monitor for MetallbMonitor {
     fn on_event(&mut self, rec: &Record) -> Option<Failure> {
         let t = rec.t_us;
@@ -648,42 +691,7 @@ impl Monitor for MetallbMonitor {
             return self.on_metallb(rec, e);
         }
         match &rec.event {
-            Event::FaultStart { id, fault, .. } => match fault {
-                FaultKind::Partition { .. }
-                | FaultKind::Simplex { .. }
-                | FaultKind::Isolate { .. }
-                | FaultKind::Latency { .. }
-                | FaultKind::Pause { .. } => {
-                    self.unsettled.insert(*id, fault.describe());
-                    self.rejoin.excuse();
-                    self.l2.network_fault();
-                    self.owner.network_fault();
-                    if let FaultKind::Latency { node, extra_ms } = fault {
-                        self.l2.latency_start(*id, node, extra_ms * 1000);
-                    }
-                }
-                // Informers cannot keep up while the API server is down or slower than its clients'
-                // timeouts: views converge only after it recovers.
-                FaultKind::ServiceUnavailable { node } | FaultKind::ServiceSlow { node, .. }
-                    if node == "apiserver" =>
-                {
-                    if self.api_down.is_empty() {
-                        self.api_down_since = Some(t);
-                    }
-                    self.api_down.insert(*id);
-                }
-                FaultKind::TaskDeath { task, node } if task == "join-loop" => {
-                    self.reached.insert("join-loop-died");
-                    self.loop_dead.insert(node.clone());
-                    self.join_loop_faults.insert(*id);
-                    self.rejoin.excuse();
-                }
-                FaultKind::TaskStall { task, .. } if task == "join-loop" => {
-                    self.join_loop_faults.insert(*id);
-                    self.rejoin.excuse();
-                }
-                _ => {}
-            },
+            Event::FaultStart { id, fault, .. } => self.on_fault_start(t, *id, fault),
             Event::FaultEnd { id } => {
                 self.l2.fault_end(*id, t);
                 self.join_loop_faults.remove(id);
