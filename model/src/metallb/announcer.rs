@@ -42,6 +42,15 @@
 //! map until its deadline passes: announced again before that, it gets no immediate gratuitous
 //! ARP, only the next tick's.
 //!
+//! Bug `metallb-garp-first-only`: the announcer before metallb 0c1ae8cc3 ("Rework how gratuitous
+//! advertisements (ARP/NDP) work", which fixed metallb/metallb#584 after PR 586, 709 and 730
+//! proposed other fixes). At its parent 124f6beb, `internal/layer2/announcer.go` `SetBalancer`
+//! (l. 183-209) returns at once for a service it already announces (l. 188-190) and otherwise
+//! starts `go a.spam(name)` (l. 207): a goroutine per service that sends a gratuitous ARP, sleeps
+//! 1.1 s and repeats while less than 5 s have passed since it started (`spam` l. 134-143), each
+//! one only while the service is still announced (`gratuitous` l. 145-154). There is no spam loop,
+//! so fix `metallb-garp-while-announced`, a change to that loop, has nothing to act on there.
+//!
 //! Upstream (metallb/metallb at 7938d3f): `speaker/layer2_controller.go` `ShouldAnnounce`
 //! (l. 88-133) and `sortL2Candidates` (l. 187-197); `internal/layer2/announcer.go` `SetBalancer`
 //! (l. 257-288), `spamLoop` (l. 157-197), `DeleteBalancer` (l. 291-315) and `shouldAnnounce`
@@ -166,6 +175,11 @@ impl Views {
         }
     }
 
+    /// Whether the Node informer view has Node `name`.
+    pub fn has_node(&self, name: &str) -> bool {
+        self.nodes.borrow().contains_key(name)
+    }
+
     /// Queues a resync of `service` (always a reason to wake the announcer).
     fn mark(&self, service: &str) -> bool {
         self.resync
@@ -203,6 +217,24 @@ struct Spam {
     until: BTreeMap<String, u64>,
     /// The ticker's next tick (`None`: stopped).
     tick: Option<u64>,
+    /// Bug `metallb-garp-first-only`: the running per-service `spam(name)` goroutines.
+    bursts: Vec<Burst>,
+}
+
+impl Spam {
+    /// When the `layer2` task must next wake for a gratuitous ARP.
+    fn next_wake(&self) -> Option<u64> {
+        self.bursts.iter().map(|b| b.next).chain(self.tick).min()
+    }
+}
+
+/// One pre-0c1ae8cc3 `spam(name)` goroutine (bug `metallb-garp-first-only`).
+struct Burst {
+    service: String,
+    /// Monotonic time it started.
+    start: u64,
+    /// Monotonic time its sleep ends.
+    next: u64,
 }
 
 /// The layer-2 controller of one speaker.
@@ -220,11 +252,20 @@ pub struct Announcer {
     /// IPs withdrawn but still answered (mutant `metallb-mutant-answers-after-withdraw` only;
     /// always empty otherwise).
     stale: RefCell<BTreeSet<String>>,
+    /// The controllers have stopped (shutdown): no more evaluations, while the ARP responder and
+    /// the spam loop go on until the process exits.
+    stopped: std::cell::Cell<bool>,
 }
 
 impl Announcer {
     /// Starts the `layer2` (evaluation and gratuitous ARPs) and `arp-responder` tasks.
-    pub fn start(proc: &Proc, ml: Rc<Memberlist>, views: Rc<Views>, port: Port, sw: Switches) {
+    pub fn start(
+        proc: &Proc,
+        ml: Rc<Memberlist>,
+        views: Rc<Views>,
+        port: Port,
+        sw: Switches,
+    ) -> Rc<Announcer> {
         let a = Rc::new(Announcer {
             proc: proc.clone(),
             ml,
@@ -235,6 +276,7 @@ impl Announcer {
             keys: RefCell::default(),
             sw,
             stale: RefCell::default(),
+            stopped: Default::default(),
         });
         let b = a.clone();
         proc.spawn("layer2", async move { b.run().await });
@@ -249,6 +291,15 @@ impl Announcer {
                 }
             }
         });
+        a
+    }
+
+    /// The speaker's controllers stop (`client.Run` returned on SIGTERM): nothing is evaluated
+    /// from now on, so nothing is withdrawn either; what is announced stays answered, and its
+    /// gratuitous ARPs go on, until the process exits (`announcer.go`'s goroutines live as long as
+    /// the process).
+    pub fn stop_controllers(&self) {
+        self.stopped.set(true);
     }
 
     /// The candidates for a service, in this speaker's views (unordered).
@@ -275,12 +326,15 @@ impl Announcer {
 
     /// Re-evaluates every service; `resync` says which ones upstream reconciles now (a winner's
     /// `SetBalancer` restarts its IP's gratuitous-ARP burst).
-    fn evaluate(&self, resync: &Resync) {
+    /// `members_only`: only the member list changed since the last evaluation (mutant
+    /// `metallb-mutant-lazy-withdraw` withdraws nothing then).
+    fn evaluate(&self, resync: &Resync, members_only: bool) {
         let me = self.proc.host_name();
         let services = self.views.services.borrow().clone();
         for (svc, (ip, local)) in &services {
             let candidates = self.candidates(svc, *local);
-            let first = if self.sw.mutant_wrong_order {
+            let announcing = self.announced.borrow().contains_key(svc);
+            let first = if self.sw.mutant_wrong_order && !announcing {
                 candidates
                     .iter()
                     .max_by_key(|c| announce_key(c, ip))
@@ -288,7 +342,6 @@ impl Announcer {
             } else {
                 first_in_order(&candidates, ip, &mut self.keys.borrow_mut()).cloned()
             };
-            let announcing = self.announced.borrow().contains_key(svc);
             if first.as_deref() == Some(me.as_str()) {
                 if !announcing {
                     self.proc.emit(MetallbEvent::L2Announce {
@@ -299,13 +352,21 @@ impl Announcer {
                     self.announced
                         .borrow_mut()
                         .insert(svc.clone(), Announced { ip: ip.clone() });
-                    self.do_spam(ip);
-                } else if resync.all || resync.services.contains(svc) {
+                    if self.sw.garp_first_only {
+                        self.start_burst(svc);
+                    } else {
+                        self.do_spam(ip);
+                    }
+                } else if !self.sw.garp_first_only && (resync.all || resync.services.contains(svc))
+                {
                     // `SetBalancer` of an IP already announced: a no-op but for its deferred
                     // `doSpam` (announcer.go l. 260, l. 264-271).
                     self.do_spam(ip);
                 }
-            } else if announcing && !self.sw.mutant_never_withdraws {
+            } else if announcing
+                && !self.sw.mutant_never_withdraws
+                && !(self.sw.mutant_lazy_withdraw && members_only)
+            {
                 self.withdraw(svc);
             }
         }
@@ -371,6 +432,49 @@ impl Announcer {
         }
     }
 
+    /// Bug `metallb-garp-first-only`: `go a.spam(name)` (124f6beb `announcer.go` l. 207); its
+    /// first gratuitous ARP goes out at once.
+    fn start_burst(&self, svc: &str) {
+        let now = self.proc.mono_us();
+        self.spam.borrow_mut().bursts.push(Burst {
+            service: svc.to_string(),
+            start: now,
+            next: now,
+        });
+        self.burst_ticks();
+    }
+
+    /// Bug `metallb-garp-first-only`: every `spam(name)` goroutine whose sleep has ended sends a
+    /// gratuitous ARP for its service if less than [`GARP_FOR`] has passed since it started (and
+    /// the service is still announced), then sleeps [`GARP_EVERY`]; otherwise it ends (124f6beb
+    /// `announcer.go` `spam` l. 134-143, `gratuitous` l. 145-154).
+    fn burst_ticks(&self) {
+        let now = self.proc.mono_us();
+        let (every, span) = (GARP_EVERY.as_micros() as u64, GARP_FOR.as_micros() as u64);
+        let due: Vec<String> = {
+            let mut spam = self.spam.borrow_mut();
+            let mut due = Vec::new();
+            spam.bursts.retain_mut(|b| {
+                if b.next > now {
+                    return true;
+                }
+                if now - b.start >= span {
+                    return false;
+                }
+                due.push(b.service.clone());
+                b.next = now + every;
+                true
+            });
+            due
+        };
+        for svc in due {
+            let ip = self.announced.borrow().get(&svc).map(|a| a.ip.clone());
+            if let Some(ip) = ip {
+                self.port.garp(&ip);
+            }
+        }
+    }
+
     /// `gratuitous`: sent only while the IP is announced (`announcer.go` l. 203-212).
     fn gratuitous(&self, ip: &str) {
         if !self.announced.borrow().values().any(|a| a.ip == ip) {
@@ -401,6 +505,7 @@ impl Announcer {
             if let Some(t) = tick.filter(|t| *t <= now) {
                 self.spam_tick(t);
             }
+            self.burst_ticks();
             let (gm, gv) = (
                 self.ml.changed.generation(),
                 self.views.changed.generation(),
@@ -408,16 +513,17 @@ impl Announcer {
             // Evaluation is idempotent while the member list and the views stay the same: a wake-up
             // for a gratuitous ARP alone does not repeat it. A memberlist event since the last one
             // resyncs every service (`ForceSync`).
-            if evaluated != Some((gm, gv)) {
+            if evaluated != Some((gm, gv)) && !self.stopped.get() {
                 let mut resync = self.views.take_resync();
                 if evaluated.is_none_or(|(m, _)| m != gm) {
                     resync.all = true;
                 }
-                self.evaluate(&resync);
+                let members_only = evaluated.is_some_and(|(_, v)| v == gv);
+                self.evaluate(&resync, members_only);
                 evaluated = Some((gm, gv));
             }
             // Wait for the next tick (an evaluation may have started the ticker) or a change.
-            let next = self.spam.borrow().tick;
+            let next = self.spam.borrow().next_wake();
             let changed = futures::future::select(
                 self.ml.changed.changed_since(gm),
                 self.views.changed.changed_since(gv),

@@ -46,6 +46,14 @@ pub enum MetallbEvent {
         /// node came first in `announce_order`).
         candidates: Vec<String>,
     },
+    /// The speaker's Node informer view gained (`present`) or lost a Node: only a node seen
+    /// there can be a candidate.
+    L2Node {
+        /// The Node's name.
+        node: String,
+        /// Whether the view now has it.
+        present: bool,
+    },
     /// The speaker stopped announcing `ip`.
     L2Withdraw {
         /// The Service's name.

@@ -153,6 +153,10 @@ pub struct Switches {
     pub join_once: bool,
     /// Bug `metallb-rejoin-via-apiserver`.
     pub rejoin_via_apiserver: bool,
+    /// Bug `metallb-garp-first-only` (before PR 709, metallb 0c1ae8cc3): the announcer has no spam
+    /// loop; only the first `SetBalancer` of a service starts its gratuitous ARPs (five, 1.1 s
+    /// apart), and a `SetBalancer` of a service already announced does nothing.
+    pub garp_first_only: bool,
     /// Fix `metallb-garp-while-announced`: the spam loop keeps every announced IP, so a speaker
     /// sends a gratuitous ARP every tick for as long as it announces (as keepalived's
     /// `vrrp_garp_master_refresh` does), not only for 5 s after a `SetBalancer`.
@@ -167,8 +171,10 @@ pub struct Switches {
     /// empties the cache (upstream keeps the old list), so nothing is rejoined while the API server
     /// is down.
     pub mutant_cache_dropped: bool,
-    /// Mutant `metallb-mutant-wrong-order` (test-only): the LAST candidate by sha256(node#ip)
-    /// announces instead of the first.
+    /// Mutant `metallb-mutant-wrong-order` (test-only): a speaker not announcing an IP takes the
+    /// LAST candidate by sha256(node#ip) for the announcer instead of the first (one announcing
+    /// decides to keep it by the right order, so the wrong decision shows in the announcement
+    /// itself, not in a late withdrawal).
     pub mutant_wrong_order: bool,
     /// Mutant `metallb-mutant-ignore-exclusion` (test-only): candidates keep nodes labelled
     /// exclude-from-external-load-balancers or with NetworkUnavailable.
@@ -179,6 +185,12 @@ pub struct Switches {
     /// Mutant `metallb-mutant-no-spam-ticks` (test-only): the spam loop's ticker sends nothing;
     /// an IP gets only the gratuitous ARP sent right away when it enters the loop.
     pub mutant_no_spam_ticks: bool,
+    /// Mutant `metallb-mutant-lazy-withdraw` (test-only): an evaluation started by a member-list
+    /// change alone withdraws nothing; withdrawals wait for the next informer change.
+    pub mutant_lazy_withdraw: bool,
+    /// Mutant `metallb-mutant-lazy-join` (test-only): the join loop ignores join requests (the
+    /// first IP list, the speaker's own Node changing) and ticks every 5 minutes, not every minute.
+    pub mutant_lazy_join: bool,
     /// Mutant `metallb-mutant-answers-after-withdraw` (test-only): a speaker keeps answering ARP
     /// requests for an IP it withdrew.
     pub mutant_answers_after_withdraw: bool,

@@ -11,9 +11,11 @@
 //! * `join-loop`: every [`JOIN_PERIOD`] (a ticker), and whenever a join is requested, joins the
 //!   cached IPs that are NOT current members (joining members is not free). Requests coalesce in a
 //!   one-slot channel.
-//! * `node-watch`: the informer on Node objects; a change of this speaker's own Node (it became
-//!   ready again) requests a join (`SetNode`).
-//! * `shutdown`: on SIGTERM, leave the cluster ([`LEAVE_TIMEOUT`]) and exit.
+//! * `node-watch`: the informer on Node objects; this speaker's own Node first listed, or its
+//!   exclusion label or NetworkUnavailable condition changing, requests a join (`SetNode`; a
+//!   Ready flip does not, as upstream's Node predicate filters it out).
+//! * `shutdown`: on SIGTERM, stop evaluating (the controllers stopped), leave the cluster
+//!   ([`LEAVE_TIMEOUT`]) while still answering ARP for what is announced, and exit.
 //!
 //! Bug `metallb-join-once` (before PR 662): list the IPs at start (retrying every 5 s until the API
 //! server answers) and join them once; no loop, no rejoin on Node changes. Bug
@@ -78,22 +80,41 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
         let s = sl.clone();
         proc.spawn("join-loop", async move { s.join_loop().await });
     }
-    // Informers: this speaker's own Node requests a rejoin when it changes; every kind feeds the
-    // announcer's views.
+    // Informers: this speaker's own Node requests a rejoin when it is created (first listed) or its
+    // labels or NetworkUnavailable condition change, the only updates upstream's Node predicate
+    // passes (`internal/k8s/controllers/node_controller.go` `NodeReconcilerPredicate` l. 71-108;
+    // `speaker/layer2_controller.go` `SetNode` l. 172-178 calls `Rejoin`); a Ready flip or any
+    // other status update does not, and a deletion reconciles nothing (`Reconcile` l. 50-53
+    // returns on NotFound). Every kind feeds the announcer's views.
     let (s, v, me) = (sl.clone(), views.clone(), proc.host_name());
     proc.spawn("node-watch", async move {
-        let mut last_rv: Option<u64> = None;
+        let mut last: Option<(bool, bool)> = None;
         s.kube
             .run_informer("Node", None, INFORMER_IDLE, |ev| {
+                let name = match &ev {
+                    WatchEvent::Upsert(o) => o.name.to_string(),
+                    WatchEvent::Deleted { name, .. } => name.to_string(),
+                };
+                let had = v.has_node(&name);
                 if let WatchEvent::Upsert(o) = &ev {
                     if o.name == me && !s.switches.join_once {
-                        if last_rv.is_some_and(|rv| rv != o.rv) {
-                            s.slot.request();
+                        let seen = (
+                            o.spec["exclude"].as_bool().unwrap_or(false),
+                            o.spec["network_unavailable"].as_bool().unwrap_or(false),
+                        );
+                        if last != Some(seen) {
+                            s.request_join();
                         }
-                        last_rv = Some(o.rv);
+                        last = Some(seen);
                     }
                 }
                 v.apply(ev);
+                if v.has_node(&name) != had {
+                    s.proc.emit(MetallbEvent::L2Node {
+                        node: name,
+                        present: !had,
+                    });
+                }
             })
             .await
     });
@@ -109,22 +130,33 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
                 .await
         });
     }
-    Announcer::start(
+    let announcer = Announcer::start(
         proc,
         ml.clone(),
         views,
         cfg.segment.port(proc),
         cfg.switches.clone(),
     );
+    // SIGTERM closes stopCh: `client.Run` returns (the controllers stop), and only then does the
+    // deferred `sList.Stop()` leave the cluster (`speaker/main.go` l. 289-292; speakerlist.go
+    // `Stop` l. 323-334); the announcer's ARP responders answer until the process exits.
     let (p, m) = (proc.clone(), ml);
     proc.spawn("shutdown", async move {
         p.terminated().await;
+        announcer.stop_controllers();
         m.leave(LEAVE_TIMEOUT).await;
         p.exit(0);
     });
 }
 
 impl SpeakerList {
+    /// `Rejoin`: asks the join loop for a join now (mutant `metallb-mutant-lazy-join`: ignored).
+    fn request_join(&self) {
+        if !self.switches.mutant_lazy_join {
+            self.slot.request();
+        }
+    }
+
     /// The speaker pods' IPs from the API server.
     async fn list_ips(&self) -> Option<Vec<String>> {
         let pods = self.kube.list("Pod").await.ok()?;
@@ -143,7 +175,7 @@ impl SpeakerList {
                     .emit(MetallbEvent::SpeakerIps { ips: ips.clone() });
                 *self.ips.borrow_mut() = ips;
                 if first {
-                    self.slot.request();
+                    self.request_join();
                 }
             } else if self.switches.mutant_cache_dropped {
                 self.ips.borrow_mut().clear();
@@ -153,7 +185,12 @@ impl SpeakerList {
     }
 
     async fn join_loop(&self) {
-        let mut next_tick = self.proc.mono_us() + JOIN_PERIOD.as_micros() as u64;
+        let period = if self.switches.mutant_lazy_join {
+            5 * JOIN_PERIOD
+        } else {
+            JOIN_PERIOD
+        };
+        let mut next_tick = self.proc.mono_us() + period.as_micros() as u64;
         loop {
             // Wait for the ticker or a request, whichever comes first.
             while !self.slot.full.get() && self.proc.mono_us() < next_tick {
@@ -168,7 +205,7 @@ impl SpeakerList {
             let cause = if self.slot.full.replace(false) {
                 "request"
             } else {
-                next_tick += JOIN_PERIOD.as_micros() as u64;
+                next_tick += period.as_micros() as u64;
                 "tick"
             };
             let ips = if self.switches.rejoin_via_apiserver {

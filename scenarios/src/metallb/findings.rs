@@ -6,6 +6,20 @@ use crate::findings::{Citation, Finding, Realism, Signature, Status};
 const METALLB: &str = "metallb/metallb";
 const METALLB_COMMIT: &str = "7938d3f89b8bd808dae2e42d97d6ae7e18e9ed54";
 
+const MEMBERLIST: &str = "hashicorp/memberlist";
+/// memberlist v0.5.1, the version metallb 7938d3f's go.mod pins.
+const MEMBERLIST_COMMIT: &str = "3f82dc10a89f82efe300228752f7077d0d9f87e4";
+
+const fn memberlist(path: &'static str, function: &'static str, lines: &'static str) -> Citation {
+    Citation {
+        repo: MEMBERLIST,
+        path,
+        function,
+        lines,
+        commit: MEMBERLIST_COMMIT,
+    }
+}
+
 const fn metallb(path: &'static str, function: &'static str, lines: &'static str) -> Citation {
     Citation {
         repo: METALLB,
@@ -17,12 +31,13 @@ const fn metallb(path: &'static str, function: &'static str, lines: &'static str
 }
 
 /// Every MetalLB finding, active or retired.
-pub static FINDINGS: &[Finding] = &[Finding {
+pub static FINDINGS: &[Finding] = &[
+    Finding {
     id: "metallb-loser-garp-outlives-burst",
     system: "metallb",
     title: "A withdrawing rival's last gratuitous ARP outlives the owner's burst: the router stays on the rival",
     scenario: "metallb-split-brain",
-    seeds: &[27, 30],
+    seeds: &[30, 31],
     signature: Signature {
         invariants: &["router-follows-owner"],
         describe: "the router keeps sending a sole announcer's traffic to another node",
@@ -51,4 +66,83 @@ pub static FINDINGS: &[Finding] = &[Finding {
     ],
     realism: Some(Realism::RareFault),
     status: Status::Active,
-}];
+},
+    REFUTE_WITHOUT_RESYNC,
+    RESTART_HIJACK,
+];
+
+/// Judged against upstream and kept as part of `metallb-loser-garp-outlives-burst`.
+const REFUTE_WITHOUT_RESYNC: Finding = Finding {
+    id: "metallb-refute-without-resync",
+    system: "metallb",
+    title: "A speaker wrongly declared dead refutes it without a resync, so it sends no gratuitous ARP after its rival withdraws",
+    scenario: "metallb-swarm",
+    seeds: &[],
+    signature: Signature {
+        invariants: &["router-follows-owner"],
+        describe: "the sole announcer had refuted its own death and resynced nothing",
+        test: |e| e.contains("refuted its own death"),
+    },
+    summary: "A rival that hears (perhaps late) that the owner of an IP is dead takes the IP over with a gratuitous ARP. The owner, alive, refutes the accusation: memberlist's deadNode sees the message is about itself, calls refute (a new incarnation broadcast as an alive message) and returns without any event, so MetalLB, which resyncs only on memberlist events, calls no SetBalancer and sends no gratuitous ARP. The rival's memberlist turns the owner from dead to alive with a NotifyJoin, the rival resyncs and withdraws, and the router keeps the rival's address until its neighbour entry fails.",
+    upstream: &[
+        memberlist("state.go", "Memberlist.deadNode", "1280-1285"),
+        memberlist("state.go", "Memberlist.refute", "918-944"),
+        memberlist("state.go", "Memberlist.aliveNode", "1148-1153"),
+        metallb(
+            "internal/speakerlist/speakerlist.go",
+            "SpeakerList.memberlistWatchEvents",
+            "339-349",
+        ),
+    ],
+    fix: None,
+    shown_with: &[],
+    impact: "",
+    preconditions: &[],
+    realism: None,
+    status: Status::Retired {
+        reason: "real upstream behaviour, narrowed into metallb-loser-garp-outlives-burst: the refuting node raising no event (memberlist v0.5.1 state.go deadNode 1280-1285, refute 918-944) is one way for the owner's last gratuitous ARP to precede the rival's, the failure that finding catalogues, and fix metallb-garp-while-announced remedies both. metallb 0c1ae8cc3's own commit message describes this case (a slow node declared dead rejoins) assuming the node resyncs on rejoining; with a refute it does not. Kept as one finding, not two, because the router's state, the invariant, the violation's text and the remedy are the same.",
+    },
+};
+
+/// Judged against upstream and retired: real, but within the bound every change of owner has.
+const RESTART_HIJACK: Finding = Finding {
+    id: "metallb-restart-hijack",
+    system: "metallb",
+    title: "A restarted speaker announces every IP before its first join, and the router follows it for a moment",
+    scenario: "metallb-swarm",
+    seeds: &[],
+    signature: Signature {
+        invariants: &["router-follows-owner"],
+        describe: "the router followed a speaker that had not joined yet",
+        test: |e| e.contains("had not joined yet"),
+    },
+    summary: "A restarted speaker's memberlist knows only itself until its first join, so if its controllers reconcile the Services first it is the only candidate for every IP, announces them all and sends gratuitous ARPs. The join follows within milliseconds, the owners' memberlists raise NotifyJoin, and their resyncs restart their gratuitous ARPs.",
+    upstream: &[
+        metallb("speaker/main.go", "main", "289-292"),
+        metallb("internal/speakerlist/speakerlist.go", "SpeakerList.Start", "131-175"),
+        metallb(
+            "internal/speakerlist/speakerlist.go",
+            "SpeakerList.joinMembers",
+            "225-242",
+        ),
+        metallb("speaker/layer2_controller.go", "layer2Controller.SetNode", "172-178"),
+        metallb(
+            "internal/speakerlist/speakerlist.go",
+            "SpeakerList.UsableSpeakers",
+            "303-320",
+        ),
+        metallb(
+            "internal/k8s/controllers/service_controller_reload.go",
+            "ServiceReconciler.reprocessAll",
+            "62-119",
+        ),
+    ],
+    fix: None,
+    shown_with: &[],
+    impact: "",
+    preconditions: &[],
+    realism: None,
+    status: Status::Retired {
+        reason: "upstream does this, but it is not a defect: main.go starts the speaker list (289) and then the controllers (292); SpeakerList.Start only starts joinMembers (174), which joins on its first Rejoin (the Node controller's create event for the speaker's own Node, layer2_controller.go SetNode 172-178) or after a minute, while the first reprocessAll (service_controller_reload.go 62-119) runs in another controller once the configuration loads, and UsableSpeakers (303-320) then lists only the speaker itself. Which comes first is a race of milliseconds upstream as in the model. The join's push/pull makes each owner's memberlist raise NotifyJoin (memberlist v0.5.1 state.go aliveNode 1148-1153), its resync restarts its gratuitous ARPs, and the router is back on it within one 1.1 s spam tick, the bound router-follows-owner grants any change of owner. A cold start of every speaker at once converges the same way. No fix proposed: a speaker waiting for its first join before announcing would leave a lone speaker's IPs unannounced whenever its peers are unreachable.",
+    },
+};

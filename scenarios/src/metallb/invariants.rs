@@ -82,6 +82,28 @@ pub const ROUTER_FOLLOWS_OWNER: Invariant = Invariant::safety(
 .upstream("a speaker that announces an IP sends a gratuitous ARP at once (or at the spam loop's next tick if it still holds the IP) and every 1.1 s until 5 s after its latest SetBalancer: internal/layer2/announcer.go SetBalancer (l. 257-260), spamLoop (l. 157-197); a Linux router takes a gratuitous ARP into an existing entry whatever its locktime (net/ipv4/arp.c arp_process: override = ... || is_garp)")
 .measure(Breach::Exceeds, "seconds of the IP's traffic sent elsewhere while the speaker alone announced it");
 
+// The speaker's own view and the restart path (`withdraw`, `rejoin`).
+
+/// A speaker withdraws as soon as its own member list ranks another node first.
+pub const LOCAL_WITHDRAW: Invariant = Invariant::safety(
+    "local-withdraw",
+    "once a speaker's own member list (its ml-member events: alive or suspect members) ranks another eligible node first by sha256(node#ip) for a traffic-policy-Cluster IP it announces, it withdraws the IP in the evaluation that change starts, within the bound; a speaker that has left the cluster is exempt",
+)
+.bounded("the evaluation runs when the member list changes, with no sleep or network call between: under the 1 ms any simulated sleep lasts (999 µs)")
+.bound_us(super::withdraw::WITHDRAW_BOUND_US)
+.upstream("a memberlist join or leave forces a resync of every Service, whose ShouldAnnounce reads the current members and whose loser calls DeleteBalancer at once: metallb internal/speakerlist/speakerlist.go memberlistWatchEvents (l. 339-349), UsableSpeakers (l. 303-320), speaker/layer2_controller.go ShouldAnnounce (l. 88-133), speaker/main.go handleService (l. 474-476), internal/layer2/announcer.go DeleteBalancer (l. 291-315)")
+.measure(Breach::Exceeds, "time since the speaker's member list ranked another node first");
+
+/// A restarted speaker is back in every member list soon.
+pub const PROMPT_REJOIN: Invariant = Invariant::liveness(
+    "prompt-rejoin",
+    "a peer's next join-loop tick (60 s) + two joins' exchanges capped by TCPTimeout (2 x 10 s) + 1 s: 81 s",
+    "while the network is whole and every speaker runs, a speaker that started and listed its peers' IPs is in every other running speaker's member list within the bound",
+)
+.bound_us(super::rejoin::REJOIN_BOUND_US)
+.upstream("the speaker joins the non-member IPs as soon as its list arrives and each peer's join loop joins non-members every minute; a peer that ignored the restarted speaker's old incarnation learns its refutation by gossip or by that join: metallb internal/speakerlist/speakerlist.go joinMembers (l. 225-242), mlJoin (l. 258-287); memberlist v0.5.1 state.go aliveNode (l. 1077-1080), deadNode (l. 1280-1285), refute (l. 918-944)")
+.measure(Breach::Exceeds, "time since the speaker listed its peers' IPs");
+
 /// Every MetalLB invariant.
 pub static INVARIANTS: &[Invariant] = &[
     SINGLE_ANNOUNCER,
@@ -92,4 +114,6 @@ pub static INVARIANTS: &[Invariant] = &[
     ARP_FOLLOWS_ANNOUNCER,
     ANNOUNCER_WITHDRAWS,
     ROUTER_FOLLOWS_OWNER,
+    LOCAL_WITHDRAW,
+    PROMPT_REJOIN,
 ];

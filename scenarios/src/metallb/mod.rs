@@ -20,6 +20,9 @@
 //! | `announcer-eligible` | safety | no speaker announces from an excluded or NetworkUnavailable node, for a service without endpoints, or for a Local service without an endpoint on its node |
 //! | `arp-follows-announcer` | safety | a speaker that starts announcing with no network fault in force has the router pointing at it within one frame's flight (its gratuitous ARP), or one 1.1 s tick more if it withdrew the IP less than 6.1 s before (upstream's spam loop may still hold the IP) |
 //! | `announcer-withdraws` | safety | once a speaker withdraws an IP or its speaker is gone, the router never again switches to it for that IP later than a frame sent before could arrive |
+//! | `router-follows-owner` | safety | while one speaker alone announces an IP and no network fault, pause or latency spike is in force, the router's entry sends its traffic to that speaker within one 1.1 s tick and a frame |
+//! | `local-withdraw` | safety | once a speaker's own member list (its `ml-member` events) ranks another eligible node it has seen (its `l2-node` events) first for a Cluster-policy IP it announces, it withdraws it within the evaluation (under 1 ms) |
+//! | `prompt-rejoin` | liveness | while the network is whole and every speaker runs, a speaker that started and listed its peers' IPs is in every other running speaker's member list within a peer's join tick + two joins' exchanges + 1 s (81 s) |
 //!
 //! Bounds and the announcer ordering are computed in `expect` from the spec and upstream code
 //! (never by calling the model); `arp` checks the router's entries against the announcements.
@@ -56,9 +59,11 @@ pub mod findings;
 pub mod invariants;
 mod monitor;
 mod owner;
+mod rejoin;
 pub mod report;
 pub mod switches;
 mod system;
+mod withdraw;
 pub use expect::{merge_bound_us, takeover_bound_us};
 pub use monitor::MetallbMonitor;
 pub use system::Metallb;
@@ -590,6 +595,7 @@ pub fn run(
     let switches = Switches {
         join_once: on("metallb-join-once"),
         rejoin_via_apiserver: on("metallb-rejoin-via-apiserver"),
+        garp_first_only: on("metallb-garp-first-only"),
         garp_while_announced: on("metallb-garp-while-announced"),
         mutant_never_withdraws: on("metallb-mutant-never-withdraws"),
         mutant_slow_suspicion: on("metallb-mutant-slow-suspicion"),
@@ -599,6 +605,8 @@ pub fn run(
         mutant_no_garp: on("metallb-mutant-no-garp"),
         mutant_no_spam_ticks: on("metallb-mutant-no-spam-ticks"),
         mutant_answers_after_withdraw: on("metallb-mutant-answers-after-withdraw"),
+        mutant_lazy_withdraw: on("metallb-mutant-lazy-withdraw"),
+        mutant_lazy_join: on("metallb-mutant-lazy-join"),
         mutant_keeps_deleted_service: on("metallb-mutant-keeps-deleted-service"),
     };
     let monitor = MetallbMonitor::new(o, coverage);

@@ -13,6 +13,8 @@
 use super::arp::ArpOracle;
 use super::expect::{self, merge_bound_us, takeover_bound_us, VIEW_BOUND_US};
 use super::owner::OwnerOracle;
+use super::rejoin::RejoinOracle;
+use super::withdraw::{Announced, WithdrawOracle};
 use super::{MetallbOptions, ServiceOpt};
 use model::metallb::MetallbEvent;
 use sim::event::{Event, Record};
@@ -56,8 +58,16 @@ pub struct MetallbMonitor {
     l2: ArpOracle,
     /// `router-follows-owner`.
     owner: OwnerOracle,
+    /// `local-withdraw`.
+    withdraw: WithdrawOracle,
+    /// `prompt-rejoin`.
+    rejoin: RejoinOracle,
+    /// Stalled or dead join loops in force (fault ids).
+    join_loop_faults: BTreeSet<u32>,
     /// IP -> changes of the router's entry.
     arp_flaps: BTreeMap<String, u32>,
+    /// Speaker -> the Nodes its informer view has (its `l2-node` events).
+    node_views: BTreeMap<String, BTreeSet<String>>,
     /// Speaker -> its memberlist view (member -> state).
     views: BTreeMap<String, BTreeMap<String, String>>,
     /// Active faults that cut or slow the network or stop nodes: id -> description.
@@ -105,8 +115,12 @@ impl MetallbMonitor {
             neighbours: BTreeMap::new(),
             l2: ArpOracle::default(),
             owner: OwnerOracle::default(),
+            withdraw: WithdrawOracle::default(),
+            rejoin: RejoinOracle::default(),
+            join_loop_faults: BTreeSet::new(),
             arp_flaps: BTreeMap::new(),
             views: BTreeMap::new(),
+            node_views: BTreeMap::new(),
             unsettled: BTreeMap::new(),
             api_down: BTreeSet::new(),
             api_down_since: None,
@@ -426,6 +440,7 @@ impl MetallbMonitor {
                 if member == &node && state == "left" {
                     // A speaker leaving the cluster (graceful shutdown) is no longer live.
                     self.live.remove(&node);
+                    self.rejoin.excuse();
                     self.unsettle(
                         t,
                         takeover,
@@ -442,9 +457,15 @@ impl MetallbMonitor {
                 } else {
                     v.insert(member.clone(), state.clone());
                 }
+                self.review_own_view(t, &node);
             }
             // A speaker that can join from now on gets the join period to do so.
             MetallbEvent::SpeakerIps { .. } if self.cached.insert(node.clone()) => {
+                let calm = self.unsettled.is_empty()
+                    && self.join_loop_faults.is_empty()
+                    && self.live.len() == self.speakers as usize;
+                self.rejoin.cached(t, &node, calm);
+                self.review_own_view(t, &node);
                 self.unsettle(
                     t,
                     merge,
@@ -467,6 +488,7 @@ impl MetallbMonitor {
                     .entry(node.clone())
                     .or_insert(t);
                 self.duplicates(t, ip);
+                self.review_own_view(t, &node);
                 // With arp_accept 0 the router takes a gratuitous ARP only into an existing entry.
                 let heard = self.unsettled.is_empty() && self.neighbours.contains_key(ip);
                 self.l2.announce(t, ip, &node, self.arp.get(ip), heard);
@@ -504,6 +526,15 @@ impl MetallbMonitor {
                     });
                 }
             }
+            MetallbEvent::L2Node { node: n, present } => {
+                let v = self.node_views.entry(node.clone()).or_default();
+                if *present {
+                    v.insert(n.clone());
+                } else {
+                    v.remove(n);
+                }
+                self.review_own_view(t, &node);
+            }
             MetallbEvent::L2Withdraw { ip, .. } => {
                 if let Some(m) = self.announcing.get_mut(ip) {
                     m.remove(&node);
@@ -511,6 +542,7 @@ impl MetallbMonitor {
                 self.l2
                     .withdraw(t, ip, &node, "its own decision: l2-withdraw");
                 self.duplicates(t, ip);
+                self.review_own_view(t, &node);
             }
             // Nothing this monitor tracks changed: the last check still holds until the next tick.
             _ => return None,
@@ -558,6 +590,91 @@ impl MetallbMonitor {
         self.l2
             .due(now, |ip| self.arp.get(ip).cloned())
             .or_else(|| self.owner.due(now))
+            .or_else(|| self.withdraw.due(now))
+            .or_else(|| self.rejoin.due(now, |s| self.lacking(s)))
+    }
+
+    /// `local-withdraw`: `speaker`'s view or announcements changed at `t`.
+    fn review_own_view(&mut self, t: u64, speaker: &str) {
+        let seen = self.node_views.get(speaker);
+        let eligible: Vec<String> = self
+            .members(speaker)
+            .filter(|n| !self.excluded.contains(*n) && !self.unavailable.contains(*n))
+            .filter(|n| seen.is_some_and(|s| s.contains(*n)))
+            .cloned()
+            .collect();
+        let left = self
+            .views
+            .get(speaker)
+            .and_then(|v| v.get(speaker))
+            .is_some_and(|s| s == "left" || s == "dead");
+        let announced = self
+            .announcing
+            .iter()
+            .filter(|(_, by)| by.contains_key(speaker))
+            .map(|(ip, _)| Announced {
+                ip,
+                checked: self.services.iter().any(|s| &s.ip == ip && !s.local),
+            });
+        self.withdraw.review(t, speaker, &eligible, announced, left);
+        let views = &self.views;
+        self.rejoin.update(&self.live, |peer, s| {
+            views
+                .get(peer)
+                .and_then(|v| v.get(s))
+                .is_some_and(|st| st == "alive" || st == "suspect")
+        });
+    }
+
+    /// `prompt-rejoin`: a running speaker whose member list lacks `speaker`.
+    fn lacking(&self, speaker: &str) -> Option<String> {
+        self.live
+            .iter()
+            .find(|p| *p != speaker && !self.members(p).any(|m| m == speaker))
+            .cloned()
+    }
+}
+
+impl MetallbMonitor {
+    /// A fault starts at `t`: network faults unsettle the segment and excuse slow rejoins; an API
+    /// server outage stalls the informers; a stalled or dead join loop excuses slow rejoins.
+    fn on_fault_start(&mut self, t: u64, id: u32, fault: &FaultKind) {
+        match fault {
+            FaultKind::Partition { .. }
+            | FaultKind::Simplex { .. }
+            | FaultKind::Isolate { .. }
+            | FaultKind::Latency { .. }
+            | FaultKind::Pause { .. } => {
+                self.unsettled.insert(id, fault.describe());
+                self.rejoin.excuse();
+                self.l2.network_fault();
+                self.owner.network_fault();
+                if let FaultKind::Latency { node, extra_ms } = fault {
+                    self.l2.latency_start(id, node, extra_ms * 1000);
+                }
+            }
+            // Informers cannot keep up while the API server is down or slower than its clients'
+            // timeouts: views converge only after it recovers.
+            FaultKind::ServiceUnavailable { node } | FaultKind::ServiceSlow { node, .. }
+                if node == "apiserver" =>
+            {
+                if self.api_down.is_empty() {
+                    self.api_down_since = Some(t);
+                }
+                self.api_down.insert(id);
+            }
+            FaultKind::TaskDeath { task, node } if task == "join-loop" => {
+                self.reached.insert("join-loop-died");
+                self.loop_dead.insert(node.clone());
+                self.join_loop_faults.insert(id);
+                self.rejoin.excuse();
+            }
+            FaultKind::TaskStall { task, .. } if task == "join-loop" => {
+                self.join_loop_faults.insert(id);
+                self.rejoin.excuse();
+            }
+            _ => {}
+        }
     }
 }
 
@@ -574,37 +691,10 @@ impl Monitor for MetallbMonitor {
             return self.on_metallb(rec, e);
         }
         match &rec.event {
-            Event::FaultStart { id, fault, .. } => match fault {
-                FaultKind::Partition { .. }
-                | FaultKind::Simplex { .. }
-                | FaultKind::Isolate { .. }
-                | FaultKind::Latency { .. }
-                | FaultKind::Pause { .. } => {
-                    self.unsettled.insert(*id, fault.describe());
-                    self.l2.network_fault();
-                    self.owner.network_fault();
-                    if let FaultKind::Latency { node, extra_ms } = fault {
-                        self.l2.latency_start(*id, node, extra_ms * 1000);
-                    }
-                }
-                // Informers cannot keep up while the API server is down or slower than its clients'
-                // timeouts: views converge only after it recovers.
-                FaultKind::ServiceUnavailable { node } | FaultKind::ServiceSlow { node, .. }
-                    if node == "apiserver" =>
-                {
-                    if self.api_down.is_empty() {
-                        self.api_down_since = Some(t);
-                    }
-                    self.api_down.insert(*id);
-                }
-                FaultKind::TaskDeath { task, node } if task == "join-loop" => {
-                    self.reached.insert("join-loop-died");
-                    self.loop_dead.insert(node.clone());
-                }
-                _ => {}
-            },
+            Event::FaultStart { id, fault, .. } => self.on_fault_start(t, *id, fault),
             Event::FaultEnd { id } => {
                 self.l2.fault_end(*id, t);
+                self.join_loop_faults.remove(id);
                 if self.api_down.remove(id) && self.api_down.is_empty() {
                     self.api_down_since = None;
                     self.views_at = self.views_at.max(t + VIEW_BOUND_US);
@@ -619,11 +709,14 @@ impl Monitor for MetallbMonitor {
             Event::NodeCrash => {
                 self.live.remove(&node);
                 self.views.remove(&node);
+                self.withdraw.gone(&node);
+                self.rejoin.excuse();
                 self.drop_announcer(t, &node);
                 self.unsettle(t, takeover, Unsettled::Departure, format!("{node}'s crash"));
             }
             Event::ProcessStart { name, .. } if name == "speaker" => {
                 self.live.insert(node.clone());
+                self.node_views.remove(&node);
                 self.cached.remove(&node);
                 self.loop_dead.remove(&node);
                 self.unsettle(
@@ -636,6 +729,8 @@ impl Monitor for MetallbMonitor {
             Event::ProcessExit { name, status, .. } if name == "speaker" => {
                 self.live.remove(&node);
                 self.views.remove(&node);
+                self.withdraw.gone(&node);
+                self.rejoin.excuse();
                 self.drop_announcer(t, &node);
                 let how = if matches!(status, sim::event::ExitStatus::Killed) {
                     "crash"

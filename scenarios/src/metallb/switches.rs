@@ -16,16 +16,21 @@ pub static SWITCHES: &[Switch] = &[
         "metallb-split-brain",
         "PR 662's first draft: each rejoin lists the peer IPs from the API server instead of the cache, so no rejoin happens while the API server is down",
     ),
+    Switch::bug::<Metallb>(
+        "metallb-garp-first-only",
+        "metallb-split-brain",
+        "before metallb 0c1ae8cc3 (the fix of #584): only the first SetBalancer of a service starts its 5 s of gratuitous ARPs; after a split brain the owner, which never stopped announcing, sends none, and the router stays on the rival that announced during the split",
+    ),
     Switch::fix::<Metallb>(
         "metallb-garp-while-announced",
         "metallb-split-brain",
-        "the spam loop keeps sending a gratuitous ARP every 1.1 s for as long as the IP is announced (upstream: for 5 s after each SetBalancer), so the router follows the sole announcer within a tick of a rival's withdrawal",
+        "the spam loop keeps sending a gratuitous ARP every 1.1 s for as long as the IP is announced (upstream: for 5 s after each SetBalancer), so the router follows the sole announcer within a tick of a rival's withdrawal; a change to the current spam loop (upstream's unmerged PR 2981 proposes a periodic loop at a configured interval), so it does not apply to the announcer of bug metallb-garp-first-only",
     ),
     Switch::mutant::<Metallb>(
         "metallb-mutant-never-withdraws",
         "metallb-clock-skew",
-        &super::invariants::SINGLE_ANNOUNCER,
-        "a speaker that stops being first keeps announcing: two speakers announce one IP after the views converge",
+        &super::invariants::LOCAL_WITHDRAW,
+        "a speaker that stops being first keeps announcing: its own member list already ranks another node first (and two speakers announce one IP after the views converge)",
     ),
     Switch::mutant::<Metallb>(
         "metallb-mutant-slow-suspicion",
@@ -43,7 +48,7 @@ pub static SWITCHES: &[Switch] = &[
         "metallb-mutant-wrong-order",
         "metallb-swarm",
         &super::invariants::ANNOUNCER_FIRST_IN_OWN_ORDER,
-        "the last candidate by sha256(node#ip) announces instead of the first",
+        "a speaker not announcing an IP takes the last candidate by sha256(node#ip) for its announcer instead of the first",
     ),
     Switch::mutant::<Metallb>(
         "metallb-mutant-ignore-exclusion",
@@ -74,5 +79,17 @@ pub static SWITCHES: &[Switch] = &[
         "metallb-swarm",
         &super::invariants::SINGLE_ANNOUNCER,
         "the speaker's Service informer ignores deletions: a deleted Service stays announced",
+    ),
+    Switch::mutant::<Metallb>(
+        "metallb-mutant-lazy-withdraw",
+        "metallb-split-brain",
+        &super::invariants::LOCAL_WITHDRAW,
+        "an evaluation started by a member-list change alone withdraws nothing: a speaker that stops being first in its own view keeps the IP until an informer event",
+    ),
+    Switch::mutant::<Metallb>(
+        "metallb-mutant-lazy-join",
+        "metallb-clock-skew",
+        &super::invariants::PROMPT_REJOIN,
+        "the join loop ignores join requests (the first IP list, the speaker's own Node changing) and ticks every 5 minutes instead of every minute: a started speaker joins late",
     ),
 ];
