@@ -73,7 +73,8 @@
 //! deadline can be met by no check in between, so without checks the model lets such a lease
 //! wait for its deadline, [`ExpiryChecks::grace_ms`], and queues it again only when it has more
 //! left), and it is the adversarial edge for the lease-lock hazard the harness looks for (a
-//! holder acting after its lease ended); (2) the simulated etcd's specification asks for millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
+//! holder acting after its lease ended); (2) the simulated etcd's specification asks for
+//! millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
 //! world's tests pin it; (3) the check only makes expiry later by less than 500 ms, which
 //! `EtcdConfig { expiry_check_interval_ms: ETCD_EXPIRY_CHECK_INTERVAL_MS, .. }` lets a scenario
 //! explore.
