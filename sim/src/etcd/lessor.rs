@@ -73,10 +73,13 @@
 //! deadline can be met by no check in between, so without checks the model lets such a lease
 //! wait for its deadline, [`ExpiryChecks::grace_ms`], and queues it again only when it has more
 //! left), and it is the adversarial edge for the lease-lock hazard the harness looks for (a
-//! holder acting after its lease ended); (2) the simulated etcd's specification asks for millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
+//! holder acting after its lease ended); (2) the simulated etcd's specification asks for
+//! millisecond resolution (docs/upstream/etcd.md, "Operations"), and the
 //! world's tests pin it; (3) the check only makes expiry later by less than 500 ms, which
 //! `EtcdConfig { expiry_check_interval_ms: ETCD_EXPIRY_CHECK_INTERVAL_MS, .. }` lets a scenario
 //! explore.
+
+use crate::event::{DeleteCause, Event};
 
 /// etcd's default election timeout (ms): `Promote`'s `extend` after a restart.
 pub const DEFAULT_ELECTION_TIMEOUT_MS: i64 = 1_000;
@@ -162,6 +165,81 @@ impl ExpiryChecks {
             ETCD_EXPIRY_CHECK_INTERVAL_MS
         } else {
             0
+        }
+    }
+}
+
+/// The lessor of the simulated etcd server: its checks, and the task that runs them.
+impl super::Server {
+    /// Runs the lessor's last check up to now (see the module documentation): revokes the leases
+    /// due on the wall clock and expired on the monotonic clock at that check. Returns the check's
+    /// instant.
+    pub(super) fn expire_due(&self) -> LeaseNow {
+        let check = self.checks.last_check(self.lease_now());
+        let grace_ms = self.checks.grace_ms();
+        let expired = self
+            .etcd
+            .0
+            .store
+            .borrow_mut()
+            .expire_with_grace(check, grace_ms);
+        for (lease, events) in expired {
+            self.world
+                .emit(self.node(), Event::EtcdLeaseExpire { lease });
+            self.publish(events, |_| DeleteCause::LeaseExpired { lease }, "etcd");
+        }
+        check
+    }
+
+    /// The true time of the lessor's next check that can revoke a lease, if any lease exists: the
+    /// first check at or after the earliest wall-clock time a lease is due, or after the
+    /// monotonic deadline of a lease already due, as of the check at `check`.
+    fn next_check_us(&self, check: LeaseNow) -> Option<u64> {
+        let node = self.node();
+        let (wall_ms, mono_ms) = self.etcd.0.store.borrow().next_wake(check);
+        let by_wall = wall_ms.map(|ms| {
+            let at = self.world.true_time_for_wall(node, ms * 1000);
+            if self.checks.interval_ms <= 0 {
+                return at;
+            }
+            let mono_ms = self.world.clock(node).mono_at(at).div_ceil(1000) as i64;
+            self.mono_check_us(mono_ms)
+        });
+        let by_mono = mono_ms.map(|ms| self.mono_check_us(ms));
+        by_wall.into_iter().chain(by_mono).min()
+    }
+
+    /// The true time of the first check at or after monotonic reading `mono_ms`.
+    fn mono_check_us(&self, mono_ms: i64) -> u64 {
+        let check_ms = self.checks.first_at_or_after(mono_ms).max(0) as u64;
+        let at = self.world.true_time_for_mono(self.node(), check_ms * 1000);
+        at.max(self.world.now_us())
+    }
+
+    /// Revokes leases at the lessor's checks (see the module documentation), re-arming whenever a
+    /// lease is granted or renewed, or the wall clock is stepped or changes rate.
+    pub(super) async fn lessor(&self) {
+        let node = self.node();
+        let clock_changed = self.world.clock_notify(node);
+        loop {
+            let (cg, lg) = (
+                clock_changed.generation(),
+                self.etcd.0.leases_changed.generation(),
+            );
+            let check = self.expire_due();
+            let wake = futures::future::select(
+                clock_changed.changed_since(cg),
+                self.etcd.0.leases_changed.changed_since(lg),
+            );
+            match self.next_check_us(check) {
+                Some(at) => {
+                    let sleep = crate::time::sleep_until(self.world.instant_at(at));
+                    futures::future::select(sleep, wake).await;
+                }
+                None => {
+                    wake.await;
+                }
+            }
         }
     }
 }
