@@ -185,8 +185,8 @@ fn upstream_election_fail_to_maintain() {
             "campaign",
             "stamp>0",
             "won lease=100000",
-            "stamp=0",
             "lost: refresh failed: Unavailable",
+            "stamp=0",
             "step-down deleted=true",
         ]
     );

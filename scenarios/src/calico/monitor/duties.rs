@@ -17,7 +17,7 @@
 //! etcd (`EtcdPut`, `EtcdCompact`), whether a master exists (the election key's holder, its
 //! process alive and its host's stamp set: `election.rs`), the schedule's faults and the world's
 //! task faults (`stability.rs`). The period is the deployment's `etcd_compaction_period_mins`; the
-//! slack is derived here from upstream's loop (see [`COMPACTION_SLACK_US`]). Calls no model
+//! slack is `calico::bounds`' [`COMPACTION_SLACK_US`]. Calls no model
 //! function.
 
 use super::{secs, CalicoMonitor, COMPACTION_SLACK_US};
