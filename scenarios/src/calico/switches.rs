@@ -86,6 +86,14 @@ pub static SWITCHES: &[Switch] = &[
         about: "the status watcher's watch canceller catches every error of its round-trip write (upstream catches only ConnectionFailedError and dies on a timeout), so a watch broken later is still cancelled and restarted",
     },
     Switch {
+        name: "calico-watch-create-timeout",
+        kind: SwitchKind::Fix,
+        trips: None,
+        system: "calico",
+        scenario: "calico-swarm",
+        about: "a watch's create request is bounded by etcd_timeout (etcd3gw's Watcher posts it with no timeout), so an elector or status watcher whose creation etcd's crashed host never answers retries instead of blocking for ever",
+    },
+    Switch {
         name: "calico-compaction-claims-period",
         kind: SwitchKind::Fix,
         trips: None,

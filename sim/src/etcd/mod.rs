@@ -15,10 +15,11 @@
 //!   the same way);
 //! * **a crash of its host** (the `Crash` fault): nothing is sent. A request etcd had received is
 //!   never answered and its caller waits out its own timeout (for ever without one); a request
-//!   sent while the host is down is retransmitted and reset by the rebooted host. On recovery, with `lease_ttl_reset_on_restart` (etcd 3.4 without
-//! lease checkpointing, the default), every lease gets its full TTL again plus one election
-//! timeout, as etcd's `Promote` does (see [`lessor`] for what etcd 3.4 does and what the model
-//! keeps of it).
+//!   sent while the host is down is retransmitted and reset by the rebooted host.
+//!
+//! On recovery, with `lease_ttl_reset_on_restart` (etcd 3.4 without lease checkpointing, the
+//! default), every lease gets its full TTL again plus one election timeout, as etcd's `Promote`
+//! does (see [`lessor`] for what etcd 3.4 does and what the model keeps of it).
 //!
 //! Service faults (see `fault::FaultKind`): unavailable (refused, not applied), ambiguous timeout
 //! (the client times out; the request is not applied, applied before the client's timeout fires,
