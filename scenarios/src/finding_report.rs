@@ -87,11 +87,15 @@ fn version(f: &Finding) -> String {
 fn shortest_replay(f: &Finding) -> String {
     let mut out = String::from("## Shortest replay\n\n");
     let Some(r) = replay(f) else {
+        let Some(seed) = f.seeds.first() else {
+            out += "Not recorded, and no seed is pinned at the moment (see the summary).\n\n";
+            return out;
+        };
         out += &format!(
             "Not recorded yet. The pinned seed reproduces it with its full fault schedule: \
              `faultline run {} --seed {}{}`.\n\n",
             f.scenario,
-            f.seeds[0],
+            seed,
             with_flags(f)
         );
         return out;

@@ -94,11 +94,19 @@ pub struct Responder<Resp> {
     /// The server's node and the caller's.
     server: NodeIx,
     caller: NodeIx,
+    /// Over TCP: the server node's boot number when the request arrived (see [`Responder`]'s
+    /// `Drop`); `None` for a plain endpoint.
+    tcp_boots: Option<u32>,
+    /// Answered or deliberately lost: nothing more to do when dropped.
+    settled: bool,
 }
 
 /// Where a response waits for its caller: (arrival µs, response).
 struct ReplySlot<Resp> {
     answer: RefCell<Option<(u64, Resp)>>,
+    /// The server's connection was closed without an answer (see [`Responder`]'s `Drop`); the
+    /// caller learns it one network latency later.
+    reset: Cell<bool>,
     /// The caller's task, waiting. A call has one answer and one waiting task, registered before
     /// the server can run (the caller waits as soon as it has sent), so the answer's arrival timer
     /// can wake that task directly: the relay a [`Reader`] puts between a timer and whichever task
@@ -108,7 +116,8 @@ struct ReplySlot<Resp> {
 
 impl<Resp> Responder<Resp> {
     /// Sends the response back (it travels over the network and may be lost).
-    pub fn send(self, resp: Resp) {
+    pub fn send(mut self, resp: Resp) {
+        self.settled = true;
         let at =
             self.world.now_us() + self.world.latency(self.server, self.caller).as_micros() as u64;
         *self.slot.answer.borrow_mut() = Some((at, resp));
@@ -120,7 +129,9 @@ impl<Resp> Responder<Resp> {
     }
 
     /// Drops the response on the floor: the caller times out (used for ambiguous failures).
-    pub fn lose(self) {}
+    pub fn lose(mut self) {
+        self.settled = true;
+    }
 
     /// Whether the caller has stopped waiting (its timeout passed, or its task or process is
     /// gone): nothing can reach it any more. A server whose request is a database transaction
@@ -130,6 +141,27 @@ impl<Resp> Responder<Resp> {
         // The caller's exchange holds the slot while it waits; only this responder is left once
         // the caller's future has been dropped.
         Rc::strong_count(&self.slot) == 1
+    }
+}
+
+/// A TCP server process that ends holding a request (killed, or exiting on a terminate signal)
+/// on a host that stays up: the kernel closes its sockets, sending a FIN (or a reset where unread
+/// data is left, tcp(7) and RFC 2525 section 2.17), so the caller's read ends at once with an
+/// error instead of waiting out its timeout (Python's `http.client` raises `RemoteDisconnected`
+/// or `ConnectionResetError`, which `requests` reports as `ConnectionError`). A host that crashed
+/// sends nothing: its callers hear nothing until their own timeout.
+impl<Resp> Drop for Responder<Resp> {
+    fn drop(&mut self) {
+        let Some(boots) = self.tcp_boots else {
+            return;
+        };
+        if self.settled || !self.world.same_life(self.server, boots) {
+            return;
+        }
+        self.slot.reset.set(true);
+        if let Some(w) = self.slot.waiter.take() {
+            w.wake();
+        }
     }
 }
 
@@ -199,7 +231,8 @@ pub enum RpcError {
     /// paused or slow). The request may or may not have been applied.
     Timeout,
     /// The connection was refused or reset (TCP endpoints: the server's node came back from a
-    /// crash, or nothing listens): the request was not applied.
+    /// crash, nothing listens, or the server's process ended holding the request on a host that
+    /// stays up): the request was not applied.
     Reset,
 }
 
@@ -223,7 +256,9 @@ impl<Req, Resp> Endpoint<Req, Resp> {
     /// response that cannot get through (a cut link, a crashed node) is retransmitted with
     /// exponential backoff from [`RTO_MIN`] and arrives once the path works again, within the
     /// caller's timeout; a node that crashed and came back, or a node where nothing listens,
-    /// answers with a reset ([`RpcError::Reset`]). A server that dies holding a request never
+    /// answers with a reset ([`RpcError::Reset`]). A server process that ends holding a request
+    /// while its host stays up has its connection closed by the kernel: the caller gets a reset
+    /// at once (see [`Responder`]'s `Drop`). A server whose host crashes holding a request never
     /// answers: the caller times out. (A plain [`Endpoint::new`] loses what cannot get through.)
     pub fn tcp(node: NodeIx) -> Self {
         Endpoint {
@@ -255,59 +290,95 @@ impl<Req, Resp> Endpoint<Req, Resp> {
         req: Req,
         timeout: Duration,
     ) -> Result<Resp, RpcError> {
-        let to = self.node;
-        let exchange = async {
-            crate::time::sleep(world.latency(from, to)).await;
-            let slot = Rc::new(ReplySlot {
-                answer: RefCell::new(None),
-                waiter: Cell::new(None),
-            });
-            let call = |req| Call {
-                caller: caller.clone(),
-                from,
-                req,
-                reply: Responder {
-                    slot: slot.clone(),
-                    world: world.clone(),
-                    server: to,
-                    caller: from,
-                },
-            };
-            let queued = if self.tcp {
-                self.send_tcp(world, from, call(req)).await?
-            } else {
-                self.deliver(world, from, call(req)).is_ok()
-            };
-            if !queued {
-                return futures::future::pending().await;
-            }
-            // The answer, once it has arrived; never if it is lost or the server never answers.
-            let resp = std::future::poll_fn(|cx| {
-                let arrived =
-                    matches!(&*slot.answer.borrow(), Some((at, _)) if *at <= world.now_us());
-                if arrived && (self.tcp || world.reachable(to, from)) {
-                    let (_, resp) = slot.answer.borrow_mut().take().expect("arrived");
-                    return Poll::Ready(resp);
-                }
-                if !arrived {
-                    slot.waiter.set(Some(cx.waker().clone()));
-                }
-                Poll::Pending
-            })
-            .await;
-            if self.tcp {
-                // The response is retransmitted until the way back works.
-                let mut rto = RTO_MIN;
-                while !world.reachable(to, from) {
-                    crate::time::sleep(rto).await;
-                    rto = (rto * 2).min(RTO_MAX);
-                }
-            }
-            Ok(resp)
-        };
-        crate::time::timeout(timeout, exchange)
+        crate::time::timeout(timeout, self.exchange(world, from, caller, req))
             .await
             .map_err(|_| RpcError::Timeout)?
+    }
+
+    /// Sends `req` from `from` and waits for the response with no timeout of its own, as an HTTP
+    /// request made without one (`requests` waits for ever by default): it ends only with an
+    /// answer or a reset, and never if the server's host crashed holding it.
+    pub async fn call_untimed(
+        &self,
+        world: &World,
+        from: NodeIx,
+        caller: Rc<str>,
+        req: Req,
+    ) -> Result<Resp, RpcError> {
+        self.exchange(world, from, caller, req).await
+    }
+
+    /// One request and its answer (see [`Endpoint::call`]).
+    async fn exchange(
+        &self,
+        world: &World,
+        from: NodeIx,
+        caller: Rc<str>,
+        req: Req,
+    ) -> Result<Resp, RpcError> {
+        let to = self.node;
+        crate::time::sleep(world.latency(from, to)).await;
+        let slot = Rc::new(ReplySlot {
+            answer: RefCell::new(None),
+            reset: Cell::new(false),
+            waiter: Cell::new(None),
+        });
+        let call = |req| Call {
+            caller: caller.clone(),
+            from,
+            req,
+            reply: Responder {
+                slot: slot.clone(),
+                world: world.clone(),
+                server: to,
+                caller: from,
+                tcp_boots: self.tcp.then(|| world.boots(to)),
+                settled: false,
+            },
+        };
+        let queued = if self.tcp {
+            self.send_tcp(world, from, call(req)).await?
+        } else {
+            self.deliver(world, from, call(req)).is_ok()
+        };
+        if !queued {
+            return futures::future::pending().await;
+        }
+        // The answer, once it has arrived; never if it is lost or the server never answers.
+        // A connection the server's process closed without answering (TCP) ends the call with
+        // a reset one network latency after it closed.
+        let mut reset_at: Option<u64> = None;
+        let resp = std::future::poll_fn(|cx| {
+            let now = world.now_us();
+            if slot.reset.get() {
+                let at = *reset_at
+                    .get_or_insert_with(|| now + world.latency(to, from).as_micros() as u64);
+                if at <= now {
+                    return Poll::Ready(Err(RpcError::Reset));
+                }
+                crate::time::wake_at(world.instant_at(at), cx.waker());
+                return Poll::Pending;
+            }
+            let arrived = matches!(&*slot.answer.borrow(), Some((at, _)) if *at <= now);
+            if arrived && (self.tcp || world.reachable(to, from)) {
+                let (_, resp) = slot.answer.borrow_mut().take().expect("arrived");
+                return Poll::Ready(Ok(resp));
+            }
+            if !arrived {
+                slot.waiter.set(Some(cx.waker().clone()));
+            }
+            Poll::Pending
+        })
+        .await;
+        if self.tcp {
+            // The response (or the FIN) is retransmitted until the way back works.
+            let mut rto = RTO_MIN;
+            while !world.reachable(to, from) {
+                crate::time::sleep(rto).await;
+                rto = (rto * 2).min(RTO_MAX);
+            }
+        }
+        resp
     }
 
     /// Queues `call` at the server if the path works and the server listens; gives it back if not.

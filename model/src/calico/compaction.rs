@@ -10,8 +10,8 @@
 //!   Otherwise read the last key (its value is the last compaction revision, its mod_revision the
 //!   revision of the last check; missing: first check, write the keys), the current revision, and
 //!   compact at `current - max(min_revisions, current - last_check)` if that is beyond the last
-//!   compaction; a compaction error means somebody else compacted (write the keys with the current
-//!   revision).
+//!   compaction; an etcd error of the compaction means somebody else compacted (write the keys with
+//!   the current revision); any other error (an undecodable reply) writes nothing.
 //! * `write_compaction_keys` (line 1610): the last key first, then the trigger key with a lease of
 //!   one period.
 //!
@@ -112,9 +112,15 @@ impl Compaction {
         if compact_at <= last_compaction {
             return self.write_keys(last_compaction).await;
         }
-        if self.etcd.compact(compact_at).await.is_err() {
-            // "Someone else has requested etcd compaction".
-            return self.write_keys(current).await;
+        match self.etcd.compact(compact_at).await {
+            Ok(_) => {}
+            // `except etcdv3.Etcd3Exception`: "Someone else has requested etcd compaction"
+            // (mech_calico.py lines 1579-1600 at 87c15906).
+            Err(e) if e.is_etcd_exception() => return self.write_keys(current).await,
+            // Any other exception (an undecodable reply: `resp.json()` raises, etcd3gw
+            // `client.py` line 136) skips that handler and reaches the outer `except Exception`
+            // (lines 1604-1607): logged, no key written.
+            Err(e) => return Err(e),
         }
         self.write_keys(compact_at).await
     }

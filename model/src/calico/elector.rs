@@ -26,7 +26,7 @@
 //! `interval` and `ttl` are parameters ([`Timing`]) checked as `Elector.__init__` checks them.
 
 use super::master::Shared;
-use super::{Switches, MASTER_TIMEOUT, REFRESH_INTERVAL};
+use super::{Switches, ETCD_TIMEOUT, MASTER_TIMEOUT, REFRESH_INTERVAL};
 use crate::calico::CalicoEvent;
 use futures::future::Either;
 use rand::Rng;
@@ -76,14 +76,26 @@ impl ElectionStore for Client {
 
     /// A watch on a compacted revision reports no events and times out (etcd3gw's behaviour,
     /// which upstream's comment in `_vote` relies on).
+    ///
+    /// As etcd3gw's `watch_once` (2.4.2, 30567b4c, `etcd3gw/client.py` lines 433-451): the
+    /// `Watcher` is created first, its create request waiting for etcd's answer with no timeout
+    /// ([`Client::watch`]), and only then does `event_queue.get(timeout=timeout)` start. A
+    /// creation that fails raises `requests`' own `ConnectionError` (the `Watcher` posts through
+    /// the session, not through the client's `post` that maps it to `ConnectionFailedError`,
+    /// `etcd3gw/watch.py` lines 61-63): not an `Etcd3Exception`, so `_vote` does not catch it
+    /// (election.py lines 196-214 at 87c15906) and `_run` exits the process (lines 138-147). It
+    /// is returned as [`EtcdError::Garbled`], this trait's stand-in for such an exception.
     async fn watch_once(
         &self,
         key: &str,
         start_revision: i64,
         timeout: Duration,
     ) -> Result<WatchEvent, EtcdError> {
+        let mut w = self
+            .watch(key, false, start_revision)
+            .await
+            .map_err(|_| EtcdError::Garbled)?;
         let wait = async {
-            let mut w = self.watch(key, false, start_revision).await?;
             loop {
                 if let WatchMsg::Events(mut evs) = w.next().await {
                     return Ok(Rc::unwrap_or_clone(evs.swap_remove(0)));
@@ -288,11 +300,17 @@ impl<S: ElectionStore> Elector<S> {
         // `timeout=self._interval * 2`.
         let timeout = 2 * self.timing.interval();
         loop {
-            match self
-                .etcd
-                .watch_once(&self.key, mod_revision + 1, timeout)
-                .await
-            {
+            let watched = self.etcd.watch_once(&self.key, mod_revision + 1, timeout);
+            let watched = if self.sw.watch_create_timeout {
+                // Fix `calico-watch-create-timeout`: the creation is bounded by `etcd_timeout`
+                // (`ConnectionTimeoutError`, an etcd exception), the wait by `timeout` after it.
+                sim::time::timeout(ETCD_TIMEOUT + timeout, watched)
+                    .await
+                    .unwrap_or(Err(EtcdError::Timeout))
+            } else {
+                watched.await
+            };
+            match watched {
                 Ok(ev) if ev.kind == EventKind::Delete => return self.become_master().await,
                 Ok(ev) => mod_revision = ev.kv.mod_revision,
                 Err(e) => return classify(e),

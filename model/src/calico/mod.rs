@@ -82,6 +82,10 @@ pub struct Switches {
     /// Fix `calico-canceller-catches-all`: the watch canceller survives any error of its
     /// round-trip write, not only a connection failure.
     pub canceller_catches_all: bool,
+    /// Fix `calico-watch-create-timeout`: a watch's create request is bounded by `etcd_timeout`
+    /// (etcd3gw's `Watcher` passing the client's timeout to its post), so a creation etcd never
+    /// answers fails instead of blocking its greenlet for ever.
+    pub watch_create_timeout: bool,
     /// Bug `calico-watchdog-counts-oneshot`: the watchdog registers the one-shot resync task.
     pub watchdog_counts_oneshot: bool,
     /// Bug `calico-stale-warn-zero-sentinel`: the warning limiter starts at 0.0.

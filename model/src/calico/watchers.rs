@@ -310,7 +310,16 @@ impl EtcdWatcher {
         }
         self.snapshot_event(kvs.len(), rev, true);
         self.post_snapshot_hook(old);
-        let Ok(mut watch) = d.etcd.watch(&d.prefix, true, rev + 1).await else {
+        // `etcdv3.watch_subtree`: etcd3gw's `Watcher` waits for etcd's answer with no timeout
+        // (see `sim::etcd::Client::watch`): a creation etcd's crashed host never answers hangs
+        // this greenlet for ever, before its canceller exists (etcdutils.py lines 216-221, the
+        // canceller spawned at line 334). A failed one is caught by `except Exception` (line 274).
+        let created = if d.sw.watch_create_timeout {
+            d.etcd.watch_timed(&d.prefix, true, rev + 1).await
+        } else {
+            d.etcd.watch(&d.prefix, true, rev + 1).await
+        };
+        let Ok(mut watch) = created else {
             return Ok(SessionEnd::Restart);
         };
         let session = Rc::new(WatchSession {

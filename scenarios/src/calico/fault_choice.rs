@@ -44,6 +44,8 @@ pub enum FaultChoice {
     EtcdAmbiguous,
     /// `etcd-garbled`.
     EtcdGarbled,
+    /// `etcd-host-crash`.
+    EtcdHostCrash,
     /// `etcd-restart`.
     EtcdRestart,
     /// `etcd-slow`.
@@ -105,6 +107,7 @@ impl FaultChoice {
             FaultChoice::DriftChange => "drift-change",
             FaultChoice::EtcdAmbiguous => "etcd-ambiguous",
             FaultChoice::EtcdGarbled => "etcd-garbled",
+            FaultChoice::EtcdHostCrash => "etcd-host-crash",
             FaultChoice::EtcdRestart => "etcd-restart",
             FaultChoice::EtcdSlow => "etcd-slow",
             FaultChoice::EtcdStep => "etcd-step",
@@ -177,7 +180,21 @@ impl FaultChoice {
                 &["a proxy or load balancer in front of etcd's gateway answering with an error \
                    page the client cannot decode"],
             ),
-            EtcdRestart => ChoiceFacts::real(&[&k::CRASH], &["etcd killed and restarted (upgrade, OOM)"]),
+            EtcdRestart => ChoiceFacts::real(
+                &[&k::SERVICE_RESTART],
+                &["etcd's process restarted on a host that stays up: a rolling upgrade or \
+                   `systemctl restart`, or the OOM killer followed by systemd's `Restart=`; the \
+                   host's kernel closes every client connection at once (etcd3gw raises \
+                   ConnectionFailedError on each request in flight) and refuses new ones until \
+                   etcd listens again (a restart takes seconds: WAL replay and an election)"],
+            ),
+            EtcdHostCrash => ChoiceFacts::real(
+                &[&k::CRASH],
+                &["etcd's host crashes (kernel panic, power loss, VM reset): nothing closes the \
+                   connections, so a request etcd held is never answered and fails only at \
+                   etcd_timeout, and a request sent during the reboot is reset by the rebooted \
+                   host"],
+            ),
             EtcdSlow => ChoiceFacts::real(&[&k::SERVICE_SLOW], &[]),
             EtcdUnavailable => ChoiceFacts::real(&[&k::SERVICE_UNAVAILABLE], &[]),
             Flapping => ChoiceFacts::real(

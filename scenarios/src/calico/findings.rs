@@ -48,7 +48,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A backward wall-clock step keeps a stale mastership stamp fresh",
         scenario: "calico-clock-skew",
-        seeds: &[52, 135],
+        seeds: &[374, 494],
         signature: Signature {
             invariants: &["master-only-work-legitimate"],
             describe: "a host acts as master after a backward clock step on it",
@@ -101,7 +101,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A dead master-only loop is never replaced",
         scenario: "calico-swarm",
-        seeds: &[1560, 2733],
+        seeds: &[742, 1455],
         signature: Signature {
             invariants: &["agent-view-converges"],
             describe: "the master's agent-status loop is silently dead",
@@ -126,13 +126,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A watch canceller killed by an etcd timeout leaves the master's watcher hung",
         scenario: "calico-swarm",
-        seeds: &[1322, 3598],
+        seeds: &[2, 97],
         signature: Signature {
             invariants: &["agent-view-converges", "port-status-converges"],
             describe: "the master's watch canceller ended on an exception",
             test: |e| e.contains("watch-canceller of"),
         },
-        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (ConnectionTimeoutError after etcd_timeout, 60 s), an HTTP 500 (InternalServerError) or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream ends for any reason (etcd3gw's reader thread just stops, it puts nothing on the queue), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and while the host stays master no Felix report (agent-status watcher) or port status (endpoint-status watcher) reaches Neutron. The pinned seed's trigger is the etcd host dying while the write was in flight; upstream the elector's next refresh would often also fail there (a reset on its pooled connection) and give up mastership, which the model does not show (it keeps no connection state), so the likelier real trigger is a 500 or a timeout on the round-trip write followed later by an etcd restart.",
+        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (ConnectionTimeoutError after etcd_timeout, 60 s), an HTTP 500 (InternalServerError) or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream ends for any reason (etcd3gw's reader thread just stops, it puts nothing on the queue), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and while the host stays master no Felix report (agent-status watcher) or port status (endpoint-status watcher) reaches Neutron. A restart of the etcd process does not trigger it: the host's kernel resets the write's connection and etcd3gw raises ConnectionFailedError, which the canceller catches. A timeout does: in the pinned seeds the write was sent while etcd's host was down (seed 2: a 53 s crash; TCP's retransmissions, backing off from 200 ms, next tried after the reboot only past etcd_timeout) or while the master was cut off from etcd for over 60 s (seed 97). The same outage also fails the elector's refresh, so the host loses the key; but the stamp is shared by the host's workers, and once any worker of the host wins again the dead canceller's watcher counts as the master's. The model keeps no pooled connections, so it does not show the first requests after an etcd reboot being reset on their stale connections (which ends mastership sooner, without changing the outcome).",
         upstream: &[
             calico(ETCDUTILS, "EtcdWatcher.start._cancel_watch_if_broken", "286-328"),
             calico(ETCDV3, "Etcd3AuthClient.watch (iterator, cancel)", "561-623"),
@@ -142,8 +142,8 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "Felix reports and port statuses stop reaching Neutron (agents shown down, ports stuck) while the host stays master, until neutron-server is restarted.",
         preconditions: &[
-            "the round-trip write of _cancel_watch_if_broken fails with an error other than ConnectionFailedError: a 60 s timeout, an HTTP 500 or an undecodable reply (in the pinned seeds, the etcd host crashing while the write is in flight)",
-            "the watch's stream ends later (an etcd restart or a dropped connection) while the host stays master",
+            "the round-trip write of _cancel_watch_if_broken fails with an error other than ConnectionFailedError: a 60 s timeout (etcd's host down, or the master cut off from etcd, for about a minute while the write is in flight), an HTTP 500 or an undecodable reply",
+            "the watch's stream ends (the same outage) and the host is master again afterwards (any of its workers wins the key)",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -153,7 +153,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Port statuses left stale across a mastership change are never corrected",
         scenario: "calico-status-backlog",
-        seeds: &[5, 79],
+        seeds: &[56, 328],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "a diverged port was written last by a host that is not the master (and no watch canceller died)",
@@ -185,13 +185,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two writers of one process write the same port at once and the older status commits last",
         scenario: "calico-swarm",
-        seeds: &[2003631],
+        seeds: &[],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of the same process",
             test: |e| e.contains("it overtook a newer write of the same process"),
         },
-        summary: "The port-status queue is a plain PriorityQueue of (priority, key): a key can be in it twice (a retry queued 5 s after a DB error and a live event; two quick changes), and each of the 4 writer greenlets takes the first entry and writes the status the cache holds at that moment. Two writers can then write one port at once; each runs update_port_status in its own session, the greenlets yield on the database sockets, and the transaction that commits last wins, whichever status it read. In the pinned seed a retry took the key and read down just before the watcher handled Felix's up (a pause had held both back), the live event's writer read up, and the down write reached the database last: nothing writes the port again until Felix changes it.",
+        summary: "The port-status queue is a plain PriorityQueue of (priority, key): a key can be in it twice (a retry queued 5 s after a DB error and a live event; two quick changes), and each of the 4 writer greenlets takes the first entry and writes the status the cache holds at that moment. Two writers can then write one port at once; each runs update_port_status in its own session, the greenlets yield on the database sockets, and the transaction that commits last wins, whichever status it read. In the pinned seed a retry took the key and read down just before the watcher handled Felix's up (a pause had held both back), the live event's writer read up, and the down write reached the database last: nothing writes the port again until Felix changes it. (Its pinned seed, calico-swarm 2003631, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, so it has none pinned until one is.)",
         upstream: &[
             calico(DRIVER, "CalicoMechanismDriver.on_port_status_changed", "813-817"),
             calico(DRIVER, "CalicoMechanismDriver._loop_writing_port_statuses", "841-847"),
@@ -213,7 +213,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A write held up by a partition commits after the next master's newer write",
         scenario: "calico-swarm",
-        seeds: &[2007269],
+        seeds: &[1231],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of another process",
@@ -239,7 +239,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A stopped status watcher dispatches its late snapshot into the newer watcher's cache",
         scenario: "calico-swarm",
-        seeds: &[2005147],
+        seeds: &[],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the master wrote a diverged port last, from a stale cache, overtaking nothing",
@@ -250,7 +250,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("watch-canceller of")
             },
         },
-        summary: "EtcdWatcher.start dispatches every key of its snapshot read without looking at _stopped (only the event loop does, line 342), and the endpoint-status worker's cache and queue are shared by every watcher the process makes. When is_master() turns false while a watcher's snapshot read is held up (a partition or cut between etcd and the host), watch_status_updates stops it and, once the host is master again, starts a new watcher, whose snapshot writes the current statuses; then the old read returns and the stopped watcher dispatches its older snapshot: each port whose status changed in between differs from the cache, so the old status goes into the cache and to Neutron. The new watcher's watch starts after its own snapshot and never reports that port again, so it stays wrong until Felix changes it.",
+        summary: "EtcdWatcher.start dispatches every key of its snapshot read without looking at _stopped (only the event loop does, line 342), and the endpoint-status worker's cache and queue are shared by every watcher the process makes. When is_master() turns false while a watcher's snapshot read is held up (a partition or cut between etcd and the host), watch_status_updates stops it and, once the host is master again, starts a new watcher, whose snapshot writes the current statuses; then the old read returns and the stopped watcher dispatches its older snapshot: each port whose status changed in between differs from the cache, so the old status goes into the cache and to Neutron. The new watcher's watch starts after its own snapshot and never reports that port again, so it stays wrong until Felix changes it. (Its pinned seed, calico-swarm 2005147, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, so it has none pinned until one is.)",
         upstream: &[
             calico(ETCDUTILS, "EtcdWatcher.start", "156-213, 340-344"),
             calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "690-728"),
@@ -271,13 +271,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two hosts compact in the same period during a handover",
         scenario: "calico-swarm",
-        seeds: &[3603],
+        seeds: &[6775],
         signature: Signature {
             invariants: &["compaction-once-per-period"],
             describe: "two compactions within one period",
             test: |e| e.contains("after the previous compaction"),
         },
-        summary: "The trigger key that limits compaction to one per period is read, then written after compacting, with no transaction, and the check runs long after its is_master(): in the pinned seed a former master passed is_master(), then its read of the trigger lease's TTL hung for etcd_timeout (60 s); the Etcd3Exception is taken for an expired lease (mech_calico.py line 1467), so it compacted 26 ms after the new master had. Not harmless: the second compactor read the first one's last key, so it kept only the minimum 1,000 revisions instead of a period of history.",
+        summary: "The trigger key that limits compaction to one per period is read, then written after compacting, with no transaction, and the check runs long after its is_master(). A former master that passed is_master() and whose read of the trigger lease's TTL then hung for etcd_timeout (60 s) takes the Etcd3Exception for an expired lease (mech_calico.py line 1467) and compacts although the new master just has; and a master whose trigger-key write after compacting fails (in the pinned seed, an ambiguous timeout) leaves no trigger, so the next master compacts again 40 s later. Not harmless: the second compactor reads the first one's last key, so it keeps only the minimum 1,000 revisions instead of a period of history.",
         upstream: &[
             calico(DRIVER, "check_request_etcd_compaction", "1413-1607"),
             calico(DRIVER, "write_compaction_keys", "1610-1624"),
@@ -286,8 +286,41 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "etcd is compacted twice in one period during a handover, keeping only 1,000 revisions instead of a period of history (watchers resuming from an older revision must resync).",
         preconditions: &[
-            "a handover while the former master runs its compaction check",
-            "the former master's read of the trigger lease's TTL fails or hangs for etcd_timeout (60 s)",
+            "a handover while the former master runs its compaction check, or soon after it compacted",
+            "the former master's read of the trigger lease's TTL hangs for etcd_timeout (60 s), or its write of the trigger key after compacting fails",
+        ],
+        realism: Some(Realism::RareFault),
+        status: Status::Active,
+    },
+    Finding {
+        id: "calico-elector-hangs-creating-watch",
+        system: "calico",
+        title: "Electors blocked for ever creating a watch that etcd's crashed host never answers",
+        scenario: "calico-swarm",
+        seeds: &[2004702],
+        signature: Signature {
+            invariants: &["master-elected"],
+            describe: "no master after faults stop, the election key gone",
+            test: |e| e.contains("the election key is absent"),
+        },
+        summary: "A non-master elector waits for the key to change with etcdv3.watch_once (election.py 196-214), which creates an etcd3gw Watcher before its 20 s timeout starts; the Watcher posts its create request through the requests session with stream=True and no timeout (etcd3gw watch.py 61-63), unlike every other call, which networking-calico bounds by etcd_timeout because of an etcd hang (etcdv3.py 530-541). urllib3 sets no TCP keepalive, and the kernel times out only unacknowledged data, so a create request etcd's host had received when it crashed is never answered and never fails: the elector's greenlet waits for ever, with nothing logged. Each etcd host crash that catches electors mid-creation disables them for good; when the master then loses its key, nobody campaigns again. In the pinned seed etcd was slow (2 s per request, requests queued) when its host crashed, holding the create requests of every elector; after the master's refresh failed on garbled replies no host ever became master.",
+        upstream: &[
+            calico(ELECTION, "Elector._vote", "196-214"),
+            calico(ETCDV3, "watch_once", "387-396"),
+            Citation {
+                repo: "openstack/etcd3gw",
+                path: "etcd3gw/watch.py",
+                function: "Watcher.__init__",
+                lines: "61-63",
+                commit: "30567b4c75b50b671b424fdfe0810ca00d54e662",
+            },
+        ],
+        fix: Some("calico-watch-create-timeout"),
+        shown_with: EARLIER_REMEDIES,
+        impact: "No neutron-server host becomes Calico master again (no compaction, no Felix reports or port statuses reach Neutron) until the blocked workers are restarted; each blocked elector is silent.",
+        preconditions: &[
+            "etcd's host crashes (no connection reset) while electors' watch create requests are at etcd unanswered: milliseconds per creation, seconds when etcd is overloaded and queues requests",
+            "every elector has been caught that way (hangs accumulate over several crashes) when the master loses its key",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,

@@ -62,7 +62,8 @@ pub(super) fn schedule(o: &CalicoOptions, rng: &mut ChaCha8Rng) -> Schedule {
             | FaultChoice::EtcdAmbiguous
             | FaultChoice::EtcdSlow
             | FaultChoice::EtcdGarbled
-            | FaultChoice::EtcdRestart => store_fault(kind, host, rng),
+            | FaultChoice::EtcdRestart
+            | FaultChoice::EtcdHostCrash => store_fault(kind, host, rng),
             FaultChoice::ComputeCrash
             | FaultChoice::ComputeIsolate
             | FaultChoice::ComputePause
@@ -154,6 +155,10 @@ fn store_fault(kind: FaultChoice, host: String, rng: &mut ChaCha8Rng) -> (u64, F
         ),
         FaultChoice::EtcdRestart => (
             rng.random_range(1_000..=20_000),
+            FaultKind::ServiceRestart { node: etcd.clone() },
+        ),
+        FaultChoice::EtcdHostCrash => (
+            rng.random_range(5_000..=120_000),
             FaultKind::Crash { node: etcd.clone() },
         ),
         other => unreachable!("not a calico store fault {other:?}"),

@@ -57,6 +57,11 @@ pub static SWITCHES: &[Switch] = &[
         "the status watcher's watch canceller catches every error of its round-trip write (upstream catches only ConnectionFailedError and dies on a timeout), so a watch broken later is still cancelled and restarted",
     ),
     Switch::fix::<Calico>(
+        "calico-watch-create-timeout",
+        "calico-swarm",
+        "a watch's create request is bounded by etcd_timeout (etcd3gw's Watcher posts it with no timeout), so an elector or status watcher whose creation etcd's crashed host never answers retries instead of blocking for ever",
+    ),
+    Switch::fix::<Calico>(
         "calico-compaction-claims-period",
         "calico-swarm",
         "compaction claims its period by creating the trigger key in a transaction guarded by its absence before compacting, so two hosts that both believe they are master cannot both compact",

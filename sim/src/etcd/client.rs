@@ -29,22 +29,27 @@ impl Watch {
 
 impl Client {
     async fn call(&self, req: Request) -> Reply {
+        self.call_within(req, Some(self.timeout)).await
+    }
+
+    /// A request bounded by `timeout`, or by nothing (`None`: it waits for an answer or a reset,
+    /// for ever if neither comes).
+    async fn call_within(&self, req: Request, timeout: Option<Duration>) -> Reply {
         let world = self.proc.world();
         let envelope = Envelope {
             req,
-            client_deadline_us: world.now_us() + self.timeout.as_micros() as u64,
+            client_deadline_us: timeout.map(|t| world.now_us() + t.as_micros() as u64),
         };
-        match self
-            .endpoint
-            .call(
-                world,
-                self.proc.node(),
-                self.proc.ident(),
-                envelope,
-                self.timeout,
-            )
-            .await
-        {
+        let (from, caller) = (self.proc.node(), self.proc.ident());
+        let answer = match timeout {
+            Some(t) => self.endpoint.call(world, from, caller, envelope, t).await,
+            None => {
+                self.endpoint
+                    .call_untimed(world, from, caller, envelope)
+                    .await
+            }
+        };
+        match answer {
             Ok(r) => r,
             // A reset connection is a connection failure: nothing was applied.
             Err(RpcError::Reset) => Err(EtcdError::Unavailable),
@@ -164,22 +169,61 @@ impl Client {
         }
     }
 
-    /// Opens a watch on a key or prefix from `start_revision` (0 = from now).
+    /// Opens a watch on a key or prefix from `start_revision` (0 = from now), waiting for etcd's
+    /// answer with no timeout, as etcd3gw does: its `Watcher.__init__` posts the create request
+    /// through the client's `requests` session with `stream=True` and no `timeout` (etcd3gw
+    /// 2.4.2, 30567b4c, `etcd3gw/watch.py` lines 61-63), bypassing the client's timed `post`
+    /// (`etcd3gw/client.py` `_request`, lines 115-136); `watch_once` creates its watch the same
+    /// way before its own timeout starts (lines 433-451). A watch created while etcd's host is
+    /// down or cut off waits until the path works; one whose request etcd's host had received
+    /// when it crashed is never answered: the call never returns.
     pub async fn watch(
         &self,
         key: &str,
         prefix: bool,
         start_revision: i64,
     ) -> Result<Watch, EtcdError> {
+        self.open_watch(key, prefix, start_revision, None).await
+    }
+
+    /// [`Client::watch`] with the creation bounded by the client's timeout (a client that passes
+    /// its timeout to the watch's create request).
+    pub async fn watch_timed(
+        &self,
+        key: &str,
+        prefix: bool,
+        start_revision: i64,
+    ) -> Result<Watch, EtcdError> {
+        self.open_watch(key, prefix, start_revision, Some(self.timeout))
+            .await
+    }
+
+    async fn open_watch(
+        &self,
+        key: &str,
+        prefix: bool,
+        start_revision: i64,
+        timeout: Option<Duration>,
+    ) -> Result<Watch, EtcdError> {
         let world = self.proc.world();
         let (tx, rx) = stream_tcp(world, self.endpoint.node(), self.proc.node());
-        self.call(Request::Watch {
+        let req = Request::Watch {
             key: key.into(),
             prefix,
             start_revision,
             tx,
-        })
-        .await?;
-        Ok(Watch { rx })
+        };
+        match self.call_within(req, timeout).await {
+            Ok(_) => Ok(Watch { rx }),
+            // etcd3gw's `Watcher` does not look at the answer: its reader thread parses it, and
+            // an undecodable line ends that thread (`_watch`'s `json.loads`, watch.py lines
+            // 21-28) while the watch looks created. Nothing more ever comes out of it.
+            Err(EtcdError::Garbled) => {
+                drop(rx);
+                let (_, dead) = stream_tcp(world, self.endpoint.node(), self.proc.node());
+                Ok(Watch { rx: dead })
+            }
+            Err(e) => Err(e),
+        }
     }
 }

@@ -3,10 +3,23 @@
 //!
 //! The service runs as process `etcd` on its own node, so partitions, pauses and crashes hit it like
 //! a real server. The store is durable across crashes (etcd is a replicated store); watches and
-//! in-flight requests are not. On recovery, with `lease_ttl_reset_on_restart` (etcd 3.4 without
-//! lease checkpointing, the default), every lease gets its full TTL again plus one election
-//! timeout, as etcd's `Promote` does (see [`lessor`] for what etcd 3.4 does and what the model
-//! keeps of it).
+//! in-flight requests are not.
+//!
+//! Two ways etcd goes away differ for its clients (see `sim::net::Endpoint::tcp`):
+//! * **a restart of the process** (`systemctl restart`, an upgrade, the OOM killer and systemd's
+//!   `Restart=`; the `ServiceRestart` fault, or `ProcessCrash` of `etcd`): the host's kernel closes
+//!   every connection at once, so every request etcd held fails at once with a reset
+//!   ([`EtcdError::Unavailable`], etcd3gw's `ConnectionFailedError`), and requests sent while
+//!   it is down are refused at once. On a terminate signal the model's etcd exits at once (a
+//!   SIGTERM'd etcd first closes its client listeners and connections, which its clients see
+//!   the same way);
+//! * **a crash of its host** (the `Crash` fault): nothing is sent. A request etcd had received is
+//!   never answered and its caller waits out its own timeout (for ever without one); a request
+//!   sent while the host is down is retransmitted and reset by the rebooted host.
+//!
+//! On recovery, with `lease_ttl_reset_on_restart` (etcd 3.4 without lease checkpointing, the
+//! default), every lease gets its full TTL again plus one election timeout, as etcd's `Promote`
+//! does (see [`lessor`] for what etcd 3.4 does and what the model keeps of it).
 //!
 //! Service faults (see `fault::FaultKind`): unavailable (refused, not applied), ambiguous timeout
 //! (the client times out; the request is not applied, applied before the client's timeout fires,
@@ -209,10 +222,11 @@ type Reply = Result<Response, EtcdError>;
 
 /// A request on the wire, with the instant (true time, µs) its client gives up: gRPC sends a
 /// call's deadline along (`grpc-timeout`), and the server uses it to hold an ambiguous request
-/// until just after its client has timed out ([`Fate::AppliedLate`]).
+/// until just after its client has timed out ([`Fate::AppliedLate`]). `None`: the client set no
+/// timeout. Such a request cannot be ambiguous: TCP delivers its answer however late it is.
 struct Envelope {
     req: Request,
-    client_deadline_us: u64,
+    client_deadline_us: Option<u64>,
 }
 
 /// A message on a watch stream.
@@ -316,6 +330,11 @@ impl Etcd {
         let s = server.clone();
         proc.spawn("server", async move { s.serve(inbox).await });
         proc.spawn("lessor", async move { server.lessor().await });
+        let p = proc.clone();
+        proc.spawn("signals", async move {
+            p.terminated().await;
+            p.exit(0);
+        });
         self.0.leases_changed.notify();
     }
 
@@ -432,11 +451,12 @@ impl Server {
                 crate::time::sleep(Duration::from_micros(faults.slow_us)).await;
             }
             self.expire_due();
-            if self.chance(faults.ambiguous_percent) {
+            let deadline = client_deadline_us.filter(|_| self.chance(faults.ambiguous_percent));
+            if let Some(deadline) = deadline {
                 match self.draw_fate() {
                     Fate::AppliedLate => {
                         let held = HeldRequest { caller, from, req };
-                        self.hold(held, client_deadline_us + LATE_APPLY_AFTER_DEADLINE_US);
+                        self.hold(held, deadline + LATE_APPLY_AFTER_DEADLINE_US);
                     }
                     fate => self.apply_ambiguous(fate, &caller, from, req),
                 }
@@ -725,5 +745,7 @@ impl Server {
     }
 }
 
+#[cfg(test)]
+mod connection_tests;
 #[cfg(test)]
 mod tests;

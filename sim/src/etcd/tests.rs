@@ -365,7 +365,7 @@ mod props {
 }
 
 /// The service in simulated runs: an etcd node and a client node, 1 ms one-way latency.
-mod service {
+pub(super) mod service {
     use crate::etcd::lessor::ETCD_EXPIRY_CHECK_INTERVAL_MS;
     use crate::etcd::{Etcd, EtcdConfig, EtcdError, REQUEST_TIMEOUT};
     use crate::event::{Event, Record};
@@ -396,14 +396,14 @@ mod service {
     }
 
     /// What a run left: the events and the body's log of (true µs, note).
-    struct Run {
-        events: Vec<(u64, Event)>,
-        log: Vec<(u64, String)>,
+    pub(in crate::etcd) struct Run {
+        pub(in crate::etcd) events: Vec<(u64, Event)>,
+        pub(in crate::etcd) log: Vec<(u64, String)>,
     }
 
     impl Run {
         /// True time (µs) of the put of `key`, if one happened.
-        fn put_at(&self, key: &str) -> Option<u64> {
+        pub(in crate::etcd) fn put_at(&self, key: &str) -> Option<u64> {
             self.events.iter().find_map(|(t, e)| match e {
                 Event::EtcdPut { key: k, .. } if &**k == key => Some(*t),
                 _ => None,
@@ -426,10 +426,10 @@ mod service {
         }
     }
 
-    type Log = Rc<RefCell<Vec<(u64, String)>>>;
+    pub(in crate::etcd) type Log = Rc<RefCell<Vec<(u64, String)>>>;
 
     /// Runs `body` as a process on the client node next to etcd (configured by `cfg`).
-    fn run<F, Fut>(cfg: EtcdConfig, schedule: Schedule, body: F) -> Run
+    pub(in crate::etcd) fn run<F, Fut>(cfg: EtcdConfig, schedule: Schedule, body: F) -> Run
     where
         F: Fn(Proc, Etcd, Log) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -473,11 +473,11 @@ mod service {
         .expect("run")
     }
 
-    fn note(p: &Proc, log: &Log, what: String) {
+    pub(in crate::etcd) fn note(p: &Proc, log: &Log, what: String) {
         log.borrow_mut().push((p.world().now_us(), what));
     }
 
-    fn etcd_fault(at_ms: u64, dur_ms: u64, kind: FaultKind) -> Fault {
+    pub(in crate::etcd) fn etcd_fault(at_ms: u64, dur_ms: u64, kind: FaultKind) -> Fault {
         Fault {
             at_ms,
             dur_ms,
@@ -647,82 +647,6 @@ mod service {
         let exact = run(EtcdConfig::default(), vec![], body);
         assert_eq!(exact.deleted_at("/t"), Some(2_001_000));
         assert_eq!(exact.log[0].1, "Ok(0) None");
-    }
-
-    /// A crash of etcd's host drops the requests it had received: nothing tells their caller
-    /// (no reset reaches a connection with nothing left to retransmit, and etcd3gw's requests
-    /// use no TCP keepalive), so the call waits out its whole timeout although etcd is back long
-    /// before, and the request is not applied.
-    #[test]
-    fn etcd_host_crash_leaves_a_held_request_unanswered_until_its_timeout() {
-        let slow = etcd_fault(
-            0,
-            600_000,
-            FaultKind::ServiceSlow {
-                node: "etcd".into(),
-                extra_ms: 2_000,
-            },
-        );
-        let crash = etcd_fault(
-            1_000,
-            500,
-            FaultKind::Crash {
-                node: "etcd".into(),
-            },
-        );
-        let run = run(
-            EtcdConfig::default(),
-            vec![slow, crash],
-            |p, etcd, log| async move {
-                let r = etcd.client(&p).put("/held", "x", 0).await;
-                note(&p, &log, format!("{r:?}"));
-            },
-        );
-        let (done_us, what) = &run.log[0];
-        assert_eq!(what, &format!("{:?}", Err::<i64, _>(EtcdError::Timeout)));
-        assert_eq!(*done_us, REQUEST_TIMEOUT.as_micros() as u64);
-        assert_eq!(run.put_at("/held"), None);
-    }
-
-    /// A request sent while etcd's host is down is retransmitted (TCP's backoff from 200 ms);
-    /// the first retransmission after the host is back finds no connection there and is answered
-    /// with a reset: the client fails at once (a connection failure, nothing applied), and its
-    /// next request works.
-    #[test]
-    fn etcd_host_crash_resets_a_request_retransmitted_after_the_reboot() {
-        let crash = etcd_fault(
-            500,
-            2_500,
-            FaultKind::Crash {
-                node: "etcd".into(),
-            },
-        );
-        let run = run(
-            EtcdConfig::default(),
-            vec![crash],
-            |p, etcd, log| async move {
-                p.sleep(Duration::from_secs(1)).await;
-                let c = etcd.client(&p);
-                let r = c.put("/during", "x", 0).await;
-                note(&p, &log, format!("{r:?}"));
-                let r = c.put("/after", "x", 0).await;
-                note(&p, &log, format!("{}", r.is_ok()));
-            },
-        );
-        let (reset_us, what) = &run.log[0];
-        assert_eq!(
-            what,
-            &format!("{:?}", Err::<i64, _>(EtcdError::Unavailable))
-        );
-        // Sent at 1 s (arriving 1.001 s): tries at 1.001, 1.201, 1.601, 2.401 and 4.001 s, the
-        // first after the reboot at 3 s; the reset travels back 1 ms.
-        assert!(
-            (4_001_000..=4_003_000).contains(reset_us),
-            "reset at {reset_us} µs"
-        );
-        assert_eq!(run.put_at("/during"), None);
-        assert_eq!(run.log[1].1, "true");
-        assert!(run.put_at("/after").is_some());
     }
 
     #[test]

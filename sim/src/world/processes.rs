@@ -73,6 +73,17 @@ impl World {
         self.0.nodes.borrow()[node as usize].boots
     }
 
+    /// Whether the node is still up in the life it had at boot number `boots`: a process of it
+    /// that ends now leaves a running kernel behind, which closes the process's connections (a
+    /// FIN, or a reset where unread data is left) instead of going silent. False while the node's
+    /// state is being changed (a crash in progress).
+    pub fn same_life(&self, node: NodeIx, boots: u32) -> bool {
+        self.0
+            .nodes
+            .try_borrow()
+            .is_ok_and(|n| n[node as usize].up && n[node as usize].boots == boots)
+    }
+
     /// Whether the node is up and not paused (its processes run).
     pub fn node_running(&self, node: NodeIx) -> bool {
         let n = &self.0.nodes.borrow()[node as usize];

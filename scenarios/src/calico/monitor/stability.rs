@@ -48,14 +48,18 @@ fn can_end_mastership(fault: &FaultKind, host: &str) -> bool {
 }
 
 /// Whether `fault` can make the agent-status watcher on `host` forward a report late, or keep an
-/// old report's key alive: etcd down, unavailable, ambiguous, slow or garbling (a lease reset at
-/// recovery; reads answered late), the host paused, or the host cut from etcd (events held up).
+/// old report's key alive: etcd down, unavailable, ambiguous, slow, garbling or with added latency
+/// (a lease reset at recovery, after a crash of its host or a restart of its process; answers
+/// later than the client's timeout, so a Felix keep-alive renews the report's lease while Felix,
+/// seeing it fail, skips the put; reads answered late), the host paused, slowed or cut from etcd
+/// (events held up).
 fn can_delay_forwarding(fault: &FaultKind, host: &str) -> bool {
     let etcd = "etcd";
     match fault {
-        FaultKind::Pause { node } => node == host || node == etcd,
+        FaultKind::Pause { node } | FaultKind::Latency { node, .. } => node == host || node == etcd,
         FaultKind::Isolate { node } => node == host || node == etcd,
         FaultKind::Crash { node }
+        | FaultKind::ServiceRestart { node }
         | FaultKind::ServiceUnavailable { node }
         | FaultKind::ServiceAmbiguous { node, .. }
         | FaultKind::ServiceSlow { node, .. }
