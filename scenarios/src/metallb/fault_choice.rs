@@ -23,6 +23,8 @@ pub enum FaultChoice {
     Isolate,
     /// `latency`.
     Latency,
+    /// `loss`.
+    Loss,
     /// `node-crash`.
     NodeCrash,
     /// `node-step`.
@@ -63,6 +65,7 @@ impl FaultChoice {
             FaultChoice::Drift => "drift",
             FaultChoice::Isolate => "isolate",
             FaultChoice::Latency => "latency",
+            FaultChoice::Loss => "loss",
             FaultChoice::NodeCrash => "node-crash",
             FaultChoice::NodeStep => "node-step",
             FaultChoice::Partial => "partial",
@@ -89,6 +92,7 @@ pub const ALL: &[FaultChoice] = {
         Drift,
         Isolate,
         Latency,
+        Loss,
         NodeCrash,
         NodeStep,
         Partial,
@@ -119,6 +123,7 @@ impl FaultChoice {
             Drift => ChoiceFacts::real(&[&k::DRIFT], &[]),
             Isolate => ChoiceFacts::real(&[&k::ISOLATE], &[]),
             Latency => ChoiceFacts::real(&[&k::LATENCY], &[]),
+            Loss => ChoiceFacts::real(&[&k::LOSS], &[]),
             NodeCrash => ChoiceFacts::real(&[&k::CRASH], &[]),
             NodeStep => ChoiceFacts::real(&[&k::CLOCK_STEP], &[]),
             Partial => ChoiceFacts::real(

@@ -1,7 +1,7 @@
 //! MetalLB's invariants (checked by `monitor` and `arp`; the bounds are computed from the model's
 //! constants in `expect`, at the scenarios' smallest cluster of 3 speakers).
 //!
-//! Upstream commits cited: metallb/metallb 7938d3f, hashicorp/memberlist 1b4c746.
+//! Upstream commits cited: metallb/metallb 7938d3f, hashicorp/memberlist v0.5.1 (the version metallb pins).
 
 use super::expect::{merge_bound_us, takeover_bound_us, FRAME_US_MAX, SPEAKERS_MIN};
 use crate::invariant::{Breach, Invariant};
@@ -23,7 +23,7 @@ pub const TAKEOVER_AFTER_CRASH: Invariant = Invariant::safety(
 )
 .bounded("a probe round + 1 s + maximum suspicion 24 s + 2 s of gossip + the 5 s ARP burst: 35 s for 3 speakers")
 .bound_us(takeover_bound_us(SPEAKERS_MIN))
-.upstream("memberlist declares an unanswering member dead after its suspicion timeout (memberlist util.go suspicionTimeout l. 70-75, state.go suspectNode l. 1221-1222) and the NodeLeave event forces a resync in which the next candidate announces (speakerlist.go memberlistWatchEvents l. 339-349)")
+.upstream("memberlist declares an unanswering member dead after its suspicion timeout (memberlist util.go suspicionTimeout l. 71-76, state.go suspectNode l. 1227-1228) and the NodeLeave event forces a resync in which the next candidate announces (speakerlist.go memberlistWatchEvents l. 339-349)")
 .measure(Breach::Exceeds, "time since the speaker's departure");
 
 /// Memberships merge after heal.
@@ -82,6 +82,14 @@ pub const ROUTER_FOLLOWS_OWNER: Invariant = Invariant::safety(
 .upstream("a speaker that announces an IP sends a gratuitous ARP at once (or at the spam loop's next tick if it still holds the IP) and every 1.1 s until 5 s after its latest SetBalancer: internal/layer2/announcer.go SetBalancer (l. 257-260), spamLoop (l. 157-197); a Linux router takes a gratuitous ARP into an existing entry whatever its locktime (net/ipv4/arp.c arp_process: override = ... || is_garp)")
 .measure(Breach::Exceeds, "seconds of the IP's traffic sent elsewhere while the speaker alone announced it");
 
+/// No speaker untouched by faults is declared dead.
+pub const NO_FALSE_DEATH: Invariant = Invariant::safety(
+    "no-false-death",
+    "a speaker that no fault touched in the last 33 s (none in force on its node: cut, isolated, slowed, lossy, paused, crashed, clock changed, task or process killed or stalled, restarted) is never declared dead by the suspicion timer of another speaker so untouched",
+)
+.upstream("a suspected member hears the suspicion (gossip, and the suspect message a ping to a suspect carries: memberlist state.go probeNode l. 357-382) and refutes with a higher incarnation before the suspicion times out: state.go suspectNode l. 1194-1198, refute l. 918-942; the window is 8 awareness-scaled probe intervals (probeNode l. 312), the 24 s maximum suspicion and a probe interval")
+.measure(Breach::Occurs, "time since either speaker was last touched by a fault (since the start if never)");
+
 /// Every MetalLB invariant.
 pub static INVARIANTS: &[Invariant] = &[
     SINGLE_ANNOUNCER,
@@ -92,4 +100,5 @@ pub static INVARIANTS: &[Invariant] = &[
     ARP_FOLLOWS_ANNOUNCER,
     ANNOUNCER_WITHDRAWS,
     ROUTER_FOLLOWS_OWNER,
+    NO_FALSE_DEATH,
 ];

@@ -11,6 +11,7 @@
 //! upstream code, and which speakers should be candidates from the world's ground truth.
 
 use super::arp::ArpOracle;
+use super::death::DeathOracle;
 use super::expect::{self, merge_bound_us, takeover_bound_us, VIEW_BOUND_US};
 use super::owner::OwnerOracle;
 use super::{MetallbOptions, ServiceOpt};
@@ -56,6 +57,8 @@ pub struct MetallbMonitor {
     l2: ArpOracle,
     /// `router-follows-owner`.
     owner: OwnerOracle,
+    /// `no-false-death`.
+    death: DeathOracle,
     /// IP -> changes of the router's entry.
     arp_flaps: BTreeMap<String, u32>,
     /// Speaker -> its memberlist view (member -> state).
@@ -105,6 +108,7 @@ impl MetallbMonitor {
             neighbours: BTreeMap::new(),
             l2: ArpOracle::default(),
             owner: OwnerOracle::default(),
+            death: DeathOracle::new(o.speakers),
             arp_flaps: BTreeMap::new(),
             views: BTreeMap::new(),
             unsettled: BTreeMap::new(),
@@ -422,6 +426,9 @@ impl MetallbMonitor {
         let merge = merge_bound_us(self.speakers);
         let takeover = takeover_bound_us(self.speakers);
         match e {
+            MetallbEvent::MlDeclareDead { member, .. } => {
+                return self.death.declared(t, &node, member);
+            }
             MetallbEvent::MlMember { member, state, .. } => {
                 if member == &node && state == "left" {
                     // A speaker leaving the cluster (graceful shutdown) is no longer live.
@@ -554,6 +561,25 @@ impl MetallbMonitor {
     }
 
     /// `arp-follows-announcer`: an announcement the router has not followed in time.
+    /// What touches a speaker, for `no-false-death`.
+    fn touches(&mut self, rec: &Record, node: &str) {
+        let t = rec.t_us;
+        match &rec.event {
+            Event::FaultStart { id, dur_ms, fault } => {
+                let nodes = fault.nodes().into_iter().map(str::to_string).collect();
+                self.death.fault_start(t, *id, nodes, *dur_ms > 0);
+            }
+            Event::FaultEnd { id } => self.death.fault_end(t, *id),
+            Event::NodeCrash => self.death.touch(t, node),
+            Event::ProcessStart { name, .. } | Event::ProcessExit { name, .. }
+                if name == "speaker" =>
+            {
+                self.death.touch(t, node)
+            }
+            _ => {}
+        }
+    }
+
     fn arp_due(&self, now: u64) -> Option<Failure> {
         self.l2
             .due(now, |ip| self.arp.get(ip).cloned())
@@ -573,12 +599,14 @@ impl Monitor for MetallbMonitor {
         if let Some(e) = rec.event.system::<MetallbEvent>() {
             return self.on_metallb(rec, e);
         }
+        self.touches(rec, &node);
         match &rec.event {
             Event::FaultStart { id, fault, .. } => match fault {
                 FaultKind::Partition { .. }
                 | FaultKind::Simplex { .. }
                 | FaultKind::Isolate { .. }
                 | FaultKind::Latency { .. }
+                | FaultKind::Loss { .. }
                 | FaultKind::Pause { .. } => {
                     self.unsettled.insert(*id, fault.describe());
                     self.l2.network_fault();

@@ -46,6 +46,14 @@ pub static SWITCHES: &[Switch] = &[
         about: "memberlist's suspicion lasts ten times upstream's (40 s at least): a crashed speaker is dropped, and its IPs taken over, later than the takeover bound",
     },
     Switch {
+        name: "metallb-mutant-no-refute",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::NO_FALSE_DEATH),
+        system: "metallb",
+        scenario: "metallb-clock-skew",
+        about: "a speaker never refutes a suspicion of itself: a healthy speaker suspected by a slow or paused one is declared dead by the others",
+    },
+    Switch {
         name: "metallb-mutant-cache-dropped",
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::MEMBERSHIP_MERGES),
