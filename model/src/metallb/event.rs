@@ -29,6 +29,12 @@ pub enum MetallbEvent {
         /// The incarnation declared dead.
         incarnation: u32,
     },
+    /// This speaker refuted a suspicion or death of itself: its incarnation is now `incarnation`
+    /// (memberlist v0.5.1 state.go `refute` l. 918-942).
+    MlRefute {
+        /// Its new incarnation.
+        incarnation: u32,
+    },
     /// `join(addresses)` finished: `joined` of them answered.
     MlJoin {
         /// The speaker IPs joined (those of speakers not already members).

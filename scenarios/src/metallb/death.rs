@@ -1,5 +1,5 @@
-//! `no-false-death`: a speaker that no fault touches is never declared dead by another speaker
-//! that no fault touches.
+//! `no-false-death`: a speaker that no fault touches is never declared dead, at its current
+//! incarnation, by another speaker that no fault touches.
 //!
 //! "Touched" is ground truth from the faults in force (the world's `fault-start` and `fault-end`
 //! events) and the speakers' lives: a speaker is touched at time `t` if a fault naming its node
@@ -11,7 +11,14 @@
 //!
 //! A declaration is a member's own suspicion timer running out (memberlist v0.5.1 state.go
 //! `suspectNode` l. 1229-1250), which the speaker reports (`ml-declare-dead`); a death learnt from
-//! another member's message is not one (that member may be touched). `W` covers the longest
+//! another member's message is not one (that member may be touched). Only a declaration at the
+//! accused's current incarnation (what it reports when it refutes, `ml-refute`; 0 for a speaker
+//! that never did since it started) counts: a declaration at an older one means the accused did
+//! refute, and its refutation missed the declarer. Memberlist cannot rule that out: the
+//! refutation is a broadcast sent a bounded number of times to random members (v0.5.1 state.go
+//! `refute` l. 918-942, `gossip` l. 593-645), and a suspicion reaching a member late, from a
+//! touched member's retransmissions, finds nobody left to repeat it; the accused ignores a stale
+//! suspicion (`suspectNode` l. 1173-1176), so only a push/pull or a join corrects that member. `W` covers the longest
 //! chain from a cause to a declaration: the longest awareness-scaled probe (8 probe intervals:
 //! v0.5.1 state.go `probeNode` l. 312) until the suspicion, the longest suspicion
 //! (`SuspicionMaxTimeoutMult` times the minimum), and a probe interval for the messages in
@@ -42,6 +49,8 @@ pub(super) struct DeathOracle {
     active: BTreeMap<String, BTreeSet<u32>>,
     /// Node -> the last time something touched it.
     last: BTreeMap<String, u64>,
+    /// Speaker -> its incarnation (as its refutations report; absent: 0).
+    incarnation: BTreeMap<String, u32>,
 }
 
 impl DeathOracle {
@@ -51,7 +60,19 @@ impl DeathOracle {
             faults: BTreeMap::new(),
             active: BTreeMap::new(),
             last: BTreeMap::new(),
+            incarnation: BTreeMap::new(),
         }
+    }
+
+    /// `node`'s speaker refuted: its incarnation is `inc`.
+    pub(super) fn refuted(&mut self, node: &str, inc: u32) {
+        self.incarnation.insert(node.to_string(), inc);
+    }
+
+    /// `node`'s speaker starts a new life at incarnation 0 (and that touches it).
+    pub(super) fn speaker_started(&mut self, t: u64, node: &str) {
+        self.incarnation.remove(node);
+        self.touch(t, node);
     }
 
     /// Fault `id` starts at `t`, touching `nodes`; an instantaneous one (`lasts` false) touches
@@ -91,9 +112,11 @@ impl DeathOracle {
                 .is_none_or(|&l| t.saturating_sub(l) > self.window_us)
     }
 
-    /// `by` declares `member` dead at `t`: a failure if neither is touched.
-    pub(super) fn declared(&self, t: u64, by: &str, member: &str) -> Option<Failure> {
-        if !(self.untouched(t, by) && self.untouched(t, member)) {
+    /// `by` declares `member` dead at incarnation `inc` at `t`: a failure if neither is touched
+    /// and `inc` is the member's current incarnation.
+    pub(super) fn declared(&self, t: u64, by: &str, member: &str, inc: u32) -> Option<Failure> {
+        let current = self.incarnation.get(member).copied().unwrap_or(0);
+        if inc < current || !(self.untouched(t, by) && self.untouched(t, member)) {
             return None;
         }
         let since = |n: &str| match self.last.get(n) {
@@ -105,7 +128,7 @@ impl DeathOracle {
             kind: Kind::Safety,
             node: None,
             explanation: format!(
-                "{by} declared {member} dead at {} although no fault touched {} or {}",
+                "{by} declared {member} dead at incarnation {inc}, its current one, at {} although no fault touched {} or {}",
                 secs(t),
                 since(by),
                 since(member)
@@ -134,17 +157,23 @@ mod tests {
     fn only_a_declaration_between_untouched_speakers_fails() {
         let w = window_us(3);
         let mut o = DeathOracle::new(3);
-        assert!(o.declared(1_000, "n1", "n2").is_some());
+        assert!(o.declared(1_000, "n1", "n2", 0).is_some());
         o.fault_start(10_000, 0, vec!["n3".into()], true);
-        assert!(o.declared(20_000, "n3", "n2").is_none(), "the declarer");
-        assert!(o.declared(20_000, "n1", "n3").is_none(), "the declared");
+        assert!(o.declared(20_000, "n3", "n2", 0).is_none(), "the declarer");
+        assert!(o.declared(20_000, "n1", "n3", 0).is_none(), "the declared");
         o.fault_end(50_000, 0);
-        assert!(o.declared(50_000 + w, "n1", "n3").is_none(), "within W");
-        assert!(o.declared(50_001 + w, "n1", "n3").is_some(), "after W");
+        assert!(o.declared(50_000 + w, "n1", "n3", 0).is_none(), "within W");
+        assert!(o.declared(50_001 + w, "n1", "n3", 0).is_some(), "after W");
         o.fault_start(60_000, 1, vec!["n1".into()], false);
-        assert!(o.declared(60_000 + w, "n1", "n2").is_none());
-        assert!(o.declared(60_001 + w, "n1", "n2").is_some());
+        assert!(o.declared(60_000 + w, "n1", "n2", 0).is_none());
+        assert!(o.declared(60_001 + w, "n1", "n2", 0).is_some());
         o.touch(70_000, "n2");
-        assert!(o.declared(70_000 + w, "n1", "n2").is_none());
+        assert!(o.declared(70_000 + w, "n1", "n2", 0).is_none());
+        // A refuted incarnation declared dead: the refutation missed the declarer.
+        o.refuted("n2", 4);
+        assert!(o.declared(70_001 + w, "n1", "n2", 3).is_none());
+        assert!(o.declared(70_001 + w, "n1", "n2", 4).is_some());
+        o.speaker_started(80_000, "n2");
+        assert!(o.declared(80_001 + w, "n1", "n2", 0).is_some());
     }
 }

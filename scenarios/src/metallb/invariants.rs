@@ -85,7 +85,7 @@ pub const ROUTER_FOLLOWS_OWNER: Invariant = Invariant::safety(
 /// No speaker untouched by faults is declared dead.
 pub const NO_FALSE_DEATH: Invariant = Invariant::safety(
     "no-false-death",
-    "a speaker that no fault touched in the last 33 s (none in force on its node: cut, isolated, slowed, lossy, paused, crashed, clock changed, task or process killed or stalled, restarted) is never declared dead by the suspicion timer of another speaker so untouched",
+    "a speaker that no fault touched in the last 33 s (none in force on its node: cut, isolated, slowed, lossy, paused, crashed, clock changed, task or process killed or stalled, restarted) is never declared dead at its current incarnation (one it has not refuted) by the suspicion timer of another speaker so untouched",
 )
 .upstream("a suspected member hears the suspicion (gossip, and the suspect message a ping to a suspect carries: memberlist state.go probeNode l. 357-382) and refutes with a higher incarnation before the suspicion times out: state.go suspectNode l. 1194-1198, refute l. 918-942; the window is 8 awareness-scaled probe intervals (probeNode l. 312), the 24 s maximum suspicion and a probe interval")
 .measure(Breach::Occurs, "time since either speaker was last touched by a fault (since the start if never)");

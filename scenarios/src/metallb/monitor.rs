@@ -426,9 +426,13 @@ impl MetallbMonitor {
         let merge = merge_bound_us(self.speakers);
         let takeover = takeover_bound_us(self.speakers);
         match e {
-            MetallbEvent::MlDeclareDead { member, .. } => {
-                return self.death.declared(t, &node, member);
+            MetallbEvent::MlDeclareDead {
+                member,
+                incarnation,
+            } => {
+                return self.death.declared(t, &node, member, *incarnation);
             }
+            MetallbEvent::MlRefute { incarnation } => self.death.refuted(&node, *incarnation),
             MetallbEvent::MlMember { member, state, .. } => {
                 if member == &node && state == "left" {
                     // A speaker leaving the cluster (graceful shutdown) is no longer live.
@@ -571,11 +575,10 @@ impl MetallbMonitor {
             }
             Event::FaultEnd { id } => self.death.fault_end(t, *id),
             Event::NodeCrash => self.death.touch(t, node),
-            Event::ProcessStart { name, .. } | Event::ProcessExit { name, .. }
-                if name == "speaker" =>
-            {
-                self.death.touch(t, node)
+            Event::ProcessStart { name, .. } if name == "speaker" => {
+                self.death.speaker_started(t, node)
             }
+            Event::ProcessExit { name, .. } if name == "speaker" => self.death.touch(t, node),
             _ => {}
         }
     }
