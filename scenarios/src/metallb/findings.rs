@@ -22,7 +22,7 @@ pub static FINDINGS: &[Finding] = &[Finding {
     system: "metallb",
     title: "A withdrawing rival's last gratuitous ARP outlives the owner's burst: the router stays on the rival",
     scenario: "metallb-split-brain",
-    seeds: &[27, 30],
+    seeds: &[30, 31],
     signature: Signature {
         invariants: &["router-follows-owner"],
         describe: "the router keeps sending a sole announcer's traffic to another node",
