@@ -198,6 +198,7 @@ fn smaller(f: &Fault) -> Option<Fault> {
         ClockStep { delta_ms, .. } => half_i(*delta_ms, 1_000).map(|d| *delta_ms = d),
         Drift { ppm, .. } => half_i(*ppm, 10).map(|d| *ppm = d),
         Latency { extra_ms, .. } => half(*extra_ms, 10).map(|d| *extra_ms = d),
+        Loss { permille, .. } => half(*permille as u64, 5).map(|d| *permille = d as u32),
         ServiceSlow { extra_ms, .. } => half(*extra_ms, 10).map(|d| *extra_ms = d),
         ServiceAmbiguous { percent, .. } | ServiceGarbled { percent, .. } => {
             half(*percent as u64, 5).map(|d| *percent = d as u32)

@@ -41,6 +41,12 @@ pub enum Source {
     ProcessSupervision,
     /// Kubernetes pod lifecycle: container restarts with back-off, graceful termination.
     KubernetesPodLifecycle,
+    /// Guo et al., SIGCOMM 2015 (Pingmesh).
+    Pingmesh2015,
+    /// Zhuo et al., SIGCOMM 2017 (packet corruption, CorrOpt).
+    CorrOpt2017,
+    /// Li et al., CoNEXT 2016 (LossRadar).
+    LossRadar2016,
 }
 
 impl Source {
@@ -104,6 +110,23 @@ impl Source {
                 "Kubernetes docs, \"Pod Lifecycle\": crashed containers restart with back-off \
                  (10 s doubling to 5 min); a graceful deletion sends SIGTERM, 30 s grace period"
             }
+            Source::Pingmesh2015 => {
+                "Guo et al., \"Pingmesh: A Large-Scale System for Data Center Network Latency \
+                 Measurement and Analysis\", SIGCOMM 2015: typical drop rates of 1e-4 to 1e-5 \
+                 at NICs and ToRs; black holes and silent random packet drops at faulty switches"
+            }
+            Source::CorrOpt2017 => {
+                "Zhuo et al., \"Understanding and Mitigating Packet Corruption in Data Center \
+                 Networks\", SIGCOMM 2017 (350K links, 15 data centers): corruption hits fewer \
+                 links than congestion with heavier loss, stable over time until the link is \
+                 repaired (cables, connectors, optics)"
+            }
+            Source::LossRadar2016 => {
+                "Li et al., \"LossRadar: Fast Detection of Lost Packets in Data Center \
+                 Networks\", CoNEXT 2016: losses from congestion and black holes are common; \
+                 a year of one data center has 40-80 machines with packet loss and maintenance \
+                 causing 30-minute random connectivity losses (Dean's keynote)"
+            }
         }
     }
 }
@@ -122,6 +145,10 @@ pub enum Quantity {
     Percent,
     /// Time added to each message or request (ms).
     ExtraMs,
+    /// A share of packets lost (per mille).
+    LossPermille,
+    /// The mean length of a loss burst (packets).
+    BurstPackets,
 }
 
 /// A realistic range of one quantity (inclusive).
@@ -168,6 +195,8 @@ impl Range {
             Quantity::Ppm => ("rate offset (either way)", "ppm"),
             Quantity::Percent => ("share of requests", "%"),
             Quantity::ExtraMs => ("added delay", "ms"),
+            Quantity::LossPermille => ("share of packets lost", "per mille"),
+            Quantity::BurstPackets => ("mean loss burst", "packets"),
         };
         format!("{what} {}-{} {unit}", self.lo, self.hi)
     }
@@ -253,6 +282,31 @@ pub const LATENCY: Facts = Facts {
         Source::TcpRto,
         Source::GrayFailure2017,
         Source::FailSlow2018,
+    ],
+};
+
+/// The catalog entry of one fault kind (see [`facts`]).
+pub const LOSS: Facts = Facts {
+    name: "loss",
+    causes: &[
+        "a corrupting link: a dirty connector, a bent or damaged fibre, a decaying optic",
+        "a faulty switch or NIC silently dropping a share of packets (a gray failure)",
+        "congestion at a ToR port (incast), losing packets in bursts",
+        "network maintenance with random connectivity loss",
+    ],
+    realistic: &[
+        Range::new(DurationMs, 10_000, 1_800_000),
+        Range::new(LossPermille, 1, 100),
+        Range::new(BurstPackets, 1, 10),
+    ],
+    frequency: "background loss of 1e-4 to 1e-5 is normal and harmless; a degraded link losing \
+        0.1-10% is rare per link and lasts until it is found and repaired",
+    sources: &[
+        Source::Pingmesh2015,
+        Source::CorrOpt2017,
+        Source::LossRadar2016,
+        Source::GrayFailure2017,
+        Source::TcpRto,
     ],
 };
 
@@ -443,6 +497,7 @@ pub fn facts(kind: &FaultKind) -> &'static Facts {
         Simplex { .. } => &SIMPLEX,
         Isolate { .. } => &ISOLATE,
         Latency { .. } => &LATENCY,
+        Loss { .. } => &LOSS,
         Pause { .. } => &PAUSE,
         Crash { .. } => &CRASH,
         ClockStep { .. } => &CLOCK_STEP,
@@ -478,7 +533,12 @@ pub fn next_kind(k: Option<&FaultKind>) -> Option<FaultKind> {
             node: n(),
             extra_ms: 0,
         },
-        Some(Latency { .. }) => Pause { node: n() },
+        Some(Latency { .. }) => Loss {
+            node: n(),
+            permille: 0,
+            burst: 0,
+        },
+        Some(Loss { .. }) => Pause { node: n() },
         Some(Pause { .. }) => Crash { node: n() },
         Some(Crash { .. }) => ClockStep {
             node: n(),
@@ -547,6 +607,12 @@ pub fn realize(f: &mut Fault, rng: &mut ChaCha8Rng) {
         ServiceAmbiguous { percent, .. } | ServiceGarbled { percent, .. } => {
             *percent = fit(Percent, *percent as i64, rng) as u32
         }
+        Loss {
+            permille, burst, ..
+        } => {
+            *permille = fit(LossPermille, *permille as i64, rng) as u32;
+            *burst = fit(BurstPackets, *burst as i64, rng) as u32;
+        }
         ClockStep { delta_ms, .. } => {
             if let Some(r) = facts.range(StepMs) {
                 *delta_ms = r.fit_magnitude(*delta_ms, rng);
@@ -569,7 +635,7 @@ mod tests {
     #[test]
     fn every_kind_has_causes_sources_and_its_own_name() {
         let kinds = every_kind();
-        assert_eq!(kinds.len(), 17);
+        assert_eq!(kinds.len(), 18);
         for k in &kinds {
             let f = facts(k);
             assert!(!f.causes.is_empty() && !f.sources.is_empty(), "{}", f.name);

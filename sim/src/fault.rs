@@ -53,6 +53,18 @@ pub enum FaultKind {
         /// the sender and the receiver add up.
         extra_ms: u64,
     },
+    /// Datagrams to or from `node` cross its lossy link (a bad cable, optic or NIC, a congested
+    /// or faulty switch port): each is lost as a two-state (Gilbert) channel decides, in bursts of
+    /// `burst` packets on average, `permille` of them in all. TCP retransmits, so a lossy link
+    /// delays a stream's messages instead (see `sim::net`).
+    Loss {
+        /// The node whose link loses packets.
+        node: String,
+        /// The long-run share of packets lost (per mille, 1-1000).
+        permille: u32,
+        /// The mean length of a loss burst (packets, at least 1).
+        burst: u32,
+    },
     /// The node stops running (a VM or GC stall); its clocks keep going. Resumes after `dur_ms`.
     Pause {
         /// The node that stops being scheduled.
@@ -153,6 +165,7 @@ impl FaultKind {
             Simplex { from, to } => from.iter().chain(to).map(|s| s.as_str()).collect(),
             Isolate { node }
             | Latency { node, .. }
+            | Loss { node, .. }
             | Pause { node }
             | Crash { node }
             | ClockStep { node, .. }
@@ -179,6 +192,15 @@ impl FaultKind {
             }
             Isolate { node } => format!("isolate {node}"),
             Latency { node, extra_ms } => format!("+{extra_ms} ms latency at {node}"),
+            Loss {
+                node,
+                permille,
+                burst,
+            } => format!(
+                "{}.{}% packet loss at {node} (bursts of {burst})",
+                permille / 10,
+                permille % 10
+            ),
             Pause { node } => format!("pause {node}"),
             Crash { node } => format!("crash {node}"),
             ClockStep { node, delta_ms } => format!("clock step {delta_ms:+} ms on {node}"),

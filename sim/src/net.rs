@@ -5,6 +5,10 @@
 //! extra latency of any `Latency` fault on A or B, and is dropped if a partition rule cuts A->B at
 //! the instant it would arrive. Nothing is retransmitted: like a TCP connection whose peer has gone
 //! silent, a caller learns about a loss only through its own timeout.
+//!
+//! A `Loss` fault makes a node's link lossy (submodule `loss`): a datagram crossing it may be
+//! lost; a call's or a stream's message is not (TCP retransmits) but arrives a retransmission
+//! timeout later per lost transmission.
 
 use crate::event::NodeIx;
 use crate::sync::Relay;
@@ -17,8 +21,10 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 mod inbox;
+mod loss;
 
 pub use inbox::InboxRx;
+pub use loss::LossyLink;
 
 impl World {
     /// Whether a message from `from` to `to` gets through now.
@@ -33,8 +39,16 @@ impl World {
         })
     }
 
-    /// One-way latency for a message from `from` to `to` sent now.
+    /// One-way latency for a message of a TCP stream (a call, its answer, a stream item) from
+    /// `from` to `to` sent now: a datagram's, plus TCP's retransmission delay if lossy links lose
+    /// transmissions (see [`LossyLink`]).
     pub fn latency(&self, from: NodeIx, to: NodeIx) -> Duration {
+        let base = self.datagram_latency(from, to);
+        base + self.retransmission_delay(from, to)
+    }
+
+    /// One-way latency for a datagram from `from` to `to` sent now.
+    pub fn datagram_latency(&self, from: NodeIx, to: NodeIx) -> Duration {
         self.0.messages.set(self.0.messages.get() + 1);
         let mut net = self.0.net.borrow_mut();
         let (lo, hi) = (
@@ -666,8 +680,8 @@ impl<T> Datagrams<T> {
     /// Sends `item` from the node of `proc`; it is on the wire at once.
     pub fn send(&self, proc: &crate::world::Proc, item: T) {
         let (world, from) = (proc.world(), proc.node());
-        let at = world.now_us() + world.latency(from, self.0.node).as_micros() as u64;
-        if !self.0.listening.get() {
+        let at = world.now_us() + world.datagram_latency(from, self.0.node).as_micros() as u64;
+        if !self.0.listening.get() || world.datagram_lost(from, self.0.node) {
             return;
         }
         let seq = self.0.seq.get();

@@ -20,6 +20,21 @@ pub enum MetallbEvent {
         /// The incarnation the change is about.
         incarnation: u32,
     },
+    /// This speaker's suspicion of `member` timed out: it declares the member dead (memberlist
+    /// v0.5.1 state.go `suspectNode` l. 1229-1250). A death learnt from another member's
+    /// message is only an `MlMember` change.
+    MlDeclareDead {
+        /// The member declared dead.
+        member: String,
+        /// The incarnation declared dead.
+        incarnation: u32,
+    },
+    /// This speaker refuted a suspicion or death of itself: its incarnation is now `incarnation`
+    /// (memberlist v0.5.1 state.go `refute` l. 918-942).
+    MlRefute {
+        /// Its new incarnation.
+        incarnation: u32,
+    },
     /// `join(addresses)` finished: `joined` of them answered.
     MlJoin {
         /// The speaker IPs joined (those of speakers not already members).

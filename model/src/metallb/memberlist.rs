@@ -1,11 +1,15 @@
-//! hashicorp/memberlist (SWIM with Lifeguard's suspicion), as MetalLB's speakers run it with
-//! `DefaultLANConfig` (constants in the parent module).
+//! hashicorp/memberlist v0.5.1 (SWIM with Lifeguard), the version metallb 7938d3f pins in its
+//! go.mod, as MetalLB's speakers run it with `DefaultLANConfig` (constants in the parent module).
 //!
-//! * Probing (`probe`): one member per [`PROBE_INTERVAL`], round robin over a shuffled list; a ping
-//!   unanswered after [`PROBE_TIMEOUT`] is retried through [`INDIRECT_CHECKS`] alive members until
-//!   the end of the interval; still no ack: the member becomes suspect. When the round robin wraps,
-//!   members dead or left for [`GOSSIP_TO_THE_DEAD`] are forgotten (removed from the list: nobody
-//!   probes or gossips to them again) and the list is reshuffled.
+//! * Probing (submodule `probe`): one member per [`PROBE_INTERVAL`] round robin over a shuffled
+//!   list; a ping unanswered after [`PROBE_TIMEOUT`] is retried through [`INDIRECT_CHECKS`] alive
+//!   members (each nacks if the target stays silent) and over TCP until the end of the
+//!   awareness-scaled interval; still no ack: the member becomes suspect. A ping to a suspect
+//!   carries the suspicion, so that it can refute at once. When the round robin wraps, members dead
+//!   or left for [`GOSSIP_TO_THE_DEAD`] are forgotten (removed from the list: nobody probes or
+//!   gossips to them again) and the list is reshuffled.
+//! * Lifeguard's awareness (submodule `awareness`): a health score raised by failed probes with
+//!   missing nacks and by refutations, lowered by successful probes, scales the probe interval.
 //! * Suspicion: timeout from `suspicion_timeout`, starting at [`SUSPICION_MAX_TIMEOUT_MULT`] times
 //!   that and shrinking as other members confirm (`k = SuspicionMult - 2` confirmations expected, 0
 //!   with fewer than `k + 2` members); on expiry the member is declared dead. A member that hears it
@@ -14,20 +18,20 @@
 //!   a member replaces an older) go to [`GOSSIP_NODES`] random members (alive, suspect, or dead, not
 //!   left, for less than [`GOSSIP_TO_THE_DEAD`]), each broadcast at most `retransmit_limit` times. While nothing
 //!   is queued the ticker's empty rounds are skipped (they send nothing upstream either).
+//! * Random members are drawn as v0.5.1's `kRandomNodes` does (util.go l. 129-160): at most `3n`
+//!   random draws over the node list, so fewer than `k` may come back.
 //! * Push/pull: every [`PUSH_PULL_INTERVAL`] a full state exchange with one random alive member;
 //!   `join(addresses)` is the same exchange with each address. Merging a remote state: alive is
 //!   applied as alive, left as dead-by-itself, suspect and dead as a suspicion.
 //! * `leave`: broadcast "dead, from myself" (left) and wait up to [`LEAVE_TIMEOUT`] for it to go out.
 //!
-//! Not modelled (documented deviations): piggybacking broadcasts on probe messages (they travel by
-//! gossip only), the TCP fallback ping (the simulated network has no loss that spares TCP),
-//! Lifeguard's awareness-scaled probe timeouts and nacks, and metadata/protocol versions.
-//!
-//! The probing, with the acks it awaits, is in the submodule `probe`.
+//! Not modelled (documented deviations): piggybacking queued broadcasts on probe messages (they
+//! travel by gossip only; only the suspicion a ping to a suspect carries is modelled), and
+//! metadata/protocol versions (every speaker runs the same version, so every peer understands TCP
+//! pings and nacks: `ProtocolVersionMax` 5, net.go l. 25-42).
 
 use super::*;
 use crate::metallb::MetallbEvent;
-use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use sim::net::{Call, Endpoint};
@@ -38,8 +42,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+mod awareness;
+mod k_random;
 mod probe;
 
+pub use awareness::Awareness;
+pub use k_random::k_random;
 use probe::{Acks, ProbeWait};
 
 /// A member's name: a node name, inline and `Copy`. It travels in every probe and gossip message,
@@ -142,6 +150,10 @@ pub enum Packet {
         seq: u32,
         /// The member the probe is for.
         target: Name,
+        /// A ping to a member the sender holds suspect carries the suspicion in the same
+        /// (compound) datagram, so the member can refute at once (v0.5.1 state.go `probeNode`
+        /// l. 357-382); the receiver acks, then handles it.
+        suspect: Option<Broadcast>,
     },
     /// Asks the receiver to ping `name` at `target` for the sender and forward the ack.
     IndirectPing {
@@ -151,6 +163,15 @@ pub enum Packet {
         target: NodeIx,
         /// The member expected there.
         name: Name,
+        /// Whether the sender wants a nack if the target stays silent (every peer that
+        /// understands protocol version 4 does: v0.5.1 state.go `probeNode` l. 439-445).
+        nack: bool,
+    },
+    /// The target of an indirect ping did not answer within [`PROBE_TIMEOUT`] (v0.5.1 net.go
+    /// `handleIndirectPing` l. 646-663).
+    Nack {
+        /// The sequence number of the indirect ping.
+        seq: u32,
     },
     /// Answers a ping (or forwards the answer to an indirect one).
     Ack {
@@ -161,8 +182,33 @@ pub enum Packet {
     Gossip(Vec<Broadcast>),
 }
 
-/// The push/pull stream: my state for yours.
-pub type Tcp = Endpoint<Vec<NodeState>, Vec<NodeState>>;
+/// What a TCP stream carries to a member.
+#[derive(Clone, Debug)]
+pub enum TcpReq {
+    /// Push/pull: my state for yours.
+    PushPull(Vec<NodeState>),
+    /// The fallback ping of a probe (v0.5.1 net.go `sendPingAndWaitForAck` l. 1331-1375): the
+    /// receiver acks if it is `target` (net.go `handleConn` l. 320-345).
+    Ping {
+        /// The probe's sequence number.
+        seq: u32,
+        /// The member the ping is for.
+        target: Name,
+    },
+}
+
+/// A member's answer on a TCP stream.
+#[derive(Clone, Debug)]
+pub enum TcpResp {
+    /// Its state, for a push/pull.
+    State(Vec<NodeState>),
+    /// The ack of a fallback ping (`None`: the ping was for another member).
+    Ack(Option<u32>),
+}
+
+/// A member's TCP listener (push/pull and fallback pings). TCP retransmits: a lossy link delays
+/// its messages instead of losing them (see `sim::net`).
+pub type Tcp = Endpoint<TcpReq, TcpResp>;
 
 struct Member {
     st: NodeState,
@@ -207,13 +253,17 @@ pub struct Memberlist {
     seq: Cell<u32>,
     rng: RefCell<ChaCha8Rng>,
     leaving: Cell<bool>,
+    /// Lifeguard's health score (v0.5.1 awareness.go).
+    awareness: Awareness,
     /// Mutant `metallb-mutant-slow-suspicion` (test-only): suspicion lasts ten times upstream's.
     mutant_slow_suspicion: bool,
+    /// Mutant `metallb-mutant-no-refute` (test-only): a member never refutes a suspicion of itself.
+    mutant_no_refute: bool,
     /// Notified when memberlist would call its event delegate's `NotifyJoin` (a new member, or a
     /// dead or left one alive again) or `NotifyLeave` (a member declared dead or left): exactly
     /// when [`Memberlist::members`] gains or loses a name. Suspicion and its refutation notify
-    /// nothing, as upstream (hashicorp/memberlist 1b4c746 state.go `aliveNode` l. 1142-1152,
-    /// `deadNode` l. 1303-1306). The speaker turns each event into a resync of every service
+    /// nothing, as upstream (hashicorp/memberlist v0.5.1 state.go `aliveNode` l. 1136-1146,
+    /// `deadNode` l. 1297-1300). The speaker turns each event into a resync of every service
     /// (metallb 7938d3f internal/speakerlist/speakerlist.go `memberlistWatchEvents` l. 339-349:
     /// `ForceSync`).
     pub changed: Notify,
@@ -221,9 +271,9 @@ pub struct Memberlist {
 
 impl Memberlist {
     /// Creates the local node and starts the protocol's tasks (`memberlist-udp`, `memberlist-tcp`,
-    /// `probe`, `gossip`, `push-pull`, `suspicion`) in `proc` (`mutant_slow_suspicion`: see
-    /// [`Switches::mutant_slow_suspicion`]; false upstream).
-    pub fn start(proc: &Proc, peers: Rc<Peers>, mutant_slow_suspicion: bool) -> Rc<Memberlist> {
+    /// `probe`, `gossip`, `push-pull`, `suspicion`) in `proc`; of `switches` it reads the
+    /// memberlist mutants ([`Switches::mutant_slow_suspicion`], [`Switches::mutant_no_refute`]).
+    pub fn start(proc: &Proc, peers: Rc<Peers>, switches: &Switches) -> Rc<Memberlist> {
         let addr = proc.node();
         let ml = Rc::new(Memberlist {
             proc: proc.clone(),
@@ -244,7 +294,9 @@ impl Memberlist {
             seq: Cell::new(0),
             rng: RefCell::new(proc.rng("memberlist")),
             leaving: Cell::new(false),
-            mutant_slow_suspicion,
+            awareness: Awareness::new(AWARENESS_MAX_MULTIPLIER),
+            mutant_slow_suspicion: switches.mutant_slow_suspicion,
+            mutant_no_refute: switches.mutant_no_refute,
             changed: Notify::new(),
         });
         ml.alive_node(ml.name, addr, 0);
@@ -254,15 +306,22 @@ impl Memberlist {
         proc.spawn("memberlist-udp", async move {
             loop {
                 let (from, packet) = m.peers.udp[&m.addr].recv(&m.proc).await;
-                m.handle_packet(from, packet);
+                Memberlist::handle_packet(&m, from, packet);
             }
         });
         let m = ml.clone();
         proc.spawn("memberlist-tcp", async move {
             use futures::StreamExt;
             while let Some(Call { req, reply, .. }) = tcp_inbox.next().await {
-                reply.send(m.local_state());
-                m.merge_state(req);
+                match req {
+                    TcpReq::PushPull(remote) => {
+                        reply.send(TcpResp::State(m.local_state()));
+                        m.merge_state(remote);
+                    }
+                    TcpReq::Ping { seq, target } => {
+                        reply.send(TcpResp::Ack((target == m.name).then_some(seq)))
+                    }
+                }
             }
         });
         let m = ml.clone();
@@ -355,9 +414,16 @@ impl Memberlist {
         self.queued.notify();
     }
 
+    /// v0.5.1 state.go `refute` l. 918-942: a higher incarnation, and the health score rises (a
+    /// member asked to refute may be the slow one).
     fn refute(&self, accused: u32) {
+        if self.mutant_no_refute {
+            return;
+        }
+        self.awareness.apply_delta(1);
         let inc = (self.incarnation.get() + 1).max(accused + 1);
         self.incarnation.set(inc);
+        self.proc.emit(MetallbEvent::MlRefute { incarnation: inc });
         let me = self.name;
         self.set_state(me, State::Alive, inc);
         self.broadcast(Broadcast::Alive {
@@ -524,37 +590,50 @@ impl Memberlist {
         }
     }
 
-    fn handle_packet(&self, from: NodeIx, p: Packet) {
+    fn handle_packet(this: &Rc<Memberlist>, from: NodeIx, p: Packet) {
         match p {
-            Packet::Ping { seq, target } => {
-                if target == self.name {
-                    self.send(from, Packet::Ack { seq });
+            Packet::Ping {
+                seq,
+                target,
+                suspect,
+            } => {
+                if target == this.name {
+                    this.send(from, Packet::Ack { seq });
+                }
+                if let Some(b) = suspect {
+                    this.apply(b);
                 }
             }
-            Packet::IndirectPing { seq, target, name } => {
-                self.forward_indirect_ping(from, seq, target, name)
-            }
-            Packet::Ack { seq } => self.ack_received(seq),
+            Packet::IndirectPing {
+                seq,
+                target,
+                name,
+                nack,
+            } => Memberlist::forward_indirect_ping(this, from, seq, (target, name), nack),
+            Packet::Ack { seq } => this.ack_received(seq),
+            Packet::Nack { seq } => this.nack_received(seq),
             Packet::Gossip(bs) => {
                 for b in bs {
-                    self.apply(b);
+                    this.apply(b);
                 }
             }
         }
     }
 
-    /// Up to `k` random members passing `keep`, never this node.
+    /// Up to `k` random members passing `keep`, never this node: v0.5.1's `kRandomNodes` (util.go
+    /// l. 129-160), at most `3n` random draws over the node list (`n` its length, this node and
+    /// dead members included), skipping excluded and already drawn members. It may return fewer
+    /// than `k` members even when `k` pass `keep`.
     fn random_members(&self, k: usize, keep: impl Fn(&Member) -> bool) -> Vec<NodeState> {
-        let mut v: Vec<NodeState> = self
-            .members
-            .borrow()
-            .values()
-            .filter(|m| m.st.name != self.name && keep(m))
-            .map(|m| m.st)
-            .collect();
-        v.shuffle(&mut *self.rng.borrow_mut());
-        v.truncate(k);
-        v
+        let order = self.order.borrow();
+        let members = self.members.borrow();
+        let mut rng = self.rng.borrow_mut();
+        k_random(k, order.len(), &mut *rng, |i| {
+            members
+                .get(&order[i])
+                .filter(|m| m.st.name != self.name && keep(m))
+                .map(|m| m.st)
+        })
     }
 
     async fn stagger(&self, interval: Duration) {
@@ -582,9 +661,11 @@ impl Memberlist {
     fn gossip(&self) {
         let now = self.now();
         let dead_window = GOSSIP_TO_THE_DEAD.as_micros() as u64;
-        // Alive and suspect members, and members dead (not left) for less than the retention.
+        // Alive and suspect members, and members dead (not left) for at most the retention
+        // (v0.5.1 state.go `gossip` l. 596-613).
         let targets = self.random_members(GOSSIP_NODES, |m| {
-            m.st.state.is_member() || (m.st.state == State::Dead && now - m.change_us < dead_window)
+            m.st.state.is_member()
+                || (m.st.state == State::Dead && now - m.change_us <= dead_window)
         });
         let limit = retransmit_limit(RETRANSMIT_MULT, self.members.borrow().len());
         for t in targets {
@@ -619,12 +700,16 @@ impl Memberlist {
         let Some(ep) = self.peers.tcp.get(&to) else {
             return false;
         };
-        match self.proc.call(ep, self.local_state(), TCP_TIMEOUT).await {
-            Ok(remote) => {
+        match self
+            .proc
+            .call(ep, TcpReq::PushPull(self.local_state()), TCP_TIMEOUT)
+            .await
+        {
+            Ok(TcpResp::State(remote)) => {
                 self.merge_state(remote);
                 true
             }
-            Err(_) => false,
+            Ok(TcpResp::Ack(_)) | Err(_) => false,
         }
     }
 
@@ -643,6 +728,11 @@ impl Memberlist {
                     let inc = self.members.borrow().get(&name).map(|m| m.st.incarnation);
                     self.suspicions.borrow_mut().remove(&name);
                     if let Some(inc) = inc {
+                        // This member's own declaration (the no-false-death oracle reads it).
+                        self.proc.emit(MetallbEvent::MlDeclareDead {
+                            member: name.as_str().to_string(),
+                            incarnation: inc,
+                        });
                         self.dead_node(name, inc, self.name);
                     }
                 }

@@ -55,6 +55,9 @@ pub const GOSSIP_NODES: usize = 3;
 pub const PUSH_PULL_INTERVAL: Duration = Duration::from_secs(30);
 /// memberlist `RetransmitMult`.
 pub const RETRANSMIT_MULT: u32 = 4;
+/// memberlist `AwarenessMaxMultiplier`: the health score scales the probe interval up to 8x
+/// (v0.5.1 config.go `DefaultLANConfig` l. 320).
+pub const AWARENESS_MAX_MULTIPLIER: u32 = 8;
 /// memberlist `TCPTimeout` (push/pull and join exchanges).
 pub const TCP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Graceful leave: how long the speaker waits for its leave message to go out.
@@ -167,6 +170,10 @@ pub struct Switches {
     /// Mutant `metallb-mutant-slow-suspicion` (test-only): memberlist's suspicion timeout is ten
     /// times upstream's, so a crashed speaker is declared dead (and its IPs taken over) late.
     pub mutant_slow_suspicion: bool,
+    /// Mutant `metallb-mutant-no-refute` (test-only): a member never refutes a suspicion of itself
+    /// (upstream raises its incarnation: memberlist v0.5.1 state.go `suspectNode` l. 1194-1198), so
+    /// any suspicion of a healthy speaker ends in its death.
+    pub mutant_no_refute: bool,
     /// Mutant `metallb-mutant-cache-dropped` (test-only): a failed refresh of the speaker IP cache
     /// empties the cache (upstream keeps the old list), so nothing is rejoined while the API server
     /// is down.

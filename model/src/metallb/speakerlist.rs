@@ -60,7 +60,7 @@ struct SpeakerList {
 /// Starts the speaker in `proc`: memberlist, speaker list, informers and the layer-2 announcer.
 pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
     let kube = cfg.kube.client(proc);
-    let ml = Memberlist::start(proc, cfg.peers.clone(), cfg.switches.mutant_slow_suspicion);
+    let ml = Memberlist::start(proc, cfg.peers.clone(), &cfg.switches);
     let sl = Rc::new(SpeakerList {
         proc: proc.clone(),
         kube: kube.clone(),

@@ -71,8 +71,8 @@ fn key(node: &str, ip: &str) -> [u8; 32] {
 /// `SuspicionMult x time.Duration(nodeScale x 1000) x ProbeInterval / 1000` with
 /// `nodeScale = max(1, log10(max(1, n)))`.
 ///
-/// upstream: hashicorp/memberlist util.go `suspicionTimeout` (1b4c746, l. 70-75); state.go
-/// `suspectNode` (l. 1221-1222: the timer starts at `SuspicionMaxTimeoutMult` times it).
+/// upstream: hashicorp/memberlist util.go `suspicionTimeout` (v0.5.1, l. 71-76); state.go
+/// `suspectNode` (l. 1227-1228: the timer starts at `SuspicionMaxTimeoutMult` times it).
 ///
 /// `nodeScale` is exactly 1 for every cluster of up to 10 members, which covers every scenario (3
 /// to 7 speakers); a larger cluster is refused rather than approximated (a logarithm is not

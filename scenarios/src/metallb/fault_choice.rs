@@ -26,6 +26,8 @@ pub enum FaultChoice {
     Isolate,
     /// `latency`.
     Latency,
+    /// `loss`.
+    Loss,
     /// `node-crash`.
     NodeCrash,
     /// `node-step`.
@@ -66,6 +68,7 @@ impl FaultChoice {
             FaultChoice::Drift => "drift",
             FaultChoice::Isolate => "isolate",
             FaultChoice::Latency => "latency",
+            FaultChoice::Loss => "loss",
             FaultChoice::NodeCrash => "node-crash",
             FaultChoice::NodeStep => "node-step",
             FaultChoice::Partial => "partial",
@@ -97,6 +100,7 @@ impl FaultChoice {
             Drift => ChoiceFacts::real(&[&k::DRIFT], &[]),
             Isolate => ChoiceFacts::real(&[&k::ISOLATE], &[]),
             Latency => ChoiceFacts::real(&[&k::LATENCY], &[]),
+            Loss => ChoiceFacts::real(&[&k::LOSS], &[]),
             NodeCrash => ChoiceFacts::real(&[&k::CRASH], &[]),
             NodeStep => ChoiceFacts::real(&[&k::CLOCK_STEP], &[]),
             Partial => ChoiceFacts::real(

@@ -1,7 +1,7 @@
 //! MetalLB's invariants (checked by `monitor` and `arp`; the bounds are computed from the model's
 //! constants in `expect`, at the scenarios' smallest cluster of 3 speakers).
 //!
-//! Upstream commits cited: metallb/metallb 7938d3f, hashicorp/memberlist 1b4c746.
+//! Upstream commits cited: metallb/metallb 7938d3f, hashicorp/memberlist v0.5.1 (the version metallb pins).
 
 use super::expect::{merge_bound_us, takeover_bound_us, FRAME_US_MAX, SPEAKERS_MIN};
 use crate::invariant::{Breach, Invariant};
@@ -23,7 +23,7 @@ pub const TAKEOVER_AFTER_CRASH: Invariant = Invariant::safety(
 )
 .bounded("a probe round + 1 s + maximum suspicion 24 s + 2 s of gossip + the 5 s ARP burst: 35 s for 3 speakers")
 .bound_us(takeover_bound_us(SPEAKERS_MIN))
-.upstream("memberlist declares an unanswering member dead after its suspicion timeout (memberlist util.go suspicionTimeout l. 70-75, state.go suspectNode l. 1221-1222) and the NodeLeave event forces a resync in which the next candidate announces (speakerlist.go memberlistWatchEvents l. 339-349)")
+.upstream("memberlist declares an unanswering member dead after its suspicion timeout (memberlist util.go suspicionTimeout l. 71-76, state.go suspectNode l. 1227-1228) and the NodeLeave event forces a resync in which the next candidate announces (speakerlist.go memberlistWatchEvents l. 339-349)")
 .measure(Breach::Exceeds, "time since the speaker's departure");
 
 /// Memberships merge after heal.
@@ -103,6 +103,13 @@ pub const PROMPT_REJOIN: Invariant = Invariant::liveness(
 .bound_us(super::rejoin::REJOIN_BOUND_US)
 .upstream("the speaker joins the non-member IPs as soon as its list arrives and each peer's join loop joins non-members every minute; a peer that ignored the restarted speaker's old incarnation learns its refutation by gossip or by that join: metallb internal/speakerlist/speakerlist.go joinMembers (l. 225-242), mlJoin (l. 258-287); memberlist v0.5.1 state.go aliveNode (l. 1077-1080), deadNode (l. 1280-1285), refute (l. 918-944)")
 .measure(Breach::Exceeds, "time since the speaker listed its peers' IPs");
+/// No speaker untouched by faults is declared dead.
+pub const NO_FALSE_DEATH: Invariant = Invariant::safety(
+    "no-false-death",
+    "a speaker that no fault touched in the last 33 s (none in force on its node: cut, isolated, slowed, lossy, paused, crashed, clock changed, task or process killed or stalled, restarted) is never declared dead at its current incarnation (one it has not refuted) by the suspicion timer of another speaker so untouched",
+)
+.upstream("a suspected member hears the suspicion (gossip, and the suspect message a ping to a suspect carries: memberlist state.go probeNode l. 357-382) and refutes with a higher incarnation before the suspicion times out: state.go suspectNode l. 1194-1198, refute l. 918-942; the window is 8 awareness-scaled probe intervals (probeNode l. 312), the 24 s maximum suspicion and a probe interval")
+.measure(Breach::Occurs, "time since either speaker was last touched by a fault (since the start if never)");
 
 /// Every MetalLB invariant.
 pub static INVARIANTS: &[Invariant] = &[
@@ -116,4 +123,5 @@ pub static INVARIANTS: &[Invariant] = &[
     ROUTER_FOLLOWS_OWNER,
     LOCAL_WITHDRAW,
     PROMPT_REJOIN,
+    NO_FALSE_DEATH,
 ];

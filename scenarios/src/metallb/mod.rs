@@ -53,6 +53,7 @@ use sim::{Fault, FaultKind, NodeIx, NodeSpec, Outcome, Schedule};
 use std::collections::BTreeSet;
 
 mod arp;
+mod death;
 pub mod expect;
 pub mod fault_choice;
 pub mod findings;
@@ -237,6 +238,7 @@ pub fn draw_in(
             FaultChoice::Pause,
             FaultChoice::Isolate,
             FaultChoice::Latency,
+            FaultChoice::Loss,
         ],
         Family::SplitBrain => &[
             FaultChoice::Split,
@@ -264,6 +266,7 @@ pub fn draw_in(
             FaultChoice::ApiSlow,
             FaultChoice::NodeCrash,
             FaultChoice::SpeakerRestart,
+            FaultChoice::Loss,
         ],
     };
     let known;
@@ -544,6 +547,15 @@ fn targeted_fault(kind: FaultChoice, n: String, rng: &mut ChaCha8Rng) -> (u64, F
                 extra_ms: rng.random_range(50..=1_500),
             },
         ),
+        // A degraded link of the speaker's node (the realistic profile keeps the catalog's sizes).
+        FaultChoice::Loss => (
+            rng.random_range(5_000..=300_000),
+            FaultKind::Loss {
+                node: n,
+                permille: rng.random_range(1..=300),
+                burst: rng.random_range(1..=20),
+            },
+        ),
         FaultChoice::Isolate => (long_ms(rng), FaultKind::Isolate { node: n }),
         FaultChoice::ApiDown => (
             rng.random_range(10_000..=400_000),
@@ -599,6 +611,7 @@ pub fn run(
         garp_while_announced: on("metallb-garp-while-announced"),
         mutant_never_withdraws: on("metallb-mutant-never-withdraws"),
         mutant_slow_suspicion: on("metallb-mutant-slow-suspicion"),
+        mutant_no_refute: on("metallb-mutant-no-refute"),
         mutant_cache_dropped: on("metallb-mutant-cache-dropped"),
         mutant_wrong_order: on("metallb-mutant-wrong-order"),
         mutant_ignore_exclusion: on("metallb-mutant-ignore-exclusion"),

@@ -11,6 +11,7 @@
 //! upstream code, and which speakers should be candidates from the world's ground truth.
 
 use super::arp::ArpOracle;
+use super::death::DeathOracle;
 use super::expect::{self, merge_bound_us, takeover_bound_us, VIEW_BOUND_US};
 use super::owner::OwnerOracle;
 use super::rejoin::RejoinOracle;
@@ -64,6 +65,8 @@ pub struct MetallbMonitor {
     rejoin: RejoinOracle,
     /// Stalled or dead join loops in force (fault ids).
     join_loop_faults: BTreeSet<u32>,
+    /// `no-false-death`.
+    death: DeathOracle,
     /// IP -> changes of the router's entry.
     arp_flaps: BTreeMap<String, u32>,
     /// Speaker -> the Nodes its informer view has (its `l2-node` events).
@@ -118,6 +121,7 @@ impl MetallbMonitor {
             withdraw: WithdrawOracle::default(),
             rejoin: RejoinOracle::default(),
             join_loop_faults: BTreeSet::new(),
+            death: DeathOracle::new(o.speakers),
             arp_flaps: BTreeMap::new(),
             views: BTreeMap::new(),
             node_views: BTreeMap::new(),
@@ -436,6 +440,13 @@ impl MetallbMonitor {
         let merge = merge_bound_us(self.speakers);
         let takeover = takeover_bound_us(self.speakers);
         match e {
+            MetallbEvent::MlDeclareDead {
+                member,
+                incarnation,
+            } => {
+                return self.death.declared(t, &node, member, *incarnation);
+            }
+            MetallbEvent::MlRefute { incarnation } => self.death.refuted(&node, *incarnation),
             MetallbEvent::MlMember { member, state, .. } => {
                 if member == &node && state == "left" {
                     // A speaker leaving the cluster (graceful shutdown) is no longer live.
@@ -586,6 +597,24 @@ impl MetallbMonitor {
     }
 
     /// `arp-follows-announcer`: an announcement the router has not followed in time.
+    /// What touches a speaker, for `no-false-death`.
+    fn touches(&mut self, rec: &Record, node: &str) {
+        let t = rec.t_us;
+        match &rec.event {
+            Event::FaultStart { id, dur_ms, fault } => {
+                let nodes = fault.nodes().into_iter().map(str::to_string).collect();
+                self.death.fault_start(t, *id, nodes, *dur_ms > 0);
+            }
+            Event::FaultEnd { id } => self.death.fault_end(t, *id),
+            Event::NodeCrash => self.death.touch(t, node),
+            Event::ProcessStart { name, .. } if name == "speaker" => {
+                self.death.speaker_started(t, node)
+            }
+            Event::ProcessExit { name, .. } if name == "speaker" => self.death.touch(t, node),
+            _ => {}
+        }
+    }
+
     fn arp_due(&self, now: u64) -> Option<Failure> {
         self.l2
             .due(now, |ip| self.arp.get(ip).cloned())
@@ -644,6 +673,7 @@ impl MetallbMonitor {
             | FaultKind::Simplex { .. }
             | FaultKind::Isolate { .. }
             | FaultKind::Latency { .. }
+            | FaultKind::Loss { .. }
             | FaultKind::Pause { .. } => {
                 self.unsettled.insert(id, fault.describe());
                 self.rejoin.excuse();
@@ -690,6 +720,7 @@ impl Monitor for MetallbMonitor {
         if let Some(e) = rec.event.system::<MetallbEvent>() {
             return self.on_metallb(rec, e);
         }
+        self.touches(rec, &node);
         match &rec.event {
             Event::FaultStart { id, fault, .. } => self.on_fault_start(t, *id, fault),
             Event::FaultEnd { id } => {

@@ -77,6 +77,7 @@ impl MetallbLens {
                     | FaultKind::Simplex { .. }
                     | FaultKind::Isolate { .. }
                     | FaultKind::Latency { .. }
+                    | FaultKind::Loss { .. }
                     | FaultKind::Pause { .. },
                 ..
             } => {

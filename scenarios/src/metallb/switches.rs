@@ -39,6 +39,12 @@ pub static SWITCHES: &[Switch] = &[
         "memberlist's suspicion lasts ten times upstream's (40 s at least): a crashed speaker is dropped, and its IPs taken over, later than the takeover bound",
     ),
     Switch::mutant::<Metallb>(
+        "metallb-mutant-no-refute",
+        "metallb-clock-skew",
+        &super::invariants::NO_FALSE_DEATH,
+        "a speaker never refutes a suspicion of itself: a healthy speaker suspected by a slow or paused one is declared dead by the others",
+    ),
+    Switch::mutant::<Metallb>(
         "metallb-mutant-cache-dropped",
         "metallb-split-brain",
         &super::invariants::MEMBERSHIP_MERGES,

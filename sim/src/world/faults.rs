@@ -34,6 +34,8 @@ pub(crate) struct Net {
     pub(crate) spec: NetSpec,
     pub(crate) rules: BTreeMap<u32, NetRule>,
     pub(crate) extra_us: BTreeMap<u32, (NodeIx, u64)>,
+    /// Lossy links in force, by fault id.
+    pub(crate) loss: BTreeMap<u32, crate::net::LossyLink>,
     pub(crate) rng: ChaCha8Rng,
 }
 
@@ -104,6 +106,16 @@ impl World {
                         .borrow_mut()
                         .extra_us
                         .insert(id, (n, extra_ms * 1000));
+                }
+            }
+            Loss {
+                node,
+                permille,
+                burst,
+            } => {
+                if let Some(n) = self.node(node) {
+                    let link = crate::net::LossyLink::new(n, *permille, *burst);
+                    self.0.net.borrow_mut().loss.insert(id, link);
                 }
             }
             Pause { node } => {
@@ -184,6 +196,9 @@ impl World {
             }
             Latency { .. } => {
                 self.0.net.borrow_mut().extra_us.remove(&id);
+            }
+            Loss { .. } => {
+                self.0.net.borrow_mut().loss.remove(&id);
             }
             Pause { node } => {
                 if let Some(n) = self.node(node) {

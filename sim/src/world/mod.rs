@@ -115,6 +115,7 @@ impl World {
                 spec: net,
                 rules: BTreeMap::new(),
                 extra_us: BTreeMap::new(),
+                loss: BTreeMap::new(),
                 rng: rng::rng_for(seed, "net"),
             }),
             services: RefCell::new(vec![ServiceFaults::default(); n]),
