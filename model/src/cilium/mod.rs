@@ -144,6 +144,13 @@ pub struct Switches {
     /// (neither `handleIPRelease`'s drop of a timed IP nor `abortNoLongerExcessIPs` removes it).
     /// What docs/mutation.md took its surviving `decide.rs` `handle_ip_release` mutant to do.
     pub mutant_never_abort: bool,
+    /// Mutant `cilium-mutant-mark-beyond-excess` (test-only): the operator picks its release
+    /// list for one IP more than its excess count (`PrepareIPRelease` is given `excess + 1`).
+    pub mutant_mark_beyond_excess: bool,
+    /// Mutant `cilium-mutant-delay-from-start` (test-only): the operator times an IP from its
+    /// IPAM's start instead of from the pass that first saw it excess, so an IP that becomes
+    /// excess after the first delay is marked at once.
+    pub mutant_delay_from_start: bool,
 }
 
 /// `spec` of a CiliumNode.

@@ -633,6 +633,8 @@ fn switches(spec: &RunSpec) -> Switches {
         mutant_no_allocation: bug("cilium-mutant-no-allocation"),
         mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
         mutant_never_abort: bug("cilium-mutant-never-abort"),
+        mutant_mark_beyond_excess: bug("cilium-mutant-mark-beyond-excess"),
+        mutant_delay_from_start: bug("cilium-mutant-delay-from-start"),
     }
 }
 

@@ -126,6 +126,22 @@ pub static SWITCHES: &[Switch] = &[
         about: "the agent hands out IPs whatever their release-ips state (marked, acknowledged or released)",
     },
     Switch {
+        name: "cilium-mutant-mark-beyond-excess",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::MARKS_WITHIN_EXCESS),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the operator picks its release list for one IP more than its excess count",
+    },
+    Switch {
+        name: "cilium-mutant-delay-from-start",
+        kind: SwitchKind::Mutant,
+        trips: Some(&super::invariants::RELEASE_AFTER_DELAY),
+        system: "cilium",
+        scenario: "cilium-swarm",
+        about: "the operator times every IP from its IPAM's start instead of from the pass that first saw it excess",
+    },
+    Switch {
         name: "cilium-mutant-mark-used",
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::OPERATOR_MARKS_UNUSED),

@@ -113,6 +113,9 @@ struct NodeState {
     release: ReleaseState,
     needed: usize,
     excess: usize,
+    /// The inputs of the last `recalculate`: the IPs the cache held for the node, and the
+    /// resourceVersion whose `used` it counted (reported with each mark).
+    counted: (usize, u64),
     /// `resyncNeeded`: when the last successful pass ended (monotonic µs).
     resync_needed: Option<u64>,
     /// The backoff after failed passes: (failures in a row, no pass before this time).
@@ -140,6 +143,8 @@ struct State {
     /// maintainer was triggered.
     new: BTreeSet<Short>,
     triggered: BTreeSet<Short>,
+    /// When the IPAM started (monotonic µs; mutant `cilium-mutant-delay-from-start`).
+    started_us: u64,
 }
 
 /// What a pool maintainer pass did.
@@ -208,6 +213,7 @@ impl Ipam {
         if self.instances_resync().await.is_none() {
             return false;
         }
+        self.state.borrow_mut().started_us = self.now();
         let sw = &self.cfg.switches;
         self.proc.emit(CiliumEvent::CiliumIpamStarted {
             identity: identity.to_string(),
@@ -538,6 +544,7 @@ fn recalculate(n: &mut NodeState, cache: Option<&Rc<Interfaces>>, cfg: &Operator
     };
     let available: usize = ifs.values().map(|ips| ips.len()).sum();
     let used = r.used_count();
+    n.counted = (available, r.obj.rv);
     n.needed = needed_ips(available, used, &cfg.limits);
     n.excess = excess_ips(available, used, &cfg.limits);
 }

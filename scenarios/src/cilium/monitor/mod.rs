@@ -20,6 +20,7 @@
 mod api;
 mod cleanup;
 mod excess;
+mod marks;
 mod safety;
 
 pub(crate) use api::ApiSlot;
@@ -139,6 +140,10 @@ pub struct CiliumMonitor {
     progress: excess::Progress,
     /// `handshake-entries-clear`'s entries.
     entries: cleanup::Entries,
+    /// `marks-within-excess`: the pass in progress.
+    marks: marks::Marks,
+    /// `release-after-delay`: when each IP was last assigned to its node.
+    assigned: marks::Assigned,
 }
 
 impl CiliumMonitor {
@@ -184,6 +189,8 @@ impl CiliumMonitor {
             cleans_readded: false,
             progress: excess::Progress::new(n, operators),
             entries: cleanup::Entries::new(n),
+            marks: marks::Marks::default(),
+            assigned: marks::Assigned::default(),
         }
     }
 
@@ -197,6 +204,7 @@ impl CiliumMonitor {
     /// pools).
     pub(super) fn assigned_at_start(&mut self, i: usize, ip: Short, eni: Short) {
         self.nodes[i].assigned.insert(ip, eni);
+        self.note_assigned((self.names[i], ip), 0);
     }
 
     /// The index of the node named `name` (a cloud instance is a node).
@@ -242,6 +250,7 @@ impl CiliumMonitor {
     /// The cloud assigned `ip` on `eni` to `instance`.
     fn assign(&mut self, t_us: u64, instance: &str, eni: Short, ip: Short) {
         if let Some(i) = self.index(short(instance)) {
+            self.note_assigned((self.names[i], ip), t_us);
             self.nodes[i].assigned.insert(ip, eni);
             self.refresh_excess(i, t_us, true);
         }
@@ -295,6 +304,7 @@ impl CiliumMonitor {
                 self.refresh_excess(i, t, false);
             }
             Event::NodeBoot { .. } => {
+                self.assigned.boot(i, t);
                 self.clocks[i] = Mono {
                     from_us: t,
                     at_from: 0,
@@ -423,8 +433,14 @@ impl CiliumMonitor {
                 node: n,
                 ip,
                 observed_rv,
+                available,
+                counted_rv,
                 ..
-            } => self.on_mark(rec, short(n), short(ip), *observed_rv),
+            } => {
+                let f = self.check_mark_count(rec, short(n), *available, *counted_rv);
+                let g = self.on_mark(rec, short(n), short(ip), *observed_rv);
+                f.or(g)
+            }
             CiliumEvent::CiliumAbort {
                 node: n,
                 ip,
@@ -451,7 +467,8 @@ impl CiliumMonitor {
                 self.marked.remove(&key);
                 self.decisions
                     .insert(key, (t, *observed_rv, state_seen.clone()));
-                self.on_release(rec, key, *observed_rv, *handshake)
+                let f = self.on_release(rec, key, *observed_rv, *handshake);
+                f.or_else(|| self.check_release_delay(rec, key))
             }
             CiliumEvent::CiliumLeadershipLost { identity } => {
                 let pid = identity.rsplit('-').next().unwrap_or_default();
