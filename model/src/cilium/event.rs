@@ -52,6 +52,12 @@ pub enum CiliumEvent {
         observed_used: bool,
         /// The resourceVersion of the CiliumNode the operator decided on.
         observed_rv: u64,
+        /// The inputs of the excess count the pass acted on (`recalculate`): the IPs the
+        /// operator's cloud view held for the node, and the resourceVersion of the CiliumNode
+        /// whose `status.ipam.used` it counted.
+        available: u32,
+        /// See `available`.
+        counted_rv: u64,
     },
     /// The operator dropped a handshake entry: the IP is no longer excess, or (a `released`
     /// entry) its IP is no longer on the interfaces or is back in the pool.

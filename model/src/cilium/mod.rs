@@ -148,6 +148,13 @@ pub struct Switches {
     /// Mutant `cilium-mutant-ipam-stalls` (test-only): a new leader's IPAM never starts (its
     /// blocking cloud resync never returns) while the elector keeps renewing the Lease.
     pub mutant_ipam_stalls: bool,
+    /// Mutant `cilium-mutant-mark-beyond-excess` (test-only): the operator picks its release
+    /// list for one IP more than its excess count (`PrepareIPRelease` is given `excess + 1`).
+    pub mutant_mark_beyond_excess: bool,
+    /// Mutant `cilium-mutant-delay-from-start` (test-only): the operator times an IP from its
+    /// IPAM's start instead of from the pass that first saw it excess, so an IP that becomes
+    /// excess after the first delay is marked at once.
+    pub mutant_delay_from_start: bool,
 }
 
 /// `spec` of a CiliumNode.

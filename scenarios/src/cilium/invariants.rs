@@ -43,6 +43,22 @@ pub const OPERATOR_MARKS_UNUSED: Invariant = Invariant::safety(
 )
 .upstream("pkg/aws/eni/node.go PrepareIPRelease @ed90dd5 (l. 131-198): release candidates skip the addresses in the observed `status.ipam.used`")
 .measure(Breach::Occurs, "age of the CiliumNode version the operator decided on");
+/// The operator marks no more IPs than are in excess.
+pub const MARKS_WITHIN_EXCESS: Invariant = Invariant::safety(
+    "marks-within-excess",
+    "in one pool maintainer pass, an operator marks at most as many IPs of node N as are in excess by upstream's count, computed by the monitor from the pass's inputs: the IPs the operator's cloud view held for N, and `status.ipam.used` of the CiliumNode version it counted, as the API server stored it",
+)
+.upstream("pkg/ipam/node.go calculateExcessIPs @ed90dd5 (l. 347-378, the piecewise count with min-allocate and max-above-watermark) and pkg/aws/eni/node.go PrepareIPRelease (l. 131-198: at most `min(free, excess)` addresses of one interface); handleIPRelease marks only IPs of that list (l. 797-851)")
+.measure(Breach::Occurs, "age of the CiliumNode version whose used IPs the pass counted");
+/// Each IP is released only after the delay.
+pub const RELEASE_AFTER_DELAY: Invariant = Invariant::safety(
+    "release-after-delay",
+    "an operator decides to unassign IP X of node N only once the release delay has passed on its monotonic clock since it could first have timed X: the later of its IPAM's start and X's last assignment to N in the cloud (checked for every IP, not only the first after a start)",
+)
+.bounded("180 s (`excess-ip-release-delay`)")
+.bound_us(model::cilium::RELEASE_DELAY.as_micros() as u64)
+.upstream("pkg/ipam/node.go handleIPRelease @ed90dd5 (l. 803-837): an IP is timed (`ipsMarkedForRelease[ip] = time.Now()`) on the first pass that has it on the release list, which needs it in the operator's cloud view of the node, and is acted on only once `ts.Add(excessIPReleaseDelay)` is before `time.Now()` (monotonic in Go)")
+.measure(Breach::Within, "time on the operator's monotonic clock from the later of its IPAM's start and the IP's assignment to the node, to the decision");
 /// Handshake entries clear once their IP left the node or their release was called off.
 pub const HANDSHAKE_ENTRIES_CLEAR: Invariant = Invariant::liveness(
     "handshake-entries-clear",
@@ -105,6 +121,8 @@ pub static INVARIANTS: &[Invariant] = &[
     AGENT_ALLOCATES_FROM_POOL,
     AGENT_ANSWERS_TRUTHFULLY,
     OPERATOR_MARKS_UNUSED,
+    MARKS_WITHIN_EXCESS,
+    RELEASE_AFTER_DELAY,
     HANDSHAKE_ENTRIES_CLEAR,
     HANDSHAKE_ABORTED_WHEN_NOT_EXCESS,
     RELEASED_ENTRIES_CLEAR,

@@ -646,6 +646,8 @@ fn switches(spec: &RunSpec) -> Switches {
         mutant_keep_readded_released: bug("cilium-mutant-keep-readded-released"),
         mutant_never_abort: bug("cilium-mutant-never-abort"),
         mutant_ipam_stalls: bug("cilium-mutant-ipam-stalls"),
+        mutant_mark_beyond_excess: bug("cilium-mutant-mark-beyond-excess"),
+        mutant_delay_from_start: bug("cilium-mutant-delay-from-start"),
     }
 }
 

@@ -87,6 +87,18 @@ pub static SWITCHES: &[Switch] = &[
         "the agent hands out IPs whatever their release-ips state (marked, acknowledged or released)",
     ),
     Switch::mutant::<Cilium>(
+        "cilium-mutant-mark-beyond-excess",
+        "cilium-swarm",
+        &super::invariants::MARKS_WITHIN_EXCESS,
+        "the operator picks its release list for one IP more than its excess count",
+    ),
+    Switch::mutant::<Cilium>(
+        "cilium-mutant-delay-from-start",
+        "cilium-swarm",
+        &super::invariants::RELEASE_AFTER_DELAY,
+        "the operator times every IP from its IPAM's start instead of from the pass that first saw it excess",
+    ),
+    Switch::mutant::<Cilium>(
         "cilium-mutant-mark-used",
         "cilium-swarm",
         &super::invariants::OPERATOR_MARKS_UNUSED,

@@ -113,6 +113,9 @@ struct NodeState {
     release: ReleaseState,
     needed: usize,
     excess: usize,
+    /// The inputs of the last `recalculate`: the IPs the cache held for the node, and the
+    /// resourceVersion whose `used` it counted (reported with each mark).
+    counted: (usize, u64),
     /// `resyncNeeded`: when the last successful pass ended (monotonic µs).
     resync_needed: Option<u64>,
     /// The backoff after failed passes: (failures in a row, no pass before this time).
@@ -136,10 +139,12 @@ struct State {
     /// (`MaintainIPPool`, pkg/ipam/node.go:985-990 @ed90dd5).
     ready: bool,
     nodes: BTreeMap<Short, NodeState>,
-    /// Nodes new to the informer (their instance is synced first), and nodes whose pool
-    /// maintainer was triggered.
+    /// Nodes new to the informer whose instance the cache lacks (that instance is described
+    /// first), and nodes whose pool maintainer was triggered.
     new: BTreeSet<Short>,
     triggered: BTreeSet<Short>,
+    /// When the IPAM started (monotonic µs; mutant `cilium-mutant-delay-from-start`).
+    started_us: u64,
 }
 
 /// What a pool maintainer pass did.
@@ -208,6 +213,7 @@ impl Ipam {
         if self.instances_resync().await.is_none() {
             return false;
         }
+        self.state.borrow_mut().started_us = self.now();
         let sw = &self.cfg.switches;
         self.proc.emit(CiliumEvent::CiliumIpamStarted {
             identity: identity.to_string(),
@@ -234,8 +240,12 @@ impl Ipam {
     }
 
     /// `Upsert`/`UpdatedResource` (node_manager.go:284-387, node.go:412-440): a new node is
-    /// created with empty handshake state and its instance synced; an update replaces the copy
-    /// and triggers the maintainer only when an allocation is needed.
+    /// created with empty handshake state; only when the instances API is ready and its cache
+    /// lacks the node's instance is that one instance described (`!HasInstance(...) &&
+    /// stableInstancesAPI` → `InstanceSync`, no `Resync`). Every update, the first included,
+    /// replaces the copy and triggers the maintainer only when an allocation is needed: a new
+    /// node's CiliumNode is first written by the next resync (the 1-minute controller, or the
+    /// `instanceSync` after some node's pass mutated the cloud), not at once.
     fn upsert(&self, obj: Rc<sim::kube::Object>) {
         let node = key(&obj.name);
         let mut st = self.state.borrow_mut();
@@ -273,7 +283,7 @@ impl Ipam {
             n.released_at
                 .extend(released.into_iter().map(|ip| (ip, now)));
         }
-        if fresh {
+        if fresh && st.ready && !st.cache.contains_key(&node) {
             st.new.insert(node);
             self.trigger.notify();
             return;
@@ -305,8 +315,8 @@ impl Ipam {
             }
             let new = std::mem::take(&mut self.state.borrow_mut().new);
             for node in new {
-                if let Some(t) = self.instance_sync(node, true).await {
-                    followups.extend(self.resync_all(t).await);
+                if self.instance_sync(node, true).await.is_some() {
+                    self.updated_resource(node);
                 }
             }
             let triggered = std::mem::take(&mut self.state.borrow_mut().triggered);
@@ -321,6 +331,21 @@ impl Ipam {
                     followups.extend(self.resync_all(t).await);
                 }
             }
+        }
+    }
+
+    /// `UpdatedResource` for a new node once its instance is described: recalculate, and
+    /// trigger the maintainer when an allocation is needed.
+    fn updated_resource(&self, node: Short) {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        st.ready = true; // a successful new-node `InstanceSync` sets stableInstancesAPI
+        let Some(n) = st.nodes.get_mut(&node) else {
+            return;
+        };
+        recalculate(n, st.cache.get(&node), &self.cfg);
+        if allocation_needed(n) {
+            st.triggered.insert(node);
         }
     }
 
@@ -538,6 +563,7 @@ fn recalculate(n: &mut NodeState, cache: Option<&Rc<Interfaces>>, cfg: &Operator
     };
     let available: usize = ifs.values().map(|ips| ips.len()).sum();
     let used = r.used_count();
+    n.counted = (available, r.obj.rv);
     n.needed = needed_ips(available, used, &cfg.limits);
     n.excess = excess_ips(available, used, &cfg.limits);
 }

@@ -43,6 +43,13 @@ pub(super) struct ApiView {
     empty: ReleaseIps,
 }
 
+impl Version {
+    /// How many IPs its `status.ipam.used` lists.
+    pub(super) fn used_count(&self) -> usize {
+        self.used.len()
+    }
+}
+
 impl ApiView {
     pub(super) fn new(nodes: usize) -> Self {
         ApiView {

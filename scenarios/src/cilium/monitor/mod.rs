@@ -21,6 +21,7 @@ mod api;
 mod cleanup;
 mod excess;
 mod lease;
+mod marks;
 mod safety;
 
 pub(crate) use api::ApiSlot;
@@ -147,6 +148,10 @@ pub struct CiliumMonitor {
     entries: cleanup::Entries,
     /// `leader-runs-ipam`'s Lease holder and running IPAMs.
     lease: lease::LeaseWatch,
+    /// `marks-within-excess`: the pass in progress.
+    marks: marks::Marks,
+    /// `release-after-delay`: when each IP was last assigned to its node.
+    assigned: marks::Assigned,
 }
 
 impl CiliumMonitor {
@@ -193,6 +198,8 @@ impl CiliumMonitor {
             progress: excess::Progress::new(n, operators),
             entries: cleanup::Entries::new(n),
             lease: lease::LeaseWatch::default(),
+            marks: marks::Marks::default(),
+            assigned: marks::Assigned::default(),
         }
     }
 
@@ -206,6 +213,7 @@ impl CiliumMonitor {
     /// pools).
     pub(super) fn assigned_at_start(&mut self, i: usize, ip: Short, eni: Short) {
         self.nodes[i].assigned.insert(ip, eni);
+        self.note_assigned((self.names[i], ip), 0);
     }
 
     /// The index of the node named `name` (a cloud instance is a node).
@@ -268,6 +276,7 @@ impl CiliumMonitor {
     /// The cloud assigned `ip` on `eni` to `instance`.
     fn assign(&mut self, t_us: u64, instance: &str, eni: Short, ip: Short) {
         if let Some(i) = self.index(short(instance)) {
+            self.note_assigned((self.names[i], ip), t_us);
             self.nodes[i].assigned.insert(ip, eni);
             self.refresh_excess(i, t_us, true);
         }
@@ -326,6 +335,7 @@ impl CiliumMonitor {
                 self.refresh_excess(i, t, false);
             }
             Event::NodeBoot { .. } => {
+                self.assigned.boot(i, t);
                 self.clocks[i] = Mono {
                     from_us: t,
                     at_from: 0,
@@ -465,8 +475,14 @@ impl CiliumMonitor {
                 node: n,
                 ip,
                 observed_rv,
+                available,
+                counted_rv,
                 ..
-            } => self.on_mark(rec, short(n), short(ip), *observed_rv),
+            } => {
+                let f = self.check_mark_count(rec, short(n), *available, *counted_rv);
+                let g = self.on_mark(rec, short(n), short(ip), *observed_rv);
+                f.or(g)
+            }
             CiliumEvent::CiliumAbort {
                 node: n,
                 ip,
@@ -493,7 +509,8 @@ impl CiliumMonitor {
                 self.marked.remove(&key);
                 self.decisions
                     .insert(key, (t, *observed_rv, state_seen.clone()));
-                self.on_release(rec, key, *observed_rv, *handshake)
+                let f = self.on_release(rec, key, *observed_rv, *handshake);
+                f.or_else(|| self.check_release_delay(rec, key))
             }
             CiliumEvent::CiliumLeadershipLost { identity } => {
                 let pid = identity.rsplit('-').next().unwrap_or_default();

@@ -78,8 +78,9 @@ impl Ipam {
                 true => &nobody,
                 false => &status.used,
             };
+            let excess = n.excess + usize::from(self.cfg.switches.mutant_mark_beyond_excess);
             (self.cfg.release_excess && n.excess > 0)
-                .then(|| prepare_ip_release(&status.enis, used, n.excess).unwrap_or_default())
+                .then(|| prepare_ip_release(&status.enis, used, excess).unwrap_or_default())
         };
         let allocation = release.is_none() && self.state.borrow().nodes[&node].needed > 0;
         if release.is_none() && !allocation {
@@ -89,6 +90,7 @@ impl Ipam {
         let (eni, list) = release.clone().unwrap_or_default();
         let mut step = {
             let mut st = self.state.borrow_mut();
+            let started_us = st.started_us;
             let n = st.nodes.get_mut(&node).expect("checked");
             let observed = observed_release(n);
             let sw = &self.cfg.switches;
@@ -96,6 +98,11 @@ impl Ipam {
                 true => 0,
                 false => RELEASE_DELAY.as_micros() as u64,
             };
+            if sw.mutant_delay_from_start {
+                for ip in &list {
+                    n.release.marked_at.entry(*ip).or_insert(started_us);
+                }
+            }
             let before = sw.mutant_never_abort.then(|| n.release.status.clone());
             let mut step = n.release.handle_ip_release(
                 release.as_ref().map(|r| r.1.as_slice()),
@@ -122,12 +129,15 @@ impl Ipam {
         for ip in &step.aborted {
             self.emit_abort(node, *ip, false);
         }
+        let (available, counted_rv) = self.state.borrow().nodes[&node].counted;
         for ip in &step.marked {
             self.proc.emit(CiliumEvent::CiliumMark {
                 node: node.into(),
                 ip: (*ip).into(),
                 observed_used: status.used.contains_key(ip),
                 observed_rv: resource.obj.rv,
+                available: available as u32,
+                counted_rv,
             });
         }
         let excess_set: BTreeSet<Short> = list.iter().copied().collect();
