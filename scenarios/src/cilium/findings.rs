@@ -110,7 +110,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A deposed operator, lingering in its graceful shutdown, acts on IPs beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[73, 483],
+        seeds: &[73, 4514],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator's leadership had ended and it was lingering in its graceful shutdown",
@@ -137,7 +137,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A paused operator resumes and unassigns an IP a pod uses, beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[3588],
+        seeds: &[29],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator was deposed but had not yet seen it (no graceful shutdown involved)",
@@ -252,8 +252,8 @@ pub static FINDINGS: &[Finding] = &[
         id: "cilium-reissued-ip-stuck-released",
         system: "cilium",
         title: "An IP the cloud gives back to the same node stays 'released' and is never used (issue #39981)",
-        scenario: "cilium-swarm",
-        seeds: &[1631],
+        scenario: "cilium-clock-skew",
+        seeds: &[5198, 7638],
         signature: Signature {
             invariants: &["released-entries-clear"],
             describe: "a released entry remains for an IP the cloud gave back to the same node, and the operators run no #39981 clean-up",
@@ -316,7 +316,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "Newer upstream's #39981 clean-up skips an IP that is excess again: its 'released' entry stays, and the IP can be neither used nor released",
         scenario: "cilium-swarm",
-        seeds: &[16180864],
+        seeds: &[16180864, 57722070],
         signature: Signature {
             invariants: &["released-entries-clear"],
             describe: "the operators run the #39981 clean-up, and every released entry that remains is for an IP the cloud gave back to the same node and that is on its node's release list again",

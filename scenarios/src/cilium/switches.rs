@@ -66,7 +66,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Fix,
         trips: None,
         system: "cilium",
-        scenario: "cilium-swarm",
+        scenario: "cilium-clock-skew",
         about: "newer upstream (cilium/cilium#39981): a released entry whose IP is in the CiliumNode's spec pool is dropped, so an IP the cloud gave back to the same node becomes usable again",
     },
     Switch {
