@@ -139,8 +139,8 @@ struct State {
     /// (`MaintainIPPool`, pkg/ipam/node.go:985-990 @ed90dd5).
     ready: bool,
     nodes: BTreeMap<Short, NodeState>,
-    /// Nodes new to the informer whose instance the cache lacks (that instance is described
-    /// first), and nodes whose pool maintainer was triggered.
+    /// Nodes new to the informer (their instance is synced first), and nodes whose pool
+    /// maintainer was triggered.
     new: BTreeSet<Short>,
     triggered: BTreeSet<Short>,
     /// When the IPAM started (monotonic µs; mutant `cilium-mutant-delay-from-start`).
@@ -240,12 +240,8 @@ impl Ipam {
     }
 
     /// `Upsert`/`UpdatedResource` (node_manager.go:284-387, node.go:412-440): a new node is
-    /// created with empty handshake state; only when the instances API is ready and its cache
-    /// lacks the node's instance is that one instance described (`!HasInstance(...) &&
-    /// stableInstancesAPI` → `InstanceSync`, no `Resync`). Every update, the first included,
-    /// replaces the copy and triggers the maintainer only when an allocation is needed: a new
-    /// node's CiliumNode is first written by the next resync (the 1-minute controller, or the
-    /// `instanceSync` after some node's pass mutated the cloud), not at once.
+    /// created with empty handshake state and its instance synced; an update replaces the copy
+    /// and triggers the maintainer only when an allocation is needed.
     fn upsert(&self, obj: Rc<sim::kube::Object>) {
         let node = key(&obj.name);
         let mut st = self.state.borrow_mut();
@@ -283,7 +279,7 @@ impl Ipam {
             n.released_at
                 .extend(released.into_iter().map(|ip| (ip, now)));
         }
-        if fresh && st.ready && !st.cache.contains_key(&node) {
+        if fresh {
             st.new.insert(node);
             self.trigger.notify();
             return;
@@ -315,8 +311,8 @@ impl Ipam {
             }
             let new = std::mem::take(&mut self.state.borrow_mut().new);
             for node in new {
-                if self.instance_sync(node, true).await.is_some() {
-                    self.updated_resource(node);
+                if let Some(t) = self.instance_sync(node, true).await {
+                    followups.extend(self.resync_all(t).await);
                 }
             }
             let triggered = std::mem::take(&mut self.state.borrow_mut().triggered);
@@ -331,21 +327,6 @@ impl Ipam {
                     followups.extend(self.resync_all(t).await);
                 }
             }
-        }
-    }
-
-    /// `UpdatedResource` for a new node once its instance is described: recalculate, and
-    /// trigger the maintainer when an allocation is needed.
-    fn updated_resource(&self, node: Short) {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
-        st.ready = true; // a successful new-node `InstanceSync` sets stableInstancesAPI
-        let Some(n) = st.nodes.get_mut(&node) else {
-            return;
-        };
-        recalculate(n, st.cache.get(&node), &self.cfg);
-        if allocation_needed(n) {
-            st.triggered.insert(node);
         }
     }
 
