@@ -137,7 +137,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A paused operator resumes and unassigns an IP a pod uses, beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[3588],
+        seeds: &[29],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator was deposed but had not yet seen it (no graceful shutdown involved)",
@@ -316,7 +316,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "Newer upstream's #39981 clean-up skips an IP that is excess again: its 'released' entry stays, and the IP can be neither used nor released",
         scenario: "cilium-swarm",
-        seeds: &[16180864],
+        seeds: &[16180864, 57722070],
         signature: Signature {
             invariants: &["released-entries-clear"],
             describe: "the operators run the #39981 clean-up, and every released entry that remains is for an IP the cloud gave back to the same node and that is on its node's release list again",
