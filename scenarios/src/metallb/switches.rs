@@ -66,7 +66,7 @@ pub static SWITCHES: &[Switch] = &[
         kind: SwitchKind::Mutant,
         trips: Some(&super::invariants::ANNOUNCER_FIRST_IN_OWN_ORDER),
         system: "metallb",
-        scenario: "metallb-swarm",
+        scenario: "metallb-clock-skew",
         about: "the last candidate by sha256(node#ip) announces instead of the first",
     },
     Switch {
