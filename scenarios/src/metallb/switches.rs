@@ -52,7 +52,7 @@ pub static SWITCHES: &[Switch] = &[
     ),
     Switch::mutant::<Metallb>(
         "metallb-mutant-wrong-order",
-        "metallb-swarm",
+        "metallb-clock-skew",
         &super::invariants::ANNOUNCER_FIRST_IN_OWN_ORDER,
         "a speaker not announcing an IP takes the last candidate by sha256(node#ip) for its announcer instead of the first",
     ),
