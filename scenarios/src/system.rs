@@ -504,12 +504,29 @@ impl Registry {
 
     /// The active finding of `scenario`'s system that `v` is, if any.
     pub fn finding_for(&self, scenario: &str, v: &sim::Violation) -> Option<&'static Finding> {
+        self.finding_without(scenario, &[], v)
+    }
+
+    /// The active finding that `v`, seen in a run of `spec`, is: as [`Registry::finding_for`],
+    /// but never one whose fix the run has on. That fix removes the finding, so a violation
+    /// with it on is something else, even when it looks the same.
+    pub fn finding_in(&self, spec: &RunSpec, v: &sim::Violation) -> Option<&'static Finding> {
+        self.finding_without(spec.scenario.name, &spec.fixes, v)
+    }
+
+    fn finding_without(
+        &self,
+        scenario: &str,
+        fixes: &[String],
+        v: &sim::Violation,
+    ) -> Option<&'static Finding> {
         let system = self.scenarios.iter().find(|s| s.name == scenario)?.system;
+        let fixed = |f: &Finding| f.fix.is_some_and(|x| fixes.iter().any(|on| on == x));
         self.systems
             .iter()
             .filter(|s| s.name == system)
             .flat_map(|s| s.findings.iter())
-            .find(|f| f.is_active() && f.signature.matches(v))
+            .find(|f| f.is_active() && !fixed(f) && f.signature.matches(v))
     }
 
     /// Reads a system event of any of its systems from a trace's JSON.

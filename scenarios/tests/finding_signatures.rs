@@ -52,3 +52,34 @@ fn the_39981_clean_up_dropping_a_fresh_release_is_named_as_such() {
         v.explanation
     );
 }
+
+#[test]
+fn a_violation_is_never_named_as_a_finding_whose_fix_the_run_has_on() {
+    // Each finding with a fix: its pinned violation, looked up as if seen in a run with that fix
+    // on. The fix removes the finding, so the lookup must not name it.
+    let reg = scenarios::builtin();
+    for f in all().filter(|f| f.is_active() && f.fix.is_some()) {
+        let Some(&seed) = f.seeds.first() else {
+            continue;
+        };
+        let sc = scenario(f.scenario).expect("a finding names a scenario");
+        let with: Vec<String> = f.shown_with.iter().map(|w| w.to_string()).collect();
+        let Some(v) = run_spec(RunSpec::from_seed(sc, seed, &[], &with)).violation else {
+            continue; // a stale pin is the first test's failure, not this one's
+        };
+        let mut fixed = with.clone();
+        fixed.push(f.fix.unwrap().to_string());
+        let spec = RunSpec::from_seed(sc, seed, &[], &fixed);
+        assert_eq!(
+            reg.finding_in(&RunSpec::from_seed(sc, seed, &[], &with), &v)
+                .map(|x| x.id),
+            Some(f.id)
+        );
+        assert_ne!(
+            reg.finding_in(&spec, &v).map(|x| x.id),
+            Some(f.id),
+            "{}",
+            f.id
+        );
+    }
+}

@@ -278,13 +278,7 @@ fn print_groups(reg: &Registry, groups: &[Group]) {
         };
         println!();
         print_options(&f.spec);
-        print_violation(
-            reg,
-            f.spec.scenario.name,
-            f.outcome.violation.as_ref().unwrap(),
-            f.spec.seed,
-            &cmd,
-        );
+        print_violation(reg, &f.spec, f.outcome.violation.as_ref().unwrap(), &cmd);
         if g.failures.len() > 1 {
             println!("{}", group_line(g));
         }
@@ -314,7 +308,7 @@ fn shrink_failure(
         if let Some(m) = crate::invariant::describe_measure(s.spec.scenario.invariants, v) {
             println!("  measure: {m}");
         }
-        if let Some(f) = reg.finding_for(f.spec.scenario.name, v) {
+        if let Some(f) = reg.finding_in(&f.spec, v) {
             println!("  known finding: {}", f.id);
         }
         println!("  replay: {} replay {}", reg.command(), path.display());
@@ -351,9 +345,8 @@ pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<Exit, BadI
         let cmd = format!("{} replay {}", reg.command(), out.display());
         print_violation(
             reg,
-            shrunk.spec.scenario.name,
+            &shrunk.spec,
             shrunk.outcome.violation.as_ref().unwrap(),
-            shrunk.spec.seed,
             &cmd,
         );
         println!(

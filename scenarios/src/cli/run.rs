@@ -349,13 +349,8 @@ pub(super) fn print_schedule(spec: &RunSpec) {
     }
 }
 
-pub(super) fn print_violation(
-    reg: &Registry,
-    scenario: &str,
-    v: &Violation,
-    seed: u64,
-    replay: &str,
-) {
+pub(super) fn print_violation(reg: &Registry, spec: &RunSpec, v: &Violation, replay: &str) {
+    let (scenario, seed) = (spec.scenario.name, spec.seed);
     println!("{} (seed {seed})", reports::headline(v));
     println!("  {}", v.explanation);
     let measure = reg
@@ -365,7 +360,7 @@ pub(super) fn print_violation(
     if let Some(m) = measure {
         println!("  measure: {m}");
     }
-    if let Some(f) = reg.finding_for(scenario, v) {
+    if let Some(f) = reg.finding_in(spec, v) {
         let fix = f
             .fix
             .map(|x| format!(", remedy --fix {x}"))
@@ -388,7 +383,7 @@ pub(super) fn report_run(
 ) {
     if !json {
         match &o.violation {
-            Some(v) => print_violation(reg, spec.scenario.name, v, spec.seed, replay),
+            Some(v) => print_violation(reg, spec, v, replay),
             None => println!("PASS"),
         }
         println!(
@@ -406,7 +401,7 @@ pub(super) fn report_run(
         "scenario": spec.scenario.name, "seed": spec.seed, "bugs": spec.bugs, "fixes": spec.fixes,
         "outcome": if o.violation.is_some() { "violation" } else { "pass" },
         "violation": o.violation,
-        "finding": o.violation.as_ref().and_then(|v| reg.finding_for(spec.scenario.name, v)).map(|f| f.id),
+        "finding": o.violation.as_ref().and_then(|v| reg.finding_in(spec, v)).map(|f| f.id),
         "events": o.events, "sim_time_ms": o.sim_time_ms, "wall_ms": wall_ms, "trace_hash": o.trace_hash,
     });
     if let Some(n) = note {

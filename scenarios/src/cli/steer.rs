@@ -141,7 +141,7 @@ pub(super) fn groups<'a>(reg: &Registry, failures: &'a [Found]) -> Vec<Group<'a>
             .violation
             .as_ref()
             .expect("a failure has a violation");
-        let finding = reg.finding_for(f.spec.scenario.name, v).map(|x| x.id);
+        let finding = reg.finding_in(&f.spec, v).map(|x| x.id);
         match out
             .iter_mut()
             .find(|g| g.invariant == v.invariant && g.finding == finding)
