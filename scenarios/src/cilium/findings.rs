@@ -137,7 +137,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A paused operator resumes and unassigns an IP a pod uses, beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[29],
+        seeds: &[7982, 9706],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator was deposed but had not yet seen it (no graceful shutdown involved)",
@@ -192,7 +192,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "The operator drops its own released entry while the spec still lists the IP",
         scenario: "cilium-clock-skew",
-        seeds: &[4579, 8348],
+        seeds: &[],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased the released entry, not for the IP being back in the pool (the #39981 clean-up)",
@@ -203,7 +203,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("was deposed")
             },
         },
-        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.)",
+        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.) (Its pinned seeds, cilium-clock-skew 4579 and 8348, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event; no seed shows it in cilium-clock-skew 0-14,999, so it has none pinned until one is.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.handleIPRelease", "797-898"),
             cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
@@ -225,13 +225,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A new operator leader wipes release-ips while the spec still lists released IPs",
         scenario: "cilium-swarm",
-        seeds: &[1647, 2320],
+        seeds: &[],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "another operator process than the unassigning one erased the entry, and the unassigning one still led when it acted",
             test: |e| erased_by_other_operator(e) == Some(true) && !e.contains("was deposed"),
         },
-        summary: "The leader unassigns X, then dies or loses the lease before the status write that says 'released' or the spec write that removes X from the pool. The new leader starts with empty handshake state; its first status write rebuilds release-ips from that empty state, dropping X's entry, and goes before its spec write. In between (or until the next sync if the spec write fails), the agent sees X in its pool with no entry and hands it to a pod, though the cloud no longer holds it.",
+        summary: "The leader unassigns X, then dies or loses the lease before the status write that says 'released' or the spec write that removes X from the pool. The new leader starts with empty handshake state; its first status write rebuilds release-ips from that empty state, dropping X's entry, and goes before its spec write. In between (or until the next sync if the spec write fails), the agent sees X in its pool with no entry and hands it to a pod, though the cloud no longer holds it. (Its pinned seeds, cilium-swarm 1647 and 2320, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event; no seed shows it in cilium-swarm 0-14,999, so it has none pinned until one is.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.PopulateIPReleaseStatus", "1013-1031"),
             cilium("pkg/ipam/node_manager.go", "NodeManager.Upsert", "284-387"),
@@ -279,7 +279,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "Newer upstream's #39981 clean-up drops a fresh 'released' entry while the spec still lists the IP",
         scenario: "cilium-clock-skew",
-        seeds: &[3930],
+        seeds: &[12695],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased the released entry after dropping its 'released' state for the IP being in the pool it checked",
@@ -316,7 +316,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "Newer upstream's #39981 clean-up skips an IP that is excess again: its 'released' entry stays, and the IP can be neither used nor released",
         scenario: "cilium-swarm",
-        seeds: &[16180864, 57722070],
+        seeds: &[],
         signature: Signature {
             invariants: &["released-entries-clear"],
             describe: "the operators run the #39981 clean-up, and every released entry that remains is for an IP the cloud gave back to the same node and that is on its node's release list again",
@@ -327,7 +327,7 @@ pub static FINDINGS: &[Finding] = &[
                     && stuck.all(|s| s.ends_with(EXCESS_AGAIN))
             },
         },
-        summary: "The operator releases X; in the same round the node needs IPs again (its pool fell below min-allocate) and the cloud, which picks any free address of the subnet, gives X back to the node. The agent drops its 'released' entry once the spec pool (written from the refreshed cache) lacks X, but the operator still holds 'released' for X and writes it again beside a spec pool that lists X. Newer upstream's clean-up for #39981 would drop it, but abortNoLongerExcessIPs skips every IP on the pass's release list before it reaches the #39981 branch: once pods leave and X is excess again, X is on the list, the agent never answers for a 'released' entry and handleIPReleaseResponse never marks an IP that has an entry. X stays 'released' and unusable for as long as it stays on the list, and the excess it stands for is never released. Only the newer behaviour (--fix cilium-readd-released-ip) is needed; the pinned seeds run with every other Cilium fix on as well because no seed of a few thousand showed it first with that one alone (the other findings fire first or the world never reissues a listed IP). The model's safe clean-up (cilium-readd-after-resync) has the same gap.",
+        summary: "The operator releases X; in the same round the node needs IPs again (its pool fell below min-allocate) and the cloud, which picks any free address of the subnet, gives X back to the node. The agent drops its 'released' entry once the spec pool (written from the refreshed cache) lacks X, but the operator still holds 'released' for X and writes it again beside a spec pool that lists X. Newer upstream's clean-up for #39981 would drop it, but abortNoLongerExcessIPs skips every IP on the pass's release list before it reaches the #39981 branch: once pods leave and X is excess again, X is on the list, the agent never answers for a 'released' entry and handleIPReleaseResponse never marks an IP that has an entry. X stays 'released' and unusable for as long as it stays on the list, and the excess it stands for is never released. Only the newer behaviour (--fix cilium-readd-released-ip) is needed; the pinned seeds run with every other Cilium fix on as well because no seed of a few thousand showed it first with that one alone (the other findings fire first or the world never reissues a listed IP). The model's safe clean-up (cilium-readd-after-resync) has the same gap. (Its pinned seeds, cilium-swarm 16180864 and 57722070, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event; no seed shows it in cilium-swarm 0-7,999 with the finding's switches, so it has none pinned until one is.)",
         upstream: &[
             Citation {
                 repo: CILIUM,
