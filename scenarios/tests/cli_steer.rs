@@ -279,12 +279,18 @@ fn seeds_run_is_the_same_between_identical_runs() {
 
 /// A failure file of calico-clock-skew's wall-clock finding at its pinned seed.
 fn clock_skew_failure(dir: &std::path::Path) -> (String, serde_json::Value) {
+    // The wall-clock-stamp finding's pinned seed: a failure of calico-clock-skew by default.
+    let seed = scenarios::findings::all()
+        .find(|f| f.id == "calico-wall-clock-stamp")
+        .expect("in the catalog")
+        .seeds[0]
+        .to_string();
     let j = json_with_status(
         &faultline(&[
             "explore",
             "calico-clock-skew",
             "--from",
-            "52",
+            &seed,
             "--seeds",
             "1",
             "--out",

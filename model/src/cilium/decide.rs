@@ -4,7 +4,7 @@
 //!
 //! Upstream: cilium/cilium `pkg/ipam/node.go` and `pkg/aws/eni/node.go` at
 //! ed90dd5ea4c754a04a8135c6bb9c8afe29b75811 (`@ed90dd5`), and the newer
-//! `operator/pkg/ipam/nodemanager/node.go` at 35b06d5aefdf for the issue #39981 fix
+//! `operator/pkg/ipam/nodemanager/node.go` at 35b06d5aefdf for the cilium/cilium#39981 fix
 //! (docs/upstream/cilium.md §3).
 
 use super::{DO_NOT_RELEASE, MARKED, READY, RELEASED};
@@ -189,7 +189,7 @@ impl ReleaseState {
 
     /// `abortNoLongerExcessIPs` (node.go:735-755 @ed90dd5): for every entry of the observed
     /// `release-ips` not in `excess` and not `released`, the local time and state go (the next
-    /// write omits the entry). With `fix_39981` (the newer nodemanager's version, issue #39981),
+    /// write omits the entry). With `fix_39981` (the newer nodemanager's version, cilium/cilium#39981),
     /// a `released` entry whose IP is back in the observed `spec.ipam.pool` is dropped too, from
     /// the observed copy as well (upstream deletes it from `n.resource`). Returns the IPs whose
     /// local state went.

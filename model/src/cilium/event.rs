@@ -67,7 +67,7 @@ pub enum CiliumEvent {
         /// The IP whose handshake was dropped (dotted).
         ip: String,
         /// The entry was `released` and went because its IP was back in the pool the operator
-        /// checked: newer upstream's clean-up for issue #39981 (fixes `cilium-readd-released-ip`
+        /// checked: newer upstream's clean-up for cilium/cilium#39981 (fixes `cilium-readd-released-ip`
         /// and `cilium-readd-after-resync`). Serialized only when true, so a run without those
         /// fixes has the traces it had before the field existed.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -106,7 +106,7 @@ pub enum CiliumEvent {
     CiliumIpamStarted {
         /// The operator's Lease holder identity (`HOST-PID`).
         identity: String,
-        /// The operator runs a clean-up for issue #39981 (a `released` entry whose IP is back in
+        /// The operator runs a clean-up for cilium/cilium#39981 (a `released` entry whose IP is back in
         /// the pool is dropped): which operator version is deployed, a fact of the world.
         /// Serialized only when true, so a run of the pinned commit keeps its traces.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]

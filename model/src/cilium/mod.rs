@@ -77,7 +77,7 @@ pub struct Switches {
     /// Fix `cilium-exit-on-lost-lead` (newer upstream, PR #42920): an operator that loses the
     /// lease exits at once instead of shutting down gracefully.
     pub exit_on_lost_lead: bool,
-    /// Fix `cilium-readd-released-ip` (newer upstream, issue #39981): a `released` entry whose IP
+    /// Fix `cilium-readd-released-ip` (newer upstream, cilium/cilium#39981): a `released` entry whose IP
     /// is back in the node's pool is dropped.
     pub readd_released_ip: bool,
     /// Fix `cilium-restore-before-ack`: after a restart the agent answers the handshake only
@@ -88,12 +88,12 @@ pub struct Switches {
     /// leaves its release list (upstream's `deleteLocalReleaseStatus` does, node.go
     /// `handleIPRelease`); only the agent's removal of the entry ends it.
     pub keep_released: bool,
-    /// Fix `cilium-readd-after-resync`: the issue #39981 clean-up, but a `released` entry is
+    /// Fix `cilium-readd-after-resync`: the cilium/cilium#39981 clean-up, but a `released` entry is
     /// dropped only when the cloud itself lists the IP on the node again, in a describe that
     /// started after the release (upstream's newer code checks the CiliumNode's spec pool, which
     /// still lists every released IP until the next spec write).
     pub readd_after_resync: bool,
-    /// Fix `cilium-readd-excess-ip`: the issue #39981 clean-up looks at a `released` entry
+    /// Fix `cilium-readd-excess-ip`: the cilium/cilium#39981 clean-up looks at a `released` entry
     /// whether or not its IP is on this pass's release list. Newer upstream skips every IP on
     /// the list first (`if excessMap[ip] { continue }` before the #39981 branch in
     /// `abortNoLongerExcessIPs`, operator/pkg/ipam/nodemanager/node.go at 09b89c6c), so an IP
@@ -138,7 +138,7 @@ pub struct Switches {
     /// that needs them.
     pub mutant_no_allocation: bool,
     /// Mutant `cilium-mutant-keep-readded-released` (test-only): a `released` entry whose IP came
-    /// back to the node is never dropped, whatever issue #39981 fix is on.
+    /// back to the node is never dropped, whatever cilium/cilium#39981 fix is on.
     pub mutant_keep_readded_released: bool,
     /// Mutant `cilium-mutant-never-abort` (test-only): the operator never aborts a handshake
     /// whose IP left its release list: a `marked-for-release` or `ready-for-release` state stays

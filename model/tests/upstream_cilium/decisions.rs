@@ -235,7 +235,7 @@ fn reassignment_setup(
 }
 
 /// `TestNodeManagerAbortReleaseIPReassignment` (newer `operator/pkg/ipam/nodemanager/
-/// node_manager_test.go` @4813068c; issue #39981), on the decision functions with upstream's 2 s
+/// node_manager_test.go` @4813068c; cilium/cilium#39981), on the decision functions with upstream's 2 s
 /// delay: pre-allocate 1, min-allocate 3; 4 available, 2 used, one excess IP X; X timed, marked
 /// after the delay (asserted in `ReleaseIPs`), acknowledged (`ready-for-release` asserted), then
 /// set `released` by hand and removed from the pool; then X is re-added to the pool
@@ -290,7 +290,7 @@ fn upstream_cilium_node_manager_abort_release_ip_reassignment() {
 /// The same steps with @ed90dd5's `abortNoLongerExcessIPs` (node.go:735-755, no fix; the model's
 /// default, switch `readd_released_ip` off): a `released` entry is never aborted, the agent keeps
 /// it while X is in its pool, so X stays `released` in the operator's state and in `release-ips`,
-/// and unallocatable, for ever (issue #39981's "No more IPs available").
+/// and unallocatable, for ever (cilium/cilium#39981's "No more IPs available").
 #[test]
 fn upstream_cilium_node_manager_abort_release_ip_reassignment_without_fix() {
     let l = limits(1, 3, 0, 0);

@@ -23,7 +23,7 @@
 //!
 //! And the newer `operator/pkg/ipam/nodemanager/node_manager_test.go` at cilium/cilium commit
 //! 4813068c856b2b1ff82be7d37bd5f3da17a13a59 (`TestNodeManagerAbortReleaseIPReassignment`, the
-//! test of the issue #39981 fix, deflaked in PR #42276), testing the newer
+//! test of the cilium/cilium#39981 fix, deflaked in PR #42276), testing the newer
 //! `abortNoLongerExcessIPs` in `operator/pkg/ipam/nodemanager/node.go` (read at 35b06d5aefdf).
 //!
 //! The tests are in three modules: `formulas` (the formulas and rules on their own), `decisions`
@@ -96,7 +96,7 @@
 //!    which fails for an IP in `marked-for-release`, `ready-for-release` or `released`). Upstream's
 //!    endpoint restore goes through it (`AllocateIPWithoutSyncUpstream`), so a restored endpoint
 //!    whose IP is marked is not restored; the model's restore takes every pod's IP unchecked.
-//! 5. An IP back in the pool while its entry is still `released` (issue #39981) is handled only
+//! 5. An IP back in the pool while its entry is still `released` (cilium/cilium#39981) is handled only
 //!    with the switch `readd_released_ip` (the newer operator's fix); without it the model behaves
 //!    as upstream @ed90dd5 (the entry sticks).
 //! 6. With `readd_released_ip` the operator drops its own fresh `released` entry ~5 ms after the

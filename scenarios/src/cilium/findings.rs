@@ -251,7 +251,7 @@ pub static FINDINGS: &[Finding] = &[
     Finding {
         id: "cilium-reissued-ip-stuck-released",
         system: "cilium",
-        title: "An IP the cloud gives back to the same node stays 'released' and is never used (issue #39981)",
+        title: "An IP the cloud gives back to the same node stays 'released' and is never used (cilium/cilium#39981)",
         scenario: "cilium-clock-skew",
         seeds: &[6719, 8258],
         signature: Signature {
@@ -259,7 +259,7 @@ pub static FINDINGS: &[Finding] = &[
             describe: "a released entry remains for an IP the cloud gave back to the same node, and the operators run no #39981 clean-up",
             test: |e| e.contains("released entries remain") && !e.contains(CLEAN_UP_RUNS),
         },
-        summary: "The operator releases X and writes 'released'; the cloud (which picks any free address of the subnet) gives X back to the same node before the agent saw X leave its pool. The agent deletes a released entry only once the IP is out of the pool, the operator keeps writing its local 'released', and the agent never hands out an IP in a released state: X is lost to the node for good. Upstream issue #39981 (v1.17); fixed in newer operators by dropping a released entry whose IP is in the spec pool (--fix cilium-readd-released-ip, which has its own hazard: cilium-readd-drops-fresh-release).",
+        summary: "The operator releases X and writes 'released'; the cloud (which picks any free address of the subnet) gives X back to the same node before the agent saw X leave its pool. The agent deletes a released entry only once the IP is out of the pool, the operator keeps writing its local 'released', and the agent never hands out an IP in a released state: X is lost to the node for good. Upstream cilium/cilium#39981 (v1.17); fixed in newer operators by dropping a released entry whose IP is in the spec pool (--fix cilium-readd-released-ip, which has its own hazard: cilium-readd-drops-fresh-release).",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.abortNoLongerExcessIPs / removeStaleReleaseIPs", "720-755"),
             cilium("pkg/ipam/crd.go", "nodeStore.updateLocalNodeResource (released: deleted only once out of the pool)", "371-375"),

@@ -290,7 +290,7 @@ impl Ipam {
     /// pkg/ipam/node.go `determineMaintenanceAction` l. 677-690 and `getPendingPodCount`
     /// l. 307-325 @ed90dd5; PR #19007). At that commit the operator fills the pod store it reads
     /// from its Pod resource (operator/cmd/root.go `legacyOnLeader.onStart` l. 664-671), so the
-    /// surge is live there (issue #32713 reported that in 1.15 the store was never filled, so no
+    /// surge is live there (cilium/cilium#32713 reported that in 1.15 the store was never filled, so no
     /// surge happened). The model's operator has no Pod informer and does not surge: a node with a
     /// backlog of pending pods fills more slowly than upstream's (`pods-get-ips`' bound does not
     /// rely on the surge).
@@ -317,7 +317,7 @@ impl Ipam {
 /// Mutant `cilium-mutant-never-abort`: the aborted IPs whose handshake was `marked-for-release`
 /// or `ready-for-release` (the state before the step, and the `observed` answer) get their state
 /// back, and are no longer reported aborted; a refused (`do-not-release`) handshake and a
-/// `released` state (issue #39981) go as before.
+/// `released` state (cilium/cilium#39981) go as before.
 fn keep_unaborted(
     release: &mut ReleaseState,
     before: &BTreeMap<Short, Short>,
