@@ -60,63 +60,10 @@ impl World {
             },
         );
         let now = self.now_us();
-        let resolve = |names: &[String]| {
-            names
-                .iter()
-                .filter_map(|n| self.node(n))
-                .collect::<Vec<_>>()
-        };
         use FaultKind::*;
         match kind {
-            Partition { a, b } => {
-                let rule = NetRule {
-                    from: resolve(a),
-                    to: resolve(b),
-                    both_ways: true,
-                };
-                self.0.net.borrow_mut().rules.insert(id, rule);
-            }
-            Simplex { from, to } => {
-                let rule = NetRule {
-                    from: resolve(from),
-                    to: resolve(to),
-                    both_ways: false,
-                };
-                self.0.net.borrow_mut().rules.insert(id, rule);
-            }
-            Isolate { node } => {
-                if let Some(n) = self.node(node) {
-                    let others = (0..self.node_count() as NodeIx)
-                        .filter(|&o| o != n)
-                        .collect();
-                    self.0.net.borrow_mut().rules.insert(
-                        id,
-                        NetRule {
-                            from: vec![n],
-                            to: others,
-                            both_ways: true,
-                        },
-                    );
-                }
-            }
-            Latency { node, extra_ms } => {
-                if let Some(n) = self.node(node) {
-                    self.0
-                        .net
-                        .borrow_mut()
-                        .extra_us
-                        .insert(id, (n, extra_ms * 1000));
-                }
-            }
-            Loss {
-                node,
-                permille,
-                burst,
-            } => {
-                if let Some(n) = self.node(node) {
-                    let link = crate::net::LossyLink::new(n, *permille, *burst);
-                    self.0.net.borrow_mut().loss.insert(id, link);
-                }
+            Partition { .. } | Simplex { .. } | Isolate { .. } | Latency { .. } | Loss { .. } => {
+                self.start_network_fault(id, kind)
             }
             Pause { node } => {
                 if let Some(n) = self.node(node) {
@@ -178,6 +125,71 @@ impl World {
             self.recompute_services();
         }
         later
+    }
+
+    /// Starts a fault of the network: a cut (partition, simplex, isolation), extra latency or a
+    /// lossy link, kept as rule `id` until the fault ends.
+    fn start_network_fault(&self, id: u32, kind: &FaultKind) {
+        let resolve = |names: &[String]| {
+            names
+                .iter()
+                .filter_map(|n| self.node(n))
+                .collect::<Vec<_>>()
+        };
+        use FaultKind::*;
+        match kind {
+            Partition { a, b } => {
+                let rule = NetRule {
+                    from: resolve(a),
+                    to: resolve(b),
+                    both_ways: true,
+                };
+                self.0.net.borrow_mut().rules.insert(id, rule);
+            }
+            Simplex { from, to } => {
+                let rule = NetRule {
+                    from: resolve(from),
+                    to: resolve(to),
+                    both_ways: false,
+                };
+                self.0.net.borrow_mut().rules.insert(id, rule);
+            }
+            Isolate { node } => {
+                if let Some(n) = self.node(node) {
+                    let others = (0..self.node_count() as NodeIx)
+                        .filter(|&o| o != n)
+                        .collect();
+                    self.0.net.borrow_mut().rules.insert(
+                        id,
+                        NetRule {
+                            from: vec![n],
+                            to: others,
+                            both_ways: true,
+                        },
+                    );
+                }
+            }
+            Latency { node, extra_ms } => {
+                if let Some(n) = self.node(node) {
+                    self.0
+                        .net
+                        .borrow_mut()
+                        .extra_us
+                        .insert(id, (n, extra_ms * 1000));
+                }
+            }
+            Loss {
+                node,
+                permille,
+                burst,
+            } => {
+                if let Some(n) = self.node(node) {
+                    let link = crate::net::LossyLink::new(n, *permille, *burst);
+                    self.0.net.borrow_mut().loss.insert(id, link);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Applies the end of fault `id` (its duration elapsed, or the liveness phase heals it).

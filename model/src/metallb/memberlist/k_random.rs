@@ -37,7 +37,7 @@ mod tests {
     /// draws of 3 alive nodes other than `test0` differ, and each has 3 distinct such nodes.
     #[test]
     fn upstream_k_random_nodes() {
-        let alive = |i: usize| i % 3 == 0 && i != 0;
+        let alive = |i: usize| i.is_multiple_of(3) && i != 0;
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let draws: Vec<Vec<usize>> = (0..3)
             .map(|_| k_random(3, 90, &mut rng, |i| alive(i).then_some(i)))

@@ -218,12 +218,13 @@ impl Memberlist {
         let start = self.now();
         let seq = self.next_seq();
         let _waiting = ProbeGuard::new(self, seq);
-        let mut acks = self.acks.borrow_mut();
-        // Entries of probes whose task was dropped mid-way are nobody's.
-        acks.0
-            .retain(|(_, w)| matches!(w, AckWaiter::Forward { .. }));
-        acks.insert(seq, AckWaiter::Local);
-        drop(acks);
+        {
+            let mut acks = self.acks.borrow_mut();
+            // Entries of probes whose task was dropped mid-way are nobody's.
+            acks.0
+                .retain(|(_, w)| matches!(w, AckWaiter::Forward { .. }));
+            acks.insert(seq, AckWaiter::Local);
+        }
         // A suspect is pinged with the suspicion attached (l. 337-382).
         let suspect = (target.state != State::Alive).then_some(Broadcast::Suspect {
             name: target.name,
