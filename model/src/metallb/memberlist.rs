@@ -273,7 +273,17 @@ impl Memberlist {
     /// Creates the local node and starts the protocol's tasks (`memberlist-udp`, `memberlist-tcp`,
     /// `probe`, `gossip`, `push-pull`, `suspicion`) in `proc`; of `switches` it reads the
     /// memberlist mutants ([`Switches::mutant_slow_suspicion`], [`Switches::mutant_no_refute`]).
+    /// As v0.5.1's `Create` (memberlist.go l. 248-258): the node listening (`newMemberlist`), then
+    /// the periodic tasks (`schedule`, state.go l. 122-160).
     pub fn start(proc: &Proc, peers: Rc<Peers>, switches: &Switches) -> Rc<Memberlist> {
+        Memberlist::host(proc, peers, switches, true)
+    }
+
+    /// The local node listening (`memberlist-udp`, `memberlist-tcp`) and timing its suspicions
+    /// (`suspicion`); with `schedule`, also probing, gossiping and pushing/pulling. Without it:
+    /// v0.5.1's `newMemberlist` (memberlist.go l. 100-245), what upstream's own tests build
+    /// (state_test.go `HostMemberlist` l. 24-41).
+    fn host(proc: &Proc, peers: Rc<Peers>, switches: &Switches, schedule: bool) -> Rc<Memberlist> {
         let addr = proc.node();
         let ml = Rc::new(Memberlist {
             proc: proc.clone(),
@@ -324,12 +334,14 @@ impl Memberlist {
                 }
             }
         });
-        let m = ml.clone();
-        proc.spawn("probe", async move { m.probe_loop().await });
-        let m = ml.clone();
-        proc.spawn("gossip", async move { m.gossip_loop().await });
-        let m = ml.clone();
-        proc.spawn("push-pull", async move { m.push_pull_loop().await });
+        if schedule {
+            let m = ml.clone();
+            proc.spawn("probe", async move { m.probe_loop().await });
+            let m = ml.clone();
+            proc.spawn("gossip", async move { m.gossip_loop().await });
+            let m = ml.clone();
+            proc.spawn("push-pull", async move { m.push_pull_loop().await });
+        }
         let m = ml.clone();
         proc.spawn("suspicion", async move { m.suspicion_loop().await });
         ml

@@ -26,7 +26,7 @@ use super::announcer::{Announcer, Views};
 use super::memberlist::Memberlist;
 use super::*;
 use crate::metallb::MetallbEvent;
-use sim::kube::{KubeClient, WatchEvent};
+use sim::kube::{KubeClient, Object, WatchEvent};
 use sim::sync::Notify;
 use sim::Proc;
 use std::cell::{Cell, RefCell};
@@ -88,7 +88,7 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
     // returns on NotFound). Every kind feeds the announcer's views.
     let (s, v, me) = (sl.clone(), views.clone(), proc.host_name());
     proc.spawn("node-watch", async move {
-        let mut last: Option<(bool, bool)> = None;
+        let mut last: Option<NodeSignal> = None;
         s.kube
             .run_informer("Node", None, INFORMER_IDLE, |ev| {
                 let name = match &ev {
@@ -98,11 +98,12 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
                 let had = v.has_node(&name);
                 if let WatchEvent::Upsert(o) = &ev {
                     if o.name == me && !s.switches.join_once {
-                        let seen = (
-                            o.spec["exclude"].as_bool().unwrap_or(false),
-                            o.spec["network_unavailable"].as_bool().unwrap_or(false),
-                        );
-                        if last != Some(seen) {
+                        let seen = NodeSignal::of(o);
+                        let event = match last {
+                            None => NodeEvent::Create,
+                            Some(old) => NodeEvent::Update { old, new: seen },
+                        };
+                        if node_predicate(event) {
                             s.request_join();
                         }
                         last = Some(seen);
@@ -147,6 +148,45 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
         m.leave(LEAVE_TIMEOUT).await;
         p.exit(0);
     });
+}
+
+/// What upstream's Node predicate reads of a Node: its labels (the model's Nodes carry one, the
+/// exclude-from-external-load-balancers label) and its NetworkUnavailable condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NodeSignal {
+    exclude: bool,
+    network_unavailable: bool,
+}
+
+impl NodeSignal {
+    fn of(o: &Object) -> NodeSignal {
+        NodeSignal {
+            exclude: o.spec["exclude"].as_bool().unwrap_or(false),
+            network_unavailable: o.spec["network_unavailable"].as_bool().unwrap_or(false),
+        }
+    }
+}
+
+/// An event the Node controller's informer delivers.
+#[derive(Clone, Copy, Debug)]
+enum NodeEvent {
+    /// The Node is first seen.
+    Create,
+    /// The Node changed.
+    Update { old: NodeSignal, new: NodeSignal },
+}
+
+/// `NodeReconcilerPredicate` (metallb 7938d3f internal/k8s/controllers/node_controller.go
+/// l. 71-108): creations pass (deletions too, but `Reconcile` then finds no Node and returns,
+/// l. 50-53, so they are no event here); an update passes when the NetworkUnavailable
+/// condition's status or the labels changed (controller-runtime's `LabelChangedPredicate`).
+/// Everything else a Node update carries (Ready and the other conditions, heartbeats, spec) is
+/// filtered out.
+fn node_predicate(e: NodeEvent) -> bool {
+    match e {
+        NodeEvent::Create => true,
+        NodeEvent::Update { old, new } => old != new,
+    }
 }
 
 impl SpeakerList {
@@ -250,5 +290,60 @@ impl SpeakerList {
             joined,
             cause: cause.into(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Node as the API server holds it, with `spec` and `status` as given.
+    fn node(spec: serde_json::Value, status: serde_json::Value) -> NodeSignal {
+        NodeSignal::of(&Object {
+            kind: "Node".into(),
+            name: "n1".into(),
+            rv: 1,
+            spec: Rc::new(spec.into()),
+            status: Rc::new(status.into()),
+        })
+    }
+
+    /// metallb 7938d3f internal/k8s/controllers/node_controller_test.go
+    /// `TestNodeReconcilerPredicate` (l. 127-215): creations pass; of updates, only a label
+    /// change and a NetworkUnavailable status change pass. Its deletion case has no counterpart
+    /// (a deletion reconciles nothing, see [`node_predicate`]), nor have its "wrong event object"
+    /// cases: the model's events are typed.
+    #[test]
+    fn upstream_node_reconciler_predicate() {
+        use serde_json::json;
+        assert!(node_predicate(NodeEvent::Create), "allow create event pass");
+        let plain = node(json!({}), json!({ "ready": true }));
+        let cases = [
+            ("default", plain, false),
+            (
+                "label change",
+                node(json!({ "exclude": true }), json!({})),
+                true,
+            ),
+            (
+                "spec schedulable change",
+                node(json!({ "unschedulable": true }), json!({})),
+                false,
+            ),
+            (
+                "condition NodeNetworkUnavailable status change",
+                node(json!({ "network_unavailable": true }), json!({})),
+                true,
+            ),
+            (
+                "condition other change (Ready, heartbeats)",
+                node(json!({}), json!({ "ready": false, "heartbeat": 10 })),
+                false,
+            ),
+        ];
+        for (name, new, expected) in cases {
+            let got = node_predicate(NodeEvent::Update { old: plain, new });
+            assert_eq!(got, expected, "{name}");
+        }
     }
 }

@@ -8,6 +8,9 @@ use super::*;
 use futures::future::Either;
 use rand::seq::SliceRandom;
 
+#[cfg(test)]
+mod tests;
+
 /// Who waits for an ack.
 enum AckWaiter {
     /// A probe of ours (it waits on [`Memberlist::probe_wait`]).
