@@ -25,9 +25,13 @@
 //!   applied as alive, left as dead-by-itself, suspect and dead as a suspicion.
 //! * `leave`: broadcast "dead, from myself" (left) and wait up to [`LEAVE_TIMEOUT`] for it to go out.
 //!
-//! Not modelled (documented deviations): piggybacking queued broadcasts on probe messages (they
-//! travel by gossip only; only the suspicion a ping to a suspect carries is modelled), and
-//! metadata/protocol versions (every speaker runs the same version, so every peer understands TCP
+//! * Piggybacking: every ping, indirect ping, ack and nack sent to one member carries the queued
+//!   broadcasts in the same datagram, each counted as a transmission toward the retransmit limit
+//!   (v0.5.1 net.go `sendMsg` l. 788-811). A ping to a suspect carries the suspicion instead, with
+//!   nothing else (state.go `probeNode` l. 357-382), as does a TCP ping.
+//!
+//! Not modelled (documented deviations): the 1400-byte limit of a datagram (a handful of members'
+//! messages always fit), and metadata/protocol versions (every speaker runs the same version, so every peer understands TCP
 //! pings and nacks: `ProtocolVersionMax` 5, net.go l. 25-42).
 
 use super::*;
@@ -180,6 +184,10 @@ pub enum Packet {
     },
     /// Queued broadcasts, each applied in order by the receiver.
     Gossip(Vec<Broadcast>),
+    /// A probe message (ping, indirect ping, ack or nack) with the queued broadcasts piggybacked
+    /// in the same compound datagram (v0.5.1 net.go `sendMsg` l. 788-811); the receiver handles
+    /// the message, then each broadcast in order (`handleCompound` l. 532-549).
+    Piggybacked(Box<Packet>, Vec<Broadcast>),
 }
 
 /// What a TCP stream carries to a member.
@@ -602,6 +610,33 @@ impl Memberlist {
         }
     }
 
+    /// `encodeAndSendMsg`/`sendMsg` (v0.5.1 net.go l. 775-811): a probe message with whatever
+    /// broadcasts are queued piggybacked on it, each counted as one transmission
+    /// ([`Memberlist::take_broadcasts`]); with none queued, the message alone.
+    fn send_msg(&self, to: NodeIx, p: Packet) {
+        let extra = self.take_broadcasts();
+        if extra.is_empty() {
+            self.send(to, p);
+        } else {
+            self.send(to, Packet::Piggybacked(Box::new(p), extra));
+        }
+    }
+
+    /// The queued broadcasts for one datagram (`TransmitLimitedQueue.GetBroadcasts`, v0.5.1
+    /// queue.go l. 291-376): every one (a handful of members' messages fit the 1400-byte
+    /// `UDPBufferSize`), each counted as transmitted once more and dropped from the queue at the
+    /// retransmit limit, `RetransmitMult x ceil(log10(n + 1))` for `n` known members.
+    fn take_broadcasts(&self) -> Vec<Broadcast> {
+        let limit = retransmit_limit(RETRANSMIT_MULT, self.members.borrow().len());
+        let mut q = self.queue.borrow_mut();
+        let msgs = q.iter().map(|(b, _)| *b).collect();
+        for (_, n) in q.iter_mut() {
+            *n += 1;
+        }
+        q.retain(|(_, n)| *n < limit);
+        msgs
+    }
+
     fn handle_packet(this: &Rc<Memberlist>, from: NodeIx, p: Packet) {
         match p {
             Packet::Ping {
@@ -610,7 +645,7 @@ impl Memberlist {
                 suspect,
             } => {
                 if target == this.name {
-                    this.send(from, Packet::Ack { seq });
+                    this.send_msg(from, Packet::Ack { seq });
                 }
                 if let Some(b) = suspect {
                     this.apply(b);
@@ -625,6 +660,12 @@ impl Memberlist {
             Packet::Ack { seq } => this.ack_received(seq),
             Packet::Nack { seq } => this.nack_received(seq),
             Packet::Gossip(bs) => {
+                for b in bs {
+                    this.apply(b);
+                }
+            }
+            Packet::Piggybacked(p, bs) => {
+                Memberlist::handle_packet(this, from, *p);
                 for b in bs {
                     this.apply(b);
                 }
@@ -679,17 +720,8 @@ impl Memberlist {
             m.st.state.is_member()
                 || (m.st.state == State::Dead && now - m.change_us <= dead_window)
         });
-        let limit = retransmit_limit(RETRANSMIT_MULT, self.members.borrow().len());
         for t in targets {
-            let msgs: Vec<Broadcast> = {
-                let mut q = self.queue.borrow_mut();
-                let msgs = q.iter().map(|(b, _)| *b).collect();
-                for (_, n) in q.iter_mut() {
-                    *n += 1;
-                }
-                q.retain(|(_, n)| *n < limit);
-                msgs
-            };
+            let msgs = self.take_broadcasts();
             if msgs.is_empty() {
                 return;
             }

@@ -86,7 +86,7 @@ impl Memberlist {
         this.acks
             .borrow_mut()
             .insert(mine, AckWaiter::Forward { to: from, seq });
-        this.send(
+        this.send_msg(
             target,
             Packet::Ping {
                 seq: mine,
@@ -99,7 +99,7 @@ impl Memberlist {
             m.proc.sleep(PROBE_TIMEOUT).await;
             // Still awaited: no ack came (an ack removes the entry).
             if m.acks.borrow_mut().remove(mine).is_some() && nack {
-                m.send(from, Packet::Nack { seq });
+                m.send_msg(from, Packet::Nack { seq });
             }
         });
     }
@@ -125,7 +125,7 @@ impl Memberlist {
                     }
                 }
             }
-            Some(AckWaiter::Forward { to, seq, .. }) => self.send(to, Packet::Ack { seq }),
+            Some(AckWaiter::Forward { to, seq, .. }) => self.send_msg(to, Packet::Ack { seq }),
             None => {}
         }
     }
@@ -228,20 +228,22 @@ impl Memberlist {
                 .retain(|(_, w)| matches!(w, AckWaiter::Forward { .. }));
             acks.insert(seq, AckWaiter::Local);
         }
-        // A suspect is pinged with the suspicion attached (l. 337-382).
+        // A suspect is pinged with the suspicion attached and nothing else (l. 337-382); an alive
+        // member's ping carries the queued broadcasts (`encodeAndSendMsg`).
         let suspect = (target.state != State::Alive).then_some(Broadcast::Suspect {
             name: target.name,
             inc: target.incarnation,
             from: self.name,
         });
-        self.send(
-            target.addr,
-            Packet::Ping {
-                seq,
-                target: target.name,
-                suspect,
-            },
-        );
+        let ping = Packet::Ping {
+            seq,
+            target: target.name,
+            suspect,
+        };
+        match suspect {
+            Some(_) => self.send(target.addr, ping),
+            None => self.send_msg(target.addr, ping),
+        }
         if sim::time::timeout(PROBE_TIMEOUT, self.ack()).await.is_ok() {
             self.awareness.apply_delta(-1);
             return;
@@ -256,7 +258,7 @@ impl Memberlist {
                 name: target.name,
                 nack: true,
             };
-            self.send(h.addr, ping);
+            self.send_msg(h.addr, ping);
         }
         let left =
             Duration::from_micros((start + interval.as_micros() as u64).saturating_sub(self.now()));

@@ -396,3 +396,28 @@ fn upstream_probe_node_suspect_dogpile() {
         assert_eq!(after, State::Dead, "case {i}: dead after");
     }
 }
+
+/// Piggybacking (v0.5.1 net.go `sendMsg` l. 788-811): with no gossip round at all, `n2` learns
+/// of `n3` from the ping that carries `n1`'s queued broadcast, and `n1` of `n4` from the ack
+/// that carries `n2`'s; each carried broadcast counts one transmission.
+#[test]
+fn probes_and_acks_carry_the_queued_broadcasts() {
+    let (n2_knows_n3, n1_knows_n4, sent) =
+        World::started([true, true, false, false]).run(|mls| async move {
+            let (m1, m2) = (ml(&mls, 0), ml(&mls, 1));
+            know(&m1, &["n2", "n3"]);
+            know(&m2, &["n4"]);
+            let queued = |m: &Memberlist| m.queue.borrow().iter().map(|(_, n)| *n).collect();
+            let before: Vec<u32> = queued(&m1);
+            assert_eq!(before, [0, 0], "alive n2, alive n3, never sent");
+            m1.probe(node(&m1, "n2")).await;
+            let known =
+                |m: &Memberlist, n: &str| m.members.borrow().contains_key(&Name::new(n).unwrap());
+            let sent: Vec<u32> = queued(&m1);
+            (known(&m2, "n3"), known(&m1, "n4"), sent)
+        });
+    assert!(n2_knows_n3, "the ping carried alive n3");
+    assert!(n1_knows_n4, "the ack carried alive n4");
+    // n1 queued alive n2, n3 and, from the ack, n4 (not yet sent).
+    assert_eq!(sent, [1, 1, 0]);
+}
