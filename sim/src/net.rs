@@ -20,9 +20,11 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
+mod conn;
 mod inbox;
 mod loss;
 
+pub use conn::{Conn, SYN_RTO_INIT};
 pub use inbox::InboxRx;
 pub use loss::LossyLink;
 
@@ -304,9 +306,10 @@ impl<Req, Resp> Endpoint<Req, Resp> {
         req: Req,
         timeout: Duration,
     ) -> Result<Resp, RpcError> {
-        crate::time::timeout(timeout, self.exchange(world, from, caller, req))
+        crate::time::timeout(timeout, self.exchange(world, from, caller, req, None))
             .await
             .map_err(|_| RpcError::Timeout)?
+            .map(|(resp, _)| resp)
     }
 
     /// Sends `req` from `from` and waits for the response with no timeout of its own, as an HTTP
@@ -319,19 +322,25 @@ impl<Req, Resp> Endpoint<Req, Resp> {
         caller: Rc<str>,
         req: Req,
     ) -> Result<Resp, RpcError> {
-        self.exchange(world, from, caller, req).await
+        self.exchange(world, from, caller, req, None)
+            .await
+            .map(|(resp, _)| resp)
     }
 
-    /// One request and its answer (see [`Endpoint::call`]).
+    /// One request and its answer (see [`Endpoint::call`]) on `conn` (`None`: a TCP connection
+    /// of the server host's life when the request is sent, see [`Conn`]); with the answer, the
+    /// boot number of the server's host in whose life the connection was opened.
     async fn exchange(
         &self,
         world: &World,
         from: NodeIx,
         caller: Rc<str>,
         req: Req,
-    ) -> Result<Resp, RpcError> {
+        conn: Option<Conn>,
+    ) -> Result<(Resp, u32), RpcError> {
         let to = self.node;
         crate::time::sleep(world.latency(from, to)).await;
+        let conn = conn.unwrap_or_else(|| Conn::Open(world.boots(to)));
         let slot = Rc::new(ReplySlot {
             answer: RefCell::new(None),
             reset: Cell::new(false),
@@ -350,14 +359,16 @@ impl<Req, Resp> Endpoint<Req, Resp> {
                 settled: false,
             },
         };
-        let queued = if self.tcp {
-            self.send_tcp(world, from, call(req)).await?
+        let life = if self.tcp {
+            Some(self.send_tcp(world, from, call(req), conn).await?)
         } else {
-            self.deliver(world, from, call(req)).is_ok()
+            self.deliver(world, from, call(req))
+                .is_ok()
+                .then(|| world.boots(to))
         };
-        if !queued {
+        let Some(life) = life else {
             return futures::future::pending().await;
-        }
+        };
         // The answer, once it has arrived; never if it is lost or the server never answers.
         // A connection the server's process closed without answering (TCP) ends the call with
         // a reset one network latency after it closed.
@@ -392,7 +403,7 @@ impl<Req, Resp> Endpoint<Req, Resp> {
                 rto = (rto * 2).min(RTO_MAX);
             }
         }
-        resp
+        resp.map(|r| (r, life))
     }
 
     /// Queues `call` at the server if the path works and the server listens; gives it back if not.
@@ -412,23 +423,30 @@ impl<Req, Resp> Endpoint<Req, Resp> {
         }
     }
 
-    /// Sends over TCP (see [`Endpoint::tcp`]): retransmits until the path works; Ok(true) once
-    /// queued at the server, Err(Reset) if the server's node rebooted meanwhile or nothing listens.
+    /// Sends over TCP (see [`Endpoint::tcp`]) on `conn`: retransmits until the path works;
+    /// once queued at the server, the boot number of the life of its host the connection
+    /// belongs to; Err(Reset) if the connection was opened in an earlier life of the server's
+    /// host, or if nothing listens. A new connection ([`Conn::New`]) first retransmits its
+    /// handshake (from [`SYN_RTO_INIT`]) and belongs to the life that answers it.
     async fn send_tcp(
         &self,
         world: &World,
         from: NodeIx,
         mut call: Call<Req, Resp>,
-    ) -> Result<bool, RpcError> {
-        let boots = world.boots(self.node);
-        let mut rto = RTO_MIN;
+        conn: Conn,
+    ) -> Result<u32, RpcError> {
+        let mut rto = match conn {
+            Conn::New => SYN_RTO_INIT,
+            Conn::Open(_) => RTO_MIN,
+        };
         loop {
             let through = world.reachable(from, self.node) && world.node_up(self.node);
-            if through && world.boots(self.node) != boots {
+            let life = world.boots(self.node);
+            if through && matches!(conn, Conn::Open(b) if b != life) {
                 return Err(RpcError::Reset);
             }
             match self.deliver(world, from, call) {
-                Ok(()) => return Ok(true),
+                Ok(()) => return Ok(life),
                 Err(_) if through => return Err(RpcError::Reset),
                 Err(back) => call = back,
             }

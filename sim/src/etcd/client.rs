@@ -1,5 +1,6 @@
 //! The client models use: a process's requests to the etcd service, each bounded by a timeout.
 
+use super::session::Session;
 use super::{
     Envelope, EtcdError, KeyValue, OpResult, Reply, Request, Response, Txn, TxnResponse, WatchMsg,
 };
@@ -7,17 +8,28 @@ use crate::net::{stream_tcp, Endpoint, RpcError, StreamRx};
 use crate::world::Proc;
 use std::time::Duration;
 
-/// A process's etcd client (like `etcd3gw` or `etcd-client`): every call is bounded by a timeout.
+/// A process's etcd client (like `etcd3gw`): every call but a watch's creation is bounded by a
+/// timeout, and calls share the client's pool of kept-alive connections (clones share it), which
+/// a crash of etcd's host leaves stale (see the `session` module).
 #[derive(Clone)]
 pub struct Client {
     pub(super) endpoint: Endpoint<Envelope, Reply>,
     pub(super) proc: Proc,
     pub(super) timeout: Duration,
+    pub(super) session: Session,
 }
 
-/// An open watch.
+/// An open watch. Dropping it stops it, as etcd3gw's `Watcher.stop`, which also drops every
+/// connection the client's pool keeps (see the `session` module).
 pub struct Watch {
     rx: StreamRx<WatchMsg>,
+    session: Session,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.session.clear();
+    }
 }
 
 impl Watch {
@@ -35,22 +47,33 @@ impl Client {
     /// A request bounded by `timeout`, or by nothing (`None`: it waits for an answer or a reset,
     /// for ever if neither comes).
     async fn call_within(&self, req: Request, timeout: Option<Duration>) -> Reply {
+        self.call_keeping(req, timeout, false).await
+    }
+
+    /// A request on the top connection of the client's pool: once answered, the connection
+    /// goes back to the pool, or stays with the watch the request created (`keep`); a failed
+    /// one is closed.
+    async fn call_keeping(&self, req: Request, timeout: Option<Duration>, keep: bool) -> Reply {
         let world = self.proc.world();
         let envelope = Envelope {
             req,
             client_deadline_us: timeout.map(|t| world.now_us() + t.as_micros() as u64),
         };
         let (from, caller) = (self.proc.node(), self.proc.ident());
-        let answer = match timeout {
-            Some(t) => self.endpoint.call(world, from, caller, envelope, t).await,
-            None => {
-                self.endpoint
-                    .call_untimed(world, from, caller, envelope)
-                    .await
-            }
-        };
+        let (conn, checkout) = self.session.take();
+        let answer = self
+            .endpoint
+            .call_on(world, from, caller, envelope, conn, timeout)
+            .await;
         match answer {
-            Ok(r) => r,
+            Ok((r, conn)) => {
+                if keep {
+                    checkout.kept();
+                } else {
+                    checkout.answered(conn);
+                }
+                r
+            }
             // A reset connection is a connection failure: nothing was applied.
             Err(RpcError::Reset) => Err(EtcdError::Unavailable),
             Err(RpcError::Timeout) => Err(EtcdError::Timeout),
@@ -213,15 +236,16 @@ impl Client {
             start_revision,
             tx,
         };
-        match self.call_within(req, timeout).await {
-            Ok(_) => Ok(Watch { rx }),
+        let session = self.session.clone();
+        match self.call_keeping(req, timeout, true).await {
+            Ok(_) => Ok(Watch { rx, session }),
             // etcd3gw's `Watcher` does not look at the answer: its reader thread parses it, and
             // an undecodable line ends that thread (`_watch`'s `json.loads`, watch.py lines
             // 21-28) while the watch looks created. Nothing more ever comes out of it.
             Err(EtcdError::Garbled) => {
                 drop(rx);
                 let (_, dead) = stream_tcp(world, self.endpoint.node(), self.proc.node());
-                Ok(Watch { rx: dead })
+                Ok(Watch { rx: dead, session })
             }
             Err(e) => Err(e),
         }

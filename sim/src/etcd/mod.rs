@@ -28,6 +28,7 @@
 
 mod client;
 pub mod lessor;
+mod session;
 pub mod store;
 
 use crate::event::{DeleteCause, Event, NodeIx};
@@ -39,6 +40,7 @@ pub use client::{Client, Watch};
 use futures::StreamExt;
 use lessor::{ExpiryChecks, LeaseNow};
 use rand::Rng;
+pub use session::POOL_SIZE;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -302,6 +304,7 @@ impl Etcd {
             endpoint: self.0.endpoint.clone(),
             proc: proc.clone(),
             timeout,
+            session: session::Session::default(),
         }
     }
 
@@ -747,5 +750,7 @@ impl Server {
 
 #[cfg(test)]
 mod connection_tests;
+#[cfg(test)]
+mod pool_tests;
 #[cfg(test)]
 mod tests;
