@@ -224,7 +224,12 @@ fn upstream_cilium_node_manager_abort_release() {
     // The mark came after the delay.
     let (t_mark, _) = run.marks()[0];
     assert!(t_mark >= run.at("use 2").t_us + RELEASE_DELAY.as_micros() as u64);
-    assert_eq!(run.marks().len(), 1);
+    // One IP marked. A pass may mark it again (`ipReleaseStatus[ip] = marked-for-release` once
+    // more, node.go:846-851) when it runs before the informer shows the agent's answer: the API
+    // sync triggered with the pass may write before the pass marks, and publish the mark only at
+    // the next resync.
+    let marked_ips: BTreeSet<Short> = run.marks().into_iter().map(|m| m.1).collect();
+    assert_eq!(marked_ips, BTreeSet::from([x]));
     assert_eq!(run.acks[0].1, BTreeSet::from([x]));
     // Removed, instead of being set to released: no release, no unassign, one abort.
     let aborted = run.at("aborted");

@@ -78,7 +78,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "An unassign whose answer is lost is later aborted, and the agent hands out the IP",
         scenario: "cilium-swarm",
-        seeds: &[2291],
+        seeds: &[],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased an entry that was not 'released'",
@@ -88,7 +88,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("was deposed")
             },
         },
-        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths. Re-pinned from seed 8485, whose aborting passes ran while a failed full resync had left the instances API not ready, which upstream refuses: MaintainIPPool, node.go:985-990.)",
+        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths. Re-pinned from seed 8485, whose aborting passes ran while a failed full resync had left the instances API not ready, which upstream refuses: MaintainIPPool, node.go:985-990. Its next pin, seed 2291, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it in cilium-swarm 0-8,468, so it has none pinned until one is.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.handleIPRelease (error keeps the state)", "863-895"),
             cilium("pkg/ipam/node.go", "Node.handleIPRelease (not in the list: state deleted)", "826-832"),
@@ -137,13 +137,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A paused operator resumes and unassigns an IP a pod uses, beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[7982, 9706],
+        seeds: &[],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator was deposed but had not yet seen it (no graceful shutdown involved)",
             test: |e| e.contains("was deposed:"),
         },
-        summary: "The leader is paused (VM freeze, GC) past the lease duration; another operator takes the Lease, starts from empty memory and wipes release-ips, and the agent hands a formerly ready-for-release IP to a pod. The old leader resumes inside a renew round that has not yet failed (client-go gives it until the round's deadline) and, from its informer copy, unassigns the IP on the agent's old ready-for-release. Cloud calls carry no token, so nothing stops it: client-go states that its leader election gives no fencing.",
+        summary: "The leader is paused (VM freeze, GC) past the lease duration; another operator takes the Lease, starts from empty memory and wipes release-ips, and the agent hands a formerly ready-for-release IP to a pod. The old leader resumes inside a renew round that has not yet failed (client-go gives it until the round's deadline) and, from its informer copy, unassigns the IP on the agent's old ready-for-release. Cloud calls carry no token, so nothing stops it: client-go states that its leader election gives no fencing. (Its pinned seeds, 7982 and 9706, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it in cilium-split-brain 0-8,336, so it has none pinned until one is.)",
         upstream: &[
             cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "Package leaderelection doc (no fencing); renew", "17-20, 267-293"),
             cilium("pkg/ipam/node.go", "Node.handleIPRelease / handleIPReleaseResponse", "758-776, 797-898"),
@@ -164,7 +164,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A restarted agent answers ready-for-release for an IP a pod still uses",
         scenario: "cilium-silent-task-death",
-        seeds: &[23, 1495],
+        seeds: &[501, 1495],
         signature: Signature {
             invariants: &["agent-answers-truthfully", "no-release-in-use"],
             describe: "a restarted agent answered ready-for-release for an IP a pod holds, or (when that answer is not seen first) the status the operator decided from was written by a restarted agent, and the operator still led",
@@ -214,7 +214,7 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "A pod is given an IP address the cloud no longer assigns to its node: its traffic is dropped.",
         preconditions: &[
-            "an excess-IP release whose unassign the operator's cloud cache still shows until the next instance sync",
+            "an excess-IP release after which the operator's cloud cache still shows the unassigned IP: the instance sync the pass triggers at once fails (the cloud API unavailable, cut off or throttling), or (in EC2, not modelled) its describe does not yet reflect the unassign (eventual consistency)",
             "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
         realism: Some(Realism::RareFault),
@@ -253,13 +253,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "An IP the cloud gives back to the same node stays 'released' and is never used (cilium/cilium#39981)",
         scenario: "cilium-clock-skew",
-        seeds: &[6719, 8258],
+        seeds: &[],
         signature: Signature {
             invariants: &["released-entries-clear"],
             describe: "a released entry remains for an IP the cloud gave back to the same node, and the operators run no #39981 clean-up",
             test: |e| e.contains("released entries remain") && !e.contains(CLEAN_UP_RUNS),
         },
-        summary: "The operator releases X and writes 'released'; the cloud (which picks any free address of the subnet) gives X back to the same node before the agent saw X leave its pool. The agent deletes a released entry only once the IP is out of the pool, the operator keeps writing its local 'released', and the agent never hands out an IP in a released state: X is lost to the node for good. Upstream cilium/cilium#39981 (v1.17); fixed in newer operators by dropping a released entry whose IP is in the spec pool (--fix cilium-readd-released-ip, which has its own hazard: cilium-readd-drops-fresh-release).",
+        summary: "The operator releases X and writes 'released'; the cloud (which picks any free address of the subnet) gives X back to the same node before the agent saw X leave its pool. The agent deletes a released entry only once the IP is out of the pool, the operator keeps writing its local 'released', and the agent never hands out an IP in a released state: X is lost to the node for good. Upstream cilium/cilium#39981 (v1.17); fixed in newer operators by dropping a released entry whose IP is in the spec pool (--fix cilium-readd-released-ip, which has its own hazard: cilium-readd-drops-fresh-release). (Its pinned seeds, 6719 and 8258, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds): the 'released' status and the spec pool without X are now written milliseconds apart, so the reissue must fall in that gap. In EC2 a describe after the unassign may still list X (eventual consistency, not modelled), which keeps X in the spec pool longer; no seed shows it in cilium-clock-skew 0-8,212, so it has none pinned until one is.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.abortNoLongerExcessIPs / removeStaleReleaseIPs", "720-755"),
             cilium("pkg/ipam/crd.go", "nodeStore.updateLocalNodeResource (released: deleted only once out of the pool)", "371-375"),
@@ -279,7 +279,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "Newer upstream's #39981 clean-up drops a fresh 'released' entry while the spec still lists the IP",
         scenario: "cilium-clock-skew",
-        seeds: &[12695],
+        seeds: &[],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased the released entry after dropping its 'released' state for the IP being in the pool it checked",
@@ -290,7 +290,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("was deposed")
             },
         },
-        summary: "With newer upstream's fix for #39981, abortNoLongerExcessIPs drops a 'released' entry whose IP is in the observed CiliumNode's spec pool. But right after a release the spec still lists the IP: the operator writes the spec from its cloud cache, which keeps the IP until the instance sync. So the first pass after the release in which the IP is not on the release list drops the fresh 'released' entry; the status write that omits it goes before the spec write that removes the IP, and in between the agent hands the IP, gone from the cloud, to a pod. Shown with --fix cilium-readd-released-ip (the newer behaviour); checking the cloud, not the spec, after a describe that started after the release closes it.",
+        summary: "With newer upstream's fix for #39981, abortNoLongerExcessIPs drops a 'released' entry whose IP is in the observed CiliumNode's spec pool. But right after a release the spec still lists the IP: the operator writes the spec from its cloud cache, which keeps the IP until the instance sync. So the first pass after the release in which the IP is not on the release list drops the fresh 'released' entry; the status write that omits it goes before the spec write that removes the IP, and in between the agent hands the IP, gone from the cloud, to a pod. Shown with --fix cilium-readd-released-ip (the newer behaviour); checking the cloud, not the spec, after a describe that started after the release closes it. (Its pinned seed, 12695, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it with --fix cilium-readd-released-ip in cilium-clock-skew 0-3,027 or cilium-swarm 0-2,285, so it has none pinned until one is.)",
         upstream: &[
             Citation {
                 repo: CILIUM,

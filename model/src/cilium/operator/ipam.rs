@@ -21,9 +21,15 @@
 //! (`requireResync`, the read-after-write fence against the cloud's stale view); a failing pass
 //! backs off exponentially (1 s doubling to 5 min).
 //!
-//! Upstream runs the maintainer and the API sync of each node in their own goroutines (triggers),
-//! up to 50 nodes at once; the model runs them one after the other in one task, `maintenance`, in
-//! the order above.
+//! Each node's pool maintainer, API sync, instance sync and retry are triggers (`Upsert`,
+//! node_manager.go:319-375 @ed90dd5; [`trigger`]), each its own task: a resync only triggers the
+//! node's maintainer and its API sync (`resyncNode`, node_manager.go:477-520) and waits for
+//! neither, so the sync it triggered usually writes while the maintainer's cloud call is still
+//! out, and the maintainer's mutation is written by the sync of the resync its instance sync
+//! triggers. Requests to a trigger that is running or waiting fold into one more run; the
+//! minimum intervals are upstream's (10 ms; the retry 1 min). The maintainer's backoff after a
+//! failed pass sleeps inside the trigger's run (`backoff.Wait`, node_manager.go:323-327), so
+//! requests during it fold into the run after it.
 //!
 //! Interfaces exist from the start (the model does not create or attach ENIs), each with the same
 //! capacity; an allocation takes the first interface with room.
@@ -36,12 +42,14 @@ use crate::cilium::CiliumEvent;
 use crate::cilium::*;
 use sim::cloud::{Cloud, CloudClient, CloudError, Interfaces};
 use sim::kube::{Body, Kube, KubeClient, Part, WatchEvent};
-use sim::sync::Notify;
 use sim::Proc;
 use std::cell::RefCell;
 use std::rc::Rc;
 
 mod pass;
+mod trigger;
+
+use trigger::Trigger;
 
 /// The pool maintainer's backoff after a failed pass: from 1 s, doubling, at most 5 min
 /// (node_manager.go:312-330).
@@ -118,9 +126,13 @@ struct NodeState {
     counted: (usize, u64),
     /// `resyncNeeded`: when the last successful pass ended (monotonic µs).
     resync_needed: Option<u64>,
-    /// The backoff after failed passes: (failures in a row, no pass before this time).
+    /// `waitingForPoolMaintenance`: the maintainer was triggered for a need and has not yet
+    /// completed a pass (`requirePoolMaintenance`/`poolMaintenanceComplete`, node.go:380-390).
+    waiting: bool,
+    /// Failed passes in a row (the backoff's attempt).
     failures: u32,
-    retry_at: u64,
+    /// The node's triggers (made when the informer first shows the node).
+    triggers: Option<Rc<Triggers>>,
     /// Fix `cilium-hold-unknown-release`: IPs of unassigns whose outcome is unknown, and when.
     uncertain: BTreeMap<Short, u64>,
     /// When this operator last released each IP (fix `cilium-readd-after-resync`).
@@ -139,10 +151,6 @@ struct State {
     /// (`MaintainIPPool`, pkg/ipam/node.go:985-990 @ed90dd5).
     ready: bool,
     nodes: BTreeMap<Short, NodeState>,
-    /// Nodes new to the informer (their instance is synced first), and nodes whose pool
-    /// maintainer was triggered.
-    new: BTreeSet<Short>,
-    triggered: BTreeSet<Short>,
     /// When the IPAM started (monotonic µs; mutant `cilium-mutant-delay-from-start`).
     started_us: u64,
 }
@@ -162,8 +170,37 @@ pub struct Ipam {
     cloud: CloudClient,
     cfg: Rc<OperatorConfig>,
     state: RefCell<State>,
-    trigger: Notify,
 }
+
+/// A node's triggers, with upstream's minimum intervals (node_manager.go:319-375 @ed90dd5).
+struct Triggers {
+    /// `ipam-pool-maintainer-<node>`: `MaintainIPPool` (10 ms).
+    maintainer: Rc<Trigger>,
+    /// `ipam-pool-maintainer-<node>-retry`: triggers the maintainer (1 min).
+    retry: Rc<Trigger>,
+    /// `ipam-node-k8s-sync-<node>`: `syncToAPIServer` (10 ms).
+    k8s_sync: Rc<Trigger>,
+    /// `ipam-node-instance-sync-<node>`: this instance's sync, then every node's resync (10 ms).
+    instance_sync: Rc<Trigger>,
+}
+
+impl Triggers {
+    fn shutdown(&self) {
+        for t in [
+            &self.maintainer,
+            &self.retry,
+            &self.k8s_sync,
+            &self.instance_sync,
+        ] {
+            t.shutdown();
+        }
+    }
+}
+
+/// The minimum interval of the maintainer, API sync and instance sync triggers.
+const TRIGGER_MIN: std::time::Duration = std::time::Duration::from_millis(10);
+/// The retry trigger's: "large minimal interval to not retry too often".
+const RETRY_MIN: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A CiliumNode's name as a map key (node names are short).
 fn key(name: &str) -> Short {
@@ -199,7 +236,6 @@ impl Ipam {
             cloud: client,
             cfg,
             state: RefCell::default(),
-            trigger: Notify::new(),
         })
     }
 
@@ -224,25 +260,68 @@ impl Ipam {
             .spawn("informer", async move { me.informer().await });
         let me = self.clone();
         self.proc
-            .spawn("maintenance", async move { me.maintenance().await });
+            .spawn("maintenance", async move { me.interval_refresh().await });
         true
     }
 
-    async fn informer(&self) {
+    async fn informer(self: Rc<Self>) {
         self.kube
             .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
                 WatchEvent::Upsert(obj) => self.upsert(obj),
                 WatchEvent::Deleted { name, .. } => {
-                    self.state.borrow_mut().nodes.remove(&key(&name));
+                    let gone = self.state.borrow_mut().nodes.remove(&key(&name));
+                    if let Some(t) = gone.and_then(|n| n.triggers) {
+                        t.shutdown();
+                    }
                 }
             })
             .await;
     }
 
+    /// A new node's triggers, each run by its own task.
+    fn spawn_triggers(self: &Rc<Self>, node: Short) -> Rc<Triggers> {
+        let t = Rc::new(Triggers {
+            maintainer: Trigger::new(TRIGGER_MIN),
+            retry: Trigger::new(RETRY_MIN),
+            k8s_sync: Trigger::new(TRIGGER_MIN),
+            instance_sync: Trigger::new(TRIGGER_MIN),
+        });
+        let me = self.clone();
+        let run = t.maintainer.clone().run(self.proc.clone(), move || {
+            let me = me.clone();
+            async move { me.maintain(node).await }
+        });
+        self.proc.spawn(&format!("pool-maintainer:{node}"), run);
+        let maintainer = t.maintainer.clone();
+        let run = t.retry.clone().run(self.proc.clone(), move || {
+            maintainer.trigger();
+            std::future::ready(())
+        });
+        self.proc
+            .spawn(&format!("pool-maintainer-retry:{node}"), run);
+        let me = self.clone();
+        let run = t.k8s_sync.clone().run(self.proc.clone(), move || {
+            let me = me.clone();
+            async move { me.k8s_sync(node).await }
+        });
+        self.proc.spawn(&format!("k8s-sync:{node}"), run);
+        let me = self.clone();
+        let run = t.instance_sync.clone().run(self.proc.clone(), move || {
+            let me = me.clone();
+            async move {
+                if let Some(t) = me.instance_sync(node, false).await {
+                    me.resync_all(t);
+                }
+            }
+        });
+        self.proc.spawn(&format!("instance-sync:{node}"), run);
+        t
+    }
+
     /// `Upsert`/`UpdatedResource` (node_manager.go:284-387, node.go:412-440): a new node is
     /// created with empty handshake state and its instance synced; an update replaces the copy
     /// and triggers the maintainer only when an allocation is needed.
-    fn upsert(&self, obj: Rc<sim::kube::Object>) {
+    fn upsert(self: &Rc<Self>, obj: Rc<sim::kube::Object>) {
         let node = key(&obj.name);
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
@@ -280,53 +359,35 @@ impl Ipam {
                 .extend(released.into_iter().map(|ip| (ip, now)));
         }
         if fresh {
-            st.new.insert(node);
-            self.trigger.notify();
+            n.triggers = Some(self.spawn_triggers(node));
+            // The new node's instance is synced, then every node resynced.
+            let me = self.clone();
+            self.proc.spawn(&format!("new-node:{node}"), async move {
+                if let Some(t) = me.instance_sync(node, true).await {
+                    me.resync_all(t);
+                }
+            });
             return;
         }
         recalculate(n, st.cache.get(&node), &self.cfg);
         if allocation_needed(n) {
-            st.triggered.insert(node);
-            self.trigger.notify();
+            n.waiting = true;
+            if let Some(t) = &n.triggers {
+                t.maintainer.trigger();
+            }
         }
     }
 
-    /// The `ipam-node-interval-refresh` controller (at once, then a minute after each run ends),
-    /// the maintainer triggers, and the instance syncs they ask for.
-    async fn maintenance(&self) {
-        let period = OPERATOR_RESYNC.as_micros() as u64;
-        let mut resync = self.proc.sleep_until_mono(self.now());
+    /// The `ipam-node-interval-refresh` controller (node_manager.go:231-249): at once, then a
+    /// minute after each run ends, a resync of every instance and, if it answered, of every node.
+    /// Its task is `maintenance` (the target of the maintenance task faults); each node's
+    /// triggers run as tasks named after the trigger and the node.
+    async fn interval_refresh(&self) {
         loop {
-            let seen = self.trigger.generation();
-            let timer = matches!(
-                futures::future::select(&mut resync, self.trigger.changed_since(seen)).await,
-                futures::future::Either::Left(_)
-            );
-            let mut followups = BTreeSet::new();
-            if timer {
-                if let Some(t) = self.instances_resync().await {
-                    followups = self.resync_all(t).await;
-                }
-                resync.reset(self.proc.mono_instant(self.now() + period));
+            if let Some(t) = self.instances_resync().await {
+                self.resync_all(t);
             }
-            let new = std::mem::take(&mut self.state.borrow_mut().new);
-            for node in new {
-                if let Some(t) = self.instance_sync(node, true).await {
-                    followups.extend(self.resync_all(t).await);
-                }
-            }
-            let triggered = std::mem::take(&mut self.state.borrow_mut().triggered);
-            for node in triggered {
-                if self.maintain(node).await != Pass::Idle {
-                    followups.insert(node);
-                }
-            }
-            // instanceSync after a mutation or a failure: this instance, then every node.
-            while let Some(node) = followups.pop_first() {
-                if let Some(t) = self.instance_sync(node, false).await {
-                    followups.extend(self.resync_all(t).await);
-                }
-            }
+            self.proc.sleep(OPERATOR_RESYNC).await;
         }
     }
 
@@ -371,39 +432,32 @@ impl Ipam {
         Some(start)
     }
 
-    /// `Resync(syncTime)`: every node's last resync and numbers, then, deficit first and then
-    /// the largest excess, its maintainer if needed and its API sync. Returns the nodes whose
-    /// pass mutated or failed.
-    async fn resync_all(&self, sync_time: u64) -> BTreeSet<Short> {
-        let order: Vec<Short> = {
-            let mut st = self.state.borrow_mut();
-            let st = &mut *st;
-            for (node, n) in st.nodes.iter_mut() {
-                // updateLastResync: `syncTime.After(resyncNeeded)`; upstream's sync starts strictly
-                // after the pass that required it, the model's can start at the same instant.
-                if n.resync_needed.is_some_and(|t| sync_time >= t) {
-                    n.resync_needed = None;
-                }
-                recalculate(n, st.cache.get(node), &self.cfg);
+    /// `Resync(syncTime)` (node_manager.go:477-560): every node's last resync and numbers, then,
+    /// deficit first and then the largest excess, its maintainer triggered if needed and its API
+    /// sync triggered; neither is waited for.
+    fn resync_all(&self, sync_time: u64) {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        for (node, n) in st.nodes.iter_mut() {
+            // updateLastResync: `syncTime.After(resyncNeeded)`; upstream's sync starts strictly
+            // after the pass that required it, the model's can start at the same instant.
+            if n.resync_needed.is_some_and(|t| sync_time >= t) {
+                n.resync_needed = None;
             }
-            let mut order: Vec<(&Short, &NodeState)> = st.nodes.iter().collect();
-            order.sort_by_key(|e| std::cmp::Reverse((e.1.needed, e.1.excess)));
-            order.into_iter().map(|(k, _)| *k).collect()
-        };
-        let mut followups = BTreeSet::new();
-        for node in order {
-            let wanted = self
-                .state
-                .borrow()
-                .nodes
-                .get(&node)
-                .is_some_and(|n| allocation_needed(n) || self.release_needed(n));
-            if wanted && self.maintain(node).await != Pass::Idle {
-                followups.insert(node);
-            }
-            self.k8s_sync(node).await;
+            recalculate(n, st.cache.get(node), &self.cfg);
         }
-        followups
+        let mut order: Vec<(&Short, &mut NodeState)> = st.nodes.iter_mut().collect();
+        order.sort_by_key(|e| std::cmp::Reverse((e.1.needed, e.1.excess)));
+        for (_, n) in order {
+            let Some(t) = n.triggers.clone() else {
+                continue;
+            };
+            if allocation_needed(n) || self.release_needed(n) {
+                n.waiting = true;
+                t.maintainer.trigger();
+            }
+            t.k8s_sync.trigger();
+        }
     }
 
     /// `releaseNeeded` (node.go:511-520).
@@ -412,34 +466,62 @@ impl Ipam {
             .resource
             .as_ref()
             .is_some_and(|r| !r.status().release_ips.is_empty());
-        (self.cfg.release_excess && n.resync_needed.is_none() && n.excess > 0) || pending
+        (self.cfg.release_excess && !n.waiting && n.resync_needed.is_none() && n.excess > 0)
+            || pending
     }
 
-    /// `MaintainIPPool` (node.go:982-1010): nothing before the instances API is ready or during
-    /// the backoff; after a successful pass a resync is required before the next decision.
-    async fn maintain(&self, node: Short) -> Pass {
-        {
+    /// The maintainer trigger's run: `MaintainIPPool` (node.go:982-1010), then the backoff if it
+    /// failed. Nothing mutates before the instances API is ready (the retry trigger asks again a
+    /// minute later); after a successful pass a resync is required before the next decision;
+    /// after a mutation or a failure the instance sync is triggered.
+    async fn maintain(&self, node: Short) {
+        let (ready, triggers) = {
             let st = self.state.borrow();
-            let Some(n) = st.nodes.get(&node) else {
-                return Pass::Idle;
+            let Some(n) = st.nodes.get(&node).filter(|n| n.resource.is_some()) else {
+                return;
             };
-            if !st.ready || self.now() < n.retry_at || n.resource.is_none() {
-                return Pass::Idle;
+            (st.ready, n.triggers.clone())
+        };
+        let pass = match ready {
+            true => self.maintain_ip_pool(node).await,
+            false => {
+                if let Some(t) = &triggers {
+                    t.retry.trigger();
+                }
+                Pass::Failed
             }
-        }
-        let pass = self.maintain_ip_pool(node).await;
+        };
         let now = self.now();
-        if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
+        let backoff = {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            let Some(n) = st.nodes.get_mut(&node) else {
+                return;
+            };
+            if ready {
+                if pass != Pass::Failed {
+                    n.resync_needed = Some(now);
+                }
+                n.waiting = false; // poolMaintenanceComplete
+                recalculate(n, st.cache.get(&node), &self.cfg);
+                if pass != Pass::Idle {
+                    if let Some(t) = &triggers {
+                        t.instance_sync.trigger();
+                    }
+                }
+            }
             if pass == Pass::Failed {
                 n.failures += 1;
-                let backoff = BACKOFF_MIN_US << n.failures.min(16).saturating_sub(1);
-                n.retry_at = now + backoff.min(BACKOFF_MAX_US);
+                BACKOFF_MIN_US << n.failures.min(16).saturating_sub(1)
             } else {
                 n.failures = 0;
-                n.resync_needed = Some(now);
+                0
             }
+        };
+        if backoff > 0 {
+            let d = std::time::Duration::from_micros(backoff.min(BACKOFF_MAX_US));
+            self.proc.sleep(d).await;
         }
-        pass
     }
 
     /// `syncToAPIServer` (node.go:1043-1117): the pool is taken from the cache first; status
@@ -551,5 +633,5 @@ fn recalculate(n: &mut NodeState, cache: Option<&Rc<Interfaces>>, cfg: &Operator
 
 /// `allocationNeeded` (node.go:503-509).
 fn allocation_needed(n: &NodeState) -> bool {
-    n.resync_needed.is_none() && n.needed > 0
+    !n.waiting && n.resync_needed.is_none() && n.needed > 0
 }
