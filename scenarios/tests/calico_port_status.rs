@@ -71,7 +71,7 @@ fn late_commits_of_h3(rec: &Recording) -> Vec<(String, u64)> {
 /// when the cut heals, two minutes later, over the next master's newer status; with it, none
 /// does (the writer gave up, so the write is never committed).
 #[test]
-#[ignore = "seed 17250 no longer shows the late write since etcd's process restart and host crash became different faults; its times are seed-specific and need re-pinning (the finding's pinned seed is now calico-swarm 1231)"]
+#[ignore = "seed 17250 no longer shows the late write since etcd's process restart and host crash became different faults; its times are seed-specific and need re-pinning (the finding's pinned seeds are now calico-swarm 1193 and 1896)"]
 fn a_write_held_up_by_a_partition_never_commits_under_the_deadline() {
     let without: Vec<String> = every_fix()
         .into_iter()
