@@ -126,7 +126,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A watch canceller killed by an etcd timeout leaves the master's watcher hung",
         scenario: "calico-swarm",
-        seeds: &[85, 105],
+        seeds: &[85, 236],
         signature: Signature {
             invariants: &["agent-view-converges", "port-status-converges"],
             describe: "the master's watch canceller ended on an exception",
@@ -257,7 +257,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("watch-canceller of")
             },
         },
-        summary: "EtcdWatcher.start dispatches every key of its snapshot read without looking at _stopped (only the event loop does, line 342), and the endpoint-status worker's cache and queue are shared by every watcher the process makes. When is_master() turns false while a watcher's snapshot read is held up (a partition or cut between etcd and the host), watch_status_updates stops it and, once the host is master again, starts a new watcher, whose snapshot writes the current statuses; then the old read returns and the stopped watcher dispatches its older snapshot: each port whose status changed in between differs from the cache, so the old status goes into the cache and to Neutron. The new watcher's watch starts after its own snapshot and never reports that port again, so it stays wrong until Felix changes it. (Its pinned seed, calico-swarm 2005147, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, so it has none pinned until one is.)",
+        summary: "EtcdWatcher.start dispatches every key of its snapshot read without looking at _stopped (only the event loop does, line 342), and the endpoint-status worker's cache and queue are shared by every watcher the process makes. When is_master() turns false while a watcher's snapshot read is held up (a partition or cut between etcd and the host), watch_status_updates stops it and, once the host is master again, starts a new watcher, whose snapshot writes the current statuses; then the old read returns and the stopped watcher dispatches its older snapshot: each port whose status changed in between differs from the cache, so the old status goes into the cache and to Neutron. The new watcher's watch starts after its own snapshot and never reports that port again, so it stays wrong until Felix changes it. (Its pinned seed, calico-swarm 2005147, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, nor, once the Neutron DB served transactions concurrently, in seeds 0-1,499, so it has none pinned until one is.)",
         upstream: &[
             calico(ETCDUTILS, "EtcdWatcher.start", "156-213, 340-344"),
             calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "690-728"),
