@@ -205,6 +205,18 @@ pub enum CalicoEvent {
         /// The write's number within that process (see `CalicoPortWriteSent`).
         write: u64,
     },
+    /// ML2's `update_port_status` read the port with the status it was to store already, and
+    /// wrote nothing (see `ml2`).
+    NeutronPortUnchanged {
+        /// The Neutron port ID.
+        port: String,
+        /// The writing worker process (`host:pid`).
+        client: String,
+        /// The write's number within that process (see `CalicoPortWriteSent`).
+        write: u64,
+        /// The row's revision it read (the number of statuses committed for the port before).
+        revision: u64,
+    },
     /// Neutron rolled back a port-status write whose client had stopped waiting before it could
     /// commit (see `neutron`'s module documentation).
     NeutronPortRolledBack {

@@ -22,6 +22,7 @@ pub mod elector;
 pub mod felix;
 pub mod hub;
 pub mod master;
+pub mod ml2;
 pub mod neutron;
 pub mod port_status;
 pub mod status;

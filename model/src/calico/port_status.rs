@@ -37,12 +37,19 @@
 //! * Fix `calico-port-status-write-deadline`: upstream sets no read timeout on the database
 //!   connection, so a write held up by a partition commits whenever the partition heals, after
 //!   the writer's host may have lost mastership and the new master written a newer status. Under
-//!   the fix the write is bounded by [`WRITE_DEADLINE`] (PyMySQL's `read_timeout`, set through the
-//!   connection URL); a write that times out is never committed (see `neutron`) and is retried
-//!   as any database error, through `is_master()` again under `calico-port-status-recheck`.
+//!   the fix the whole `update_port_status` call, neutron's own database retries included, is
+//!   bounded by [`WRITE_DEADLINE`] (an `eventlet.Timeout` around it); on expiry the greenlet's
+//!   session is closed, so its transaction is never committed (see `neutron`), and the key is
+//!   retried as after any database error, through `is_master()` again under
+//!   `calico-port-status-recheck`. (A read timeout alone would not do: neutron-lib retries the
+//!   `DBConnectionError` it raises, re-sending the same status for minutes.)
+//!
+//! The call itself is ML2's (see `ml2`): it reads the port, writes nothing if the status is
+//! already stored, and retries database errors for up to 20 times before Calico sees one.
 
 use super::master::{MasterCheck, Shared};
-use super::neutron::{Neutron, Request};
+use super::ml2::{Ml2, WriteError};
+use super::neutron::Neutron;
 use super::Switches;
 use crate::calico::CalicoEvent;
 use sim::sync::Notify;
@@ -97,7 +104,7 @@ fn known(status: &str) -> bool {
 /// One endpoint-status worker's port-status state.
 pub struct PortStatus {
     proc: Proc,
-    neutron: Neutron,
+    ml2: Ml2,
     shared: Rc<Shared>,
     sw: Switches,
     cache: RefCell<BTreeMap<PortKey, String>>,
@@ -135,7 +142,7 @@ impl PortStatus {
     pub fn new(proc: &Proc, neutron: Neutron, shared: Rc<Shared>, sw: Switches) -> Rc<Self> {
         Rc::new(PortStatus {
             proc: proc.clone(),
-            neutron,
+            ml2: Ml2::new(proc, neutron),
             shared,
             sw,
             cache: RefCell::default(),
@@ -249,30 +256,24 @@ impl PortStatus {
             client: self.proc.ident().to_string(),
             write,
         });
-        let deadline = self.sw.port_status_write_deadline;
-        let reply = self
-            .proc
-            .call(
-                &self.neutron,
-                Request::PortStatus {
-                    port: port.clone(),
-                    status: status.to_string(),
-                    write,
-                },
-                if deadline {
-                    WRITE_DEADLINE
-                } else {
-                    WRITE_TIMEOUT
-                },
-            )
-            .await;
-        let ok = matches!(reply, Ok(Ok(())));
-        // Only a database error (`DBError`, `SQLAlchemyError`) schedules a retry; anything else
-        // is logged by the writer loop and the update dropped (mech_calico.py lines 846-852).
-        // Under the deadline fix a read timeout is one: PyMySQL raises `OperationalError`, which
-        // oslo.db turns into `DBConnectionError`, a `DBError`.
-        let timed_out = matches!(reply, Err(sim::net::RpcError::Timeout));
-        let retry = matches!(reply, Ok(Err(_))) || (deadline && timed_out);
+        let update = self
+            .ml2
+            .update_port_status(&port, status, write, WRITE_TIMEOUT);
+        // Under the deadline fix the whole call is bounded (`eventlet.Timeout`): the greenlet's
+        // session is closed on expiry, so its transaction rolls back, and the key is retried as
+        // after a database error.
+        let (ok, retry) = if self.sw.port_status_write_deadline {
+            match sim::time::timeout(WRITE_DEADLINE, update).await {
+                Ok(r) => (r.is_ok(), matches!(r, Err(WriteError::Db(_)))),
+                Err(_) => (false, true),
+            }
+        } else {
+            let r = update.await;
+            // Only a database error (`DBError`, `SQLAlchemyError`) schedules a retry; anything
+            // else is logged by the writer loop and the update dropped (mech_calico.py lines
+            // 846-852).
+            (r.is_ok(), matches!(r, Err(WriteError::Db(_))))
+        };
         self.proc.emit(CalicoEvent::CalicoPortWrite {
             port,
             status: status.to_string(),

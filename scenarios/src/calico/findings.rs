@@ -75,7 +75,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A dead master-only loop never stops its watcher",
         scenario: "calico-silent-task-death",
-        seeds: &[45, 246],
+        seeds: &[17, 246],
         signature: Signature {
             invariants: &["master-only-work-legitimate"],
             describe: "the acting host's agent-status or endpoint-status loop is silently dead",
@@ -101,7 +101,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A dead master-only loop is never replaced",
         scenario: "calico-swarm",
-        seeds: &[1455, 3597],
+        seeds: &[714, 3597],
         signature: Signature {
             invariants: &["agent-view-converges"],
             describe: "the master's agent-status loop is silently dead",
@@ -185,25 +185,32 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two writers of one process write the same port at once and the older status commits last",
         scenario: "calico-swarm",
-        seeds: &[],
+        seeds: &[71, 444],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of the same process",
             test: |e| e.contains("it overtook a newer write of the same process"),
         },
-        summary: "The port-status queue is a plain PriorityQueue of (priority, key): a key can be in it twice (a retry queued 5 s after a DB error and a live event; two quick changes), and each of the 4 writer greenlets takes the first entry and writes the status the cache holds at that moment. Two writers can then write one port at once; each runs update_port_status in its own session, the greenlets yield on the database sockets, and the transaction that commits last wins, whichever status it read. In the pinned seed a retry took the key and read down just before the watcher handled Felix's up (a pause had held both back), the live event's writer read up, and the down write reached the database last: nothing writes the port again until Felix changes it. (Its pinned seed, calico-swarm 2003631, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, so it has none pinned until one is.)",
+        summary: "The port-status queue is a plain PriorityQueue of (priority, key): a key can be in it twice (two quick changes of a flapping port; a retry queued 5 s after a DB error and a live event), and each of the 4 writer greenlets takes the first entry and writes the status the cache holds at that moment. Two writers can then write one port at once, each in its own session: ML2's update_port_statuses reads the port in a reader transaction and writes only if the stored status differs, in a writer transaction that takes the row lock and checks the revision it read (a conflict is a StaleDataError that neutron-lib retries). So the writer that read the newer status can find it already stored (the other writer has not committed its older one yet) and write nothing, or lose the row lock and the revision check to the older write's retry: the older status commits last either way, and nothing writes the port again until Felix changes it. In the pinned seed 71 a writer took c17-port-0 with down at 456 s, during a 58 s Neutron DB outage, and sat in neutron-lib's retries (DBConnectionError: up to 20 retries, jittered, up to 10 s apart); Felix reported up at 486 s, just after the DB came back, and the next writer read ACTIVE still stored and wrote nothing; the first writer's next retry then committed DOWN. (Earlier model versions with a one-request-at-a-time DB showed it only with a retry and a pause; no seed was found then in seeds 0-5,999 and 2,000,000-2,007,253.)",
         upstream: &[
             calico(DRIVER, "CalicoMechanismDriver.on_port_status_changed", "813-817"),
             calico(DRIVER, "CalicoMechanismDriver._loop_writing_port_statuses", "841-847"),
             calico(DRIVER, "CalicoMechanismDriver._try_to_update_port_status", "869-898"),
             calico(DRIVER, "CalicoMechanismDriver._retry_port_status_update", "945-952"),
+            Citation {
+                repo: "openstack/neutron",
+                path: "neutron/plugins/ml2/plugin.py",
+                function: "Ml2Plugin.update_port_statuses, _update_individual_port_db_status",
+                lines: "2442-2507",
+                commit: "2131d26f73262ec89a5d3e3e0d65521df4908e65",
+            },
         ],
         fix: Some("calico-port-status-key-lock"),
-        shown_with: EARLIER_REMEDIES,
+        shown_with: &[],
         impact: "Neutron shows a port's older status (ACTIVE, DOWN, ERROR) after Felix reported a newer one, until Felix next changes it.",
         preconditions: &[
-            "the same port is queued twice within one write's latency: a retry after a Neutron DB error plus a live status change, or two quick changes of a flapping port",
-            "two of the master's four writer greenlets take the two entries and the one that read the older status commits last",
+            "the same port is queued twice within one write's latency: two quick changes of a flapping port, or a retry after a Neutron DB error (one that outlasted neutron-lib's own 20 retries) plus a live status change",
+            "two of the master's four writer greenlets take the two entries, and the newer one reads the row before the older one commits (then writes nothing) or loses the row to it",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -213,7 +220,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A write held up by a partition commits after the next master's newer write",
         scenario: "calico-swarm",
-        seeds: &[1231],
+        seeds: &[1193, 1896],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of another process",
@@ -250,7 +257,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("watch-canceller of")
             },
         },
-        summary: "EtcdWatcher.start dispatches every key of its snapshot read without looking at _stopped (only the event loop does, line 342), and the endpoint-status worker's cache and queue are shared by every watcher the process makes. When is_master() turns false while a watcher's snapshot read is held up (a partition or cut between etcd and the host), watch_status_updates stops it and, once the host is master again, starts a new watcher, whose snapshot writes the current statuses; then the old read returns and the stopped watcher dispatches its older snapshot: each port whose status changed in between differs from the cache, so the old status goes into the cache and to Neutron. The new watcher's watch starts after its own snapshot and never reports that port again, so it stays wrong until Felix changes it. (Its pinned seed, calico-swarm 2005147, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, so it has none pinned until one is.)",
+        summary: "EtcdWatcher.start dispatches every key of its snapshot read without looking at _stopped (only the event loop does, line 342), and the endpoint-status worker's cache and queue are shared by every watcher the process makes. When is_master() turns false while a watcher's snapshot read is held up (a partition or cut between etcd and the host), watch_status_updates stops it and, once the host is master again, starts a new watcher, whose snapshot writes the current statuses; then the old read returns and the stopped watcher dispatches its older snapshot: each port whose status changed in between differs from the cache, so the old status goes into the cache and to Neutron. The new watcher's watch starts after its own snapshot and never reports that port again, so it stays wrong until Felix changes it. (Its pinned seed, calico-swarm 2005147, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, nor, once the Neutron DB served transactions concurrently, in seeds 0-1,499, so it has none pinned until one is.)",
         upstream: &[
             calico(ETCDUTILS, "EtcdWatcher.start", "156-213, 340-344"),
             calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "690-728"),

@@ -1,7 +1,7 @@
 //! Ground truth for `port-status-converges`: what Felix last reported for each port (its endpoint
 //! status key in etcd, its LATEST value) against what Neutron stores for it. Reads events only
-//! (`EtcdPut`, `EtcdDelete`, and the model's `CalicoPortWriteSent`, `NeutronPortStatus` and
-//! `NeutronPortRolledBack`, observations) and calls no model function; the mapping from Calico's status to Neutron's is the spec's (`PORT_STATUS_MAPPING`, mech_calico.py line 213 at networking-calico
+//! (`EtcdPut`, `EtcdDelete`, and the model's `CalicoPortWriteSent`, `NeutronPortStatus`,
+//! `NeutronPortUnchanged` and `NeutronPortRolledBack`, observations) and calls no model function; the mapping from Calico's status to Neutron's is the spec's (`PORT_STATUS_MAPPING`, mech_calico.py line 213 at networking-calico
 //! 87c15906: up -> ACTIVE, down -> DOWN, error -> ERROR; no status -> ERROR).
 
 use model::calico::CalicoEvent;
@@ -25,6 +25,8 @@ pub struct PortView {
     sent: BTreeMap<(String, u64), u64>,
     /// Port id -> the newest send time among its applied writes, and that write's process.
     newest_applied: BTreeMap<String, (u64, String)>,
+    /// Port id -> statuses committed for it so far (the row's revision: each commit bumps it).
+    commits: BTreeMap<String, u64>,
 }
 
 /// The write Neutron applied last for a port.
@@ -85,6 +87,15 @@ impl PortView {
                 self.sent.remove(&(client.clone(), *write));
                 return;
             }
+            Some(CalicoEvent::NeutronPortUnchanged {
+                port,
+                client,
+                write,
+                revision,
+            }) => {
+                self.confirmed(port, client, *write, *revision);
+                return;
+            }
             Some(CalicoEvent::NeutronPortStatus {
                 port,
                 status,
@@ -113,6 +124,28 @@ impl PortView {
         }
     }
 
+    /// `client`'s write number `write` of `port` found its status stored at `revision` (the
+    /// number of statuses committed for the port before its read) and wrote nothing: it took
+    /// effect as much as an applied write. A write sent before it that committed after that read
+    /// (the client hears the read's answer after the commit) overtook it.
+    fn confirmed(&mut self, port: &str, client: &str, write: u64, revision: u64) {
+        let Some(s) = self.sent.remove(&(client.to_string(), write)) else {
+            return;
+        };
+        let commits = self.commits.get(port).copied().unwrap_or(0);
+        if commits > revision {
+            if let Some(w) = self.writer.get_mut(port) {
+                if w.sent_us.is_some_and(|sent| sent < s) {
+                    w.overtook = Some((client.to_string(), s));
+                }
+            }
+        }
+        if self.newest_applied.get(port).is_none_or(|(n, _)| s >= *n) {
+            self.newest_applied
+                .insert(port.to_string(), (s, client.to_string()));
+        }
+    }
+
     /// Neutron applied `client`'s write number `write` of `port`.
     fn applied(&mut self, port: &str, status: &str, client: &str, write: u64) {
         let sent_us = self.sent.remove(&(client.to_string(), write));
@@ -126,6 +159,7 @@ impl PortView {
                 .insert(port.to_string(), (s, client.to_string()));
         }
         self.neutron.insert(port.to_string(), status.to_string());
+        *self.commits.entry(port.to_string()).or_default() += 1;
         self.writer.insert(
             port.to_string(),
             AppliedWrite {
