@@ -163,6 +163,9 @@ pub struct Ipam {
     cfg: Rc<OperatorConfig>,
     state: RefCell<State>,
     trigger: Notify,
+    /// `legacy.ctx` (operator/cmd/root.go:488, 515-522 @ed90dd5): once notified, cancelled, and
+    /// the CiliumNode informer started on it is stopped (the maintenance runs on).
+    legacy_ctx: Notify,
 }
 
 /// A CiliumNode's name as a map key (node names are short).
@@ -200,6 +203,7 @@ impl Ipam {
             cfg,
             state: RefCell::default(),
             trigger: Notify::new(),
+            legacy_ctx: Notify::new(),
         })
     }
 
@@ -228,15 +232,29 @@ impl Ipam {
         true
     }
 
+    /// `legacy.onStop` cancels `legacy.ctx`: the CiliumNode informer stops, and the node
+    /// manager's copies stay as they were (its triggers and resyncs do not stop; see
+    /// [`super::shutdown`]).
+    pub fn cancel_legacy_ctx(&self) {
+        self.legacy_ctx.notify();
+    }
+
+    /// The CiliumNode synchronizer's informer (`operator/cmd/cilium_node.go:130-225`), run on
+    /// `legacy.ctx`.
     async fn informer(&self) {
-        self.kube
+        if self.legacy_ctx.generation() > 0 {
+            return;
+        }
+        let cancelled = self.legacy_ctx.changed_since(0);
+        let run = std::pin::pin!(self
+            .kube
             .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
                 WatchEvent::Upsert(obj) => self.upsert(obj),
                 WatchEvent::Deleted { name, .. } => {
                     self.state.borrow_mut().nodes.remove(&key(&name));
                 }
-            })
-            .await;
+            }));
+        futures::future::select(run, cancelled).await;
     }
 
     /// `Upsert`/`UpdatedResource` (node_manager.go:284-387, node.go:412-440): a new node is
