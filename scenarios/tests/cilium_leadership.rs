@@ -186,7 +186,10 @@ fn the_graceful_shutdown_is_drawn_from_the_hive_stop() {
                 other => panic!("seed {seed}: a stop of {other} ms"),
             }
         }
-        assert!(normal > 2 * blocked, "{profile:?}: {normal} normal, {blocked} blocked");
+        assert!(
+            normal > 2 * blocked,
+            "{profile:?}: {normal} normal, {blocked} blocked"
+        );
         assert!(frozen_early > 0 && frozen_early < blocked, "{profile:?}");
     }
 }

@@ -246,14 +246,15 @@ impl Ipam {
             return;
         }
         let cancelled = self.legacy_ctx.changed_since(0);
-        let run = std::pin::pin!(self
-            .kube
-            .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
-                WatchEvent::Upsert(obj) => self.upsert(obj),
-                WatchEvent::Deleted { name, .. } => {
-                    self.state.borrow_mut().nodes.remove(&key(&name));
-                }
-            }));
+        let run =
+            std::pin::pin!(self
+                .kube
+                .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
+                    WatchEvent::Upsert(obj) => self.upsert(obj),
+                    WatchEvent::Deleted { name, .. } => {
+                        self.state.borrow_mut().nodes.remove(&key(&name));
+                    }
+                }));
         futures::future::select(run, cancelled).await;
     }
 
