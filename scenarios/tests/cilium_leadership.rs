@@ -28,6 +28,7 @@ fn run(faults: Vec<Fault>, linger_ms: u64, fixes: &[&str]) -> (String, u64) {
         .get_mut::<CiliumOptions>()
         .expect("cilium options");
     o.shutdown_linger_ms = linger_ms;
+    o.informer_stop_ms = linger_ms;
     spec.schedule = faults;
     spec.keep_trace = true;
     let out = run_spec(spec);
@@ -162,4 +163,33 @@ fn a_slow_monotonic_clock_keeps_a_cut_off_leader_acting() {
         half >= true_rate + 5_000_000,
         "half-rate clock {half} µs, true rate {true_rate} µs"
     );
+}
+
+/// A deposed leader's shutdown is drawn from the hive's stop: a normal one within a second
+/// (stop hooks under the 100 ms log threshold), a blocked one at the one-minute stop timeout
+/// plus at most the 5 s before the hive panics, and never an informer that outlives the process.
+#[test]
+fn the_graceful_shutdown_is_drawn_from_the_hive_stop() {
+    use scenarios::cilium::{draw_in, Family};
+    use scenarios::faults::Profile;
+    for profile in [Profile::Adversarial, Profile::Realistic] {
+        let (mut normal, mut blocked, mut frozen_early) = (0, 0, 0);
+        for seed in 0..400 {
+            let (o, _) = draw_in(Family::SplitBrain, seed, profile);
+            assert!(o.informer_stop_ms <= o.shutdown_linger_ms, "seed {seed}");
+            match o.shutdown_linger_ms {
+                0..=1_000 => normal += 1,
+                60_000..=65_000 => {
+                    blocked += 1;
+                    frozen_early += u32::from(o.informer_stop_ms <= 1_000);
+                }
+                other => panic!("seed {seed}: a stop of {other} ms"),
+            }
+        }
+        assert!(
+            normal > 2 * blocked,
+            "{profile:?}: {normal} normal, {blocked} blocked"
+        );
+        assert!(frozen_early > 0 && frozen_early < blocked, "{profile:?}");
+    }
 }

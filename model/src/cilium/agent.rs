@@ -10,6 +10,9 @@
 //!   agent; the kubelet retries it after its backoff ([`super::kubelet`]).
 //! * It writes `status` (used IPs and its `release-ips` view) through a trigger limited to one
 //!   write per 15 s; a failed write re-triggers (a conflict re-reads the object first).
+//! * A CNI ADD ends only once the pod's endpoint is created ([`ENDPOINT_GAP_MIN`]); if the agent
+//!   dies before, the call fails and the pod is retried (its IP was only in the dead agent's
+//!   memory).
 //! * On restart its allocations are rebuilt from the pods that exist (endpoint restore), and the
 //!   informer replays the current object.
 //!
@@ -30,6 +33,29 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+/// The shortest time from the agent's allocation of a pod's IP to the end of the pod's CNI ADD.
+///
+/// Upstream (cilium/cilium at ed90dd5ea4c7), cilium-cni asks the agent for an IP
+/// (`allocateIPsWithCiliumAgent`, plugins/cilium-cni/cmd/cmd.go:141-161), plumbs the pod's
+/// interface, then creates the endpoint with `SyncBuildEndpoint` (cmd.go:693-699): the agent
+/// answers once the endpoint's first regeneration is done (`createEndpoint`,
+/// daemon/cmd/endpoint.go:524-570). The endpoint reaches the disk (its state directory, which
+/// `restoreOldEndpoints` reads, pkg/endpoint/restore.go:48-103) only during that regeneration.
+/// Until then the allocation is only in the agent's memory: an agent that dies leaves nothing to
+/// restore, the CNI ADD fails (and its release of the IP, cmd.go:529-534, finds no agent), the
+/// kubelet tears the sandbox down and retries the pod after its backoff. (A crash after the
+/// state is written but before the call returns restores an endpoint that the sandbox's
+/// teardown deletes at once; the model folds it into the failed call.)
+///
+/// Size: the gap is part of a pod's start, which Kubernetes' scalability SLO bounds at 5 s at
+/// the 99th percentile, image pulls excluded (kubernetes/community
+/// `sig-scalability/slos/pod_startup_latency.md`): [`ENDPOINT_GAP_MAX`]. The floor is the
+/// plumbing and a regeneration that reuses the compiled datapath template; no measurement is
+/// cited for it, 100 ms keeps it above zero. Each CNI ADD draws its gap uniformly in between.
+pub const ENDPOINT_GAP_MIN: Duration = Duration::from_millis(100);
+/// The longest such gap: the pod-startup SLO's 5 s (see [`ENDPOINT_GAP_MIN`]).
+pub const ENDPOINT_GAP_MAX: Duration = Duration::from_secs(5);
+
 /// One run of the agent process (a restart makes a new one).
 pub(super) struct Agent {
     proc: Proc,
@@ -46,6 +72,8 @@ pub(super) struct Agent {
     pending: Cell<bool>,
     /// The CNI's draws (which free IP a Go map range meets first).
     cni_rng: RefCell<rand_chacha::ChaCha8Rng>,
+    /// How long each endpoint creation takes ([`ENDPOINT_GAP_MIN`]).
+    endpoint_rng: RefCell<rand_chacha::ChaCha8Rng>,
     dirty: Notify,
     /// The interfaces of the observed `status.eni.enis` (an IP whose interface is not among them
     /// cannot be handed out: "unable to find ENI", crd.go:682-702 @ed90dd5).
@@ -103,6 +131,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw:
                         spec_part: RefCell::default(),
                         pending: Cell::new(true),
                         cni_rng: RefCell::new(proc.rng("cni")),
+                        endpoint_rng: RefCell::new(proc.rng("endpoint")),
                         dirty: Notify::new(),
                         enis: RefCell::default(),
                         observed_enis: RefCell::default(),
@@ -129,6 +158,7 @@ pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw:
                         });
                     }
                     proc.wait_exit().await;
+                    pd.sandboxes_failed(&p);
                     p.sleep(Duration::from_secs(2)).await;
                 }
             });
@@ -331,8 +361,9 @@ impl Agent {
     /// first of a Go map range over the pool (`allocateNext`, crd.go:565-604), so a random one
     /// of the allocatable IPs. An IP whose interface the observed status does not list fails the
     /// call ("unable to find ENI", `buildAllocationResult`, crd.go:682-702) and stays free.
-    /// Whether the pod got an IP.
-    pub(super) fn cni_add(&self, pod: Short) -> bool {
+    /// Whether the pod got an IP; its CNI ADD then ends once the endpoint is created (after a
+    /// gap drawn from [`ENDPOINT_GAP_MIN`]..=[`ENDPOINT_GAP_MAX`]), unless the agent dies first.
+    pub(super) fn cni_add(self: &Rc<Self>, pod: Short) -> bool {
         if !self.proc.is_alive() || !self.restored.get() {
             return false;
         }
@@ -359,8 +390,20 @@ impl Agent {
         };
         self.used.borrow_mut().insert(ip, pod);
         self.pods.served(pod, ip);
+        self.pods.creating.borrow_mut().insert(pod, ip);
         self.proc.emit(CiliumEvent::CiliumPodIp { pod, ip });
         self.mark_dirty();
+        let (min, max) = (
+            ENDPOINT_GAP_MIN.as_micros() as u64,
+            ENDPOINT_GAP_MAX.as_micros() as u64,
+        );
+        let gap = self.endpoint_rng.borrow_mut().random_range(min..=max);
+        let me = self.clone();
+        self.proc.spawn("endpoint-create", async move {
+            me.proc.sleep(Duration::from_micros(gap)).await;
+            // The first regeneration is done: the endpoint is saved and the CNI ADD returns.
+            me.pods.creating.borrow_mut().remove(&pod);
+        });
         true
     }
 

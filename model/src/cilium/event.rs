@@ -25,6 +25,14 @@ pub enum CiliumEvent {
         /// The IP it got from the node's pool (dotted).
         ip: Short,
     },
+    /// The agent died while creating a pod's endpoint: the pod's CNI ADD failed, its sandbox
+    /// is torn down, and it no longer has the IP the agent had allocated (it waits again).
+    CiliumSandboxFailed {
+        /// The pod's name.
+        pod: Short,
+        /// The IP the agent had allocated to it (dotted).
+        ip: Short,
+    },
     /// The kubelet deleted a pod (which had `ip`, if any).
     CiliumPodDeleted {
         /// The pod's name.

@@ -15,6 +15,14 @@
 //! `MaxContainerBackOff` = 300 s) is for container restarts and image pulls, not for a failed
 //! sync. So a pod that found no IP is served at its next retry, not the instant the pool grows.
 //!
+//! The CNI ADD does not end with the allocation: cilium-cni then plumbs the pod's interface and
+//! asks the agent to create the endpoint, waiting for its first regeneration
+//! (`plugins/cilium-cni/cmd/cmd.go` `Cmd.Add`, l. 521-538 and 693-699; `SyncBuildEndpoint`,
+//! daemon/cmd/endpoint.go `createEndpoint`, l. 566-570, at ed90dd5ea4c7). Until it returns, the
+//! IP lives only in the agent's memory: if the agent dies in that gap, the call fails, the
+//! sandbox is torn down, and the pod is retried after the backoff with a new allocation (see
+//! `ENDPOINT_GAP_MIN` in the agent).
+//!
 //! Which IP it gets: `allocateNext` returns the first free IP of a Go `range` over the pool map,
 //! whose order the Go runtime randomises on every loop (the Go specification, "For statements
 //! with range clause": "The iteration order over maps is not specified and is not guaranteed to
@@ -71,6 +79,9 @@ pub(super) struct Pods {
     retry_at: RefCell<BTreeMap<Short, u64>>,
     /// Deleted pods that held an IP, as (pod, IP), until the CNI frees the IP.
     pub(super) gone: RefCell<Vec<(Short, Short)>>,
+    /// Pods whose CNI ADD is under way (the agent allocated the IP and is creating the
+    /// endpoint), with that IP.
+    pub(super) creating: RefCell<BTreeMap<Short, Short>>,
     /// The running agent, which serves CNI ADD (none while it restarts).
     pub(super) agent: RefCell<Weak<Agent>>,
 }
@@ -82,6 +93,25 @@ impl Pods {
             *slot = Some(ip);
         }
         self.retry_at.borrow_mut().remove(&pod);
+    }
+}
+
+impl Pods {
+    /// The agent died: every CNI ADD under way fails (the call to the agent breaks), the
+    /// sandbox is torn down and its pod waits for its next sync, due at once (the pod worker
+    /// then finds no agent and backs off).
+    pub(super) fn sandboxes_failed(&self, proc: &Proc) {
+        let now = proc.mono_us();
+        for (pod, ip) in std::mem::take(&mut *self.creating.borrow_mut()) {
+            let mut pods = self.pods.borrow_mut();
+            let Some(slot) = pods.get_mut(&pod).filter(|s| **s == Some(ip)) else {
+                continue; // deleted meanwhile
+            };
+            *slot = None;
+            self.retry_at.borrow_mut().insert(pod, now);
+            proc.emit(CiliumEvent::CiliumSandboxFailed { pod, ip });
+        }
+        self.changed.notify();
     }
 }
 

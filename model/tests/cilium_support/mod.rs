@@ -455,7 +455,7 @@ fn run_here(setup: Setup, script: Script) -> Run {
             release_excess: true,
             enis: setup.enis,
             eni_capacity: setup.eni_capacity,
-            shutdown_linger: Duration::ZERO,
+            shutdown: Default::default(),
             switches: setup.switches.clone(),
         };
         model::cilium::operator::install(world, 3, &kube, &cloud, op);

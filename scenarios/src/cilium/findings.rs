@@ -110,16 +110,18 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A deposed operator, lingering in its graceful shutdown, acts on IPs beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[1233, 1338],
+        seeds: &[605, 1233],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator's leadership had ended and it was lingering in its graceful shutdown",
             test: |e| e.contains("was lingering in its graceful shutdown"),
         },
-        summary: "The leader's renewals fail (its API answers are slow, or it was paused), another operator takes the Lease and starts IPAM from empty memory. The old leader's OnStoppedLeading starts a graceful hive shutdown: its IPAM goroutines run on until the stop hooks reach legacy.onStop. In that time it unassigns an IP on an agent's ready-for-release it still holds, while the new leader, from its own cloud cache, has already wiped or aborted that entry and still lists the IP in the pool, so the agent hands the IP, gone from the cloud, to a pod (or the old leader unassigns an IP a pod has just been given).",
+        summary: "The leader's renewals fail (its API answers are slow, or it was paused), another operator takes the Lease and starts IPAM from empty memory. The old leader's OnStoppedLeading starts a graceful hive shutdown, and no stop hook stops the IPAM: its resync controller and per-node triggers run on context.Background() until the process exits, while legacy.onStop only stops its CiliumNode informer, freezing its copies. A normal stop ends within a second, inside the few seconds before a successor can take the Lease; a stop hook that blocks holds the process for the hive's one-minute stop timeout. In that time it unassigns an IP on an agent's ready-for-release it still holds, while the new leader, from its own cloud cache, has already wiped or aborted that entry and still lists the IP in the pool, so the agent hands the IP, gone from the cloud, to a pod (or the old leader unassigns an IP a pod has just been given).",
         upstream: &[
             cilium("operator/cmd/root.go", "runOperator: OnStoppedLeading (graceful shutdown)", "454-458"),
-            cilium("operator/cmd/root.go", "legacyOnLeader.onStop (IPAM context cancelled last)", "515-522"),
+            cilium("operator/cmd/root.go", "legacyOnLeader.onStop (the CiliumNode informer's context)", "515-522"),
+            cilium("pkg/ipam/node_manager.go", "NodeManager.Start / Upsert (controller and triggers outside legacy.ctx)", "231-249, 299-377"),
+            cilium("pkg/hive/hive.go", "New (StopTimeout 1 min)", "77"),
             cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "LeaderElector.Run / renew", "204-293"),
         ],
         fix: Some("cilium-exit-on-lost-lead"),
@@ -127,7 +129,8 @@ pub static FINDINGS: &[Finding] = &[
         impact: "A pod is given an IP the cloud has released, or loses the IP it uses, during an operator leadership change.",
         preconditions: &[
             "the leader's lease renewals fail (slow API server answers or a pause) and another operator takes the Lease",
-            "the deposed leader's IPAM unassigns an IP during its graceful shutdown, before legacy.onStop stops it",
+            "a stop hook blocks the deposed leader's graceful shutdown past the few seconds a successor needs to take the Lease (up to the hive's one-minute stop timeout; a normal stop ends within a second)",
+            "the deposed leader's IPAM unassigns an IP during that shutdown, from its CiliumNode copies (frozen once legacy.onStop ran)",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -181,7 +184,7 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "A pod loses the IP it uses after a cilium-agent restart: the operator unassigns it under the running pod.",
         preconditions: &[
-            "the agent restarts (a crash or an upgrade) after a pod took an IP and before the agent's rate-limited status write (up to 15 s) reported it used",
+            "the agent restarts (a crash or an upgrade) after a pod took an IP and its CNI ADD returned (the endpoint exists, 0.1-5 s after the allocation; a restart before that fails the CNI ADD instead) and before the agent's rate-limited status write (up to 15 s) reported it used",
             "the operator marks that IP for release in the same window (the node has excess IPs)",
         ],
         realism: Some(Realism::RareFault),
@@ -191,8 +194,8 @@ pub static FINDINGS: &[Finding] = &[
         id: "cilium-released-state-dropped",
         system: "cilium",
         title: "The operator drops its own released entry while the spec still lists the IP",
-        scenario: "cilium-clock-skew",
-        seeds: &[],
+        scenario: "cilium-split-brain",
+        seeds: &[7029],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased the released entry, not for the IP being back in the pool (the #39981 clean-up)",
@@ -203,7 +206,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("was deposed")
             },
         },
-        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.) (Its pinned seeds, cilium-clock-skew 4579 and 8348, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event; no seed shows it in cilium-clock-skew 0-14,999, so it has none pinned until one is.)",
+        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.) (Its first pinned seeds, cilium-clock-skew 4579 and 8348, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. Once endpoint creation took its time and a deposed operator's shutdown lasted as the hive's stop, no seed of cilium-clock-skew 0-9,999 showed it, and one of cilium-split-brain 0-9,999 did, 7029: nothing in it needs a skewed clock, so the finding is pinned there.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.handleIPRelease", "797-898"),
             cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
@@ -231,7 +234,7 @@ pub static FINDINGS: &[Finding] = &[
             describe: "another operator process than the unassigning one erased the entry, and the unassigning one still led when it acted",
             test: |e| erased_by_other_operator(e) == Some(true) && !e.contains("was deposed"),
         },
-        summary: "The leader unassigns X, then dies or loses the lease before the status write that says 'released' or the spec write that removes X from the pool. The new leader starts with empty handshake state; its first status write rebuilds release-ips from that empty state, dropping X's entry, and goes before its spec write. In between (or until the next sync if the spec write fails), the agent sees X in its pool with no entry and hands it to a pod, though the cloud no longer holds it. (Its pinned seeds, cilium-swarm 1647 and 2320, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event; no seed shows it in cilium-swarm 0-14,999, so it has none pinned until one is.)",
+        summary: "The leader unassigns X, then dies or loses the lease before the status write that says 'released' or the spec write that removes X from the pool. The new leader starts with empty handshake state; its first status write rebuilds release-ips from that empty state, dropping X's entry, and goes before its spec write. In between (or until the next sync if the spec write fails), the agent sees X in its pool with no entry and hands it to a pod, though the cloud no longer holds it. (Its pinned seeds, cilium-swarm 1647 and 2320, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. With endpoint creation taking its time and a deposed operator's shutdown lasting as the hive's stop, no seed shows it in cilium-swarm 0-9,999, nor in 0-15,999 with every other Cilium fix on, so it has none pinned until one is.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.PopulateIPReleaseStatus", "1013-1031"),
             cilium("pkg/ipam/node_manager.go", "NodeManager.Upsert", "284-387"),
@@ -327,7 +330,7 @@ pub static FINDINGS: &[Finding] = &[
                     && stuck.all(|s| s.ends_with(EXCESS_AGAIN))
             },
         },
-        summary: "The operator releases X; in the same round the node needs IPs again (its pool fell below min-allocate) and the cloud, which picks any free address of the subnet, gives X back to the node. The agent drops its 'released' entry once the spec pool (written from the refreshed cache) lacks X, but the operator still holds 'released' for X and writes it again beside a spec pool that lists X. Newer upstream's clean-up for #39981 would drop it, but abortNoLongerExcessIPs skips every IP on the pass's release list before it reaches the #39981 branch: once pods leave and X is excess again, X is on the list, the agent never answers for a 'released' entry and handleIPReleaseResponse never marks an IP that has an entry. X stays 'released' and unusable for as long as it stays on the list, and the excess it stands for is never released. Only the newer behaviour (--fix cilium-readd-released-ip) is needed; the pinned seeds run with every other Cilium fix on as well because no seed of a few thousand showed it first with that one alone (the other findings fire first or the world never reissues a listed IP). The model's safe clean-up (cilium-readd-after-resync) has the same gap. (Its pinned seeds, cilium-swarm 16180864 and 57722070, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event; no seed shows it in cilium-swarm 0-7,999 with the finding's switches, so it has none pinned until one is.)",
+        summary: "The operator releases X; in the same round the node needs IPs again (its pool fell below min-allocate) and the cloud, which picks any free address of the subnet, gives X back to the node. The agent drops its 'released' entry once the spec pool (written from the refreshed cache) lacks X, but the operator still holds 'released' for X and writes it again beside a spec pool that lists X. Newer upstream's clean-up for #39981 would drop it, but abortNoLongerExcessIPs skips every IP on the pass's release list before it reaches the #39981 branch: once pods leave and X is excess again, X is on the list, the agent never answers for a 'released' entry and handleIPReleaseResponse never marks an IP that has an entry. X stays 'released' and unusable for as long as it stays on the list, and the excess it stands for is never released. Only the newer behaviour (--fix cilium-readd-released-ip) is needed; the pinned seeds run with every other Cilium fix on as well because no seed of a few thousand showed it first with that one alone (the other findings fire first or the world never reissues a listed IP). The model's safe clean-up (cilium-readd-after-resync) has the same gap. (Its pinned seeds, cilium-swarm 16180864 and 57722070, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. With endpoint creation taking its time and a deposed operator's shutdown lasting as the hive's stop, no seed shows it in cilium-swarm 0-13,999 with the finding's switches, so it has none pinned until one is.)",
         upstream: &[
             Citation {
                 repo: CILIUM,

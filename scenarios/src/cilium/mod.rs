@@ -182,8 +182,13 @@ pub struct CiliumOptions {
     /// the serialized options when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub max_allocate: u32,
-    /// How long the graceful shutdown's stop hooks keep a deposed leader's IPAM running (ms).
+    /// How long a deposed leader's graceful shutdown lasts, to its exit (ms): its IPAM runs
+    /// until then.
     pub shutdown_linger_ms: u64,
+    /// When, in that shutdown, `legacy.onStop` stops its CiliumNode informer (ms; at most
+    /// `shutdown_linger_ms`).
+    #[serde(default)]
+    pub informer_stop_ms: u64,
     /// One-way network latency range: lower end (µs).
     pub latency_min_us: u64,
     /// Upper end of that range (µs).
@@ -296,7 +301,8 @@ pub fn draw_in(
     let subnet_size = nodes * enis * ENI_CAPACITY + rng.random_range(4..=40u32);
     let min_allocate = *[0u32, 0, 10].choose(&mut rng).unwrap();
     let max_above_watermark = *[0u32, 0, 2].choose(&mut rng).unwrap();
-    let shutdown_linger_ms = rng.random_range(0..=20_000u64);
+    let normal_stop_ms = rng.random_range(0..=stop_draw::NORMAL_STOP_MAX_MS);
+    let (informer_stop_ms, shutdown_linger_ms) = stop_draw::draw(seed, realistic, normal_stop_ms);
     let workloads = (0..nodes)
         .map(|_| Workload {
             restore_ms: rng.random_range(0..=3_000),
@@ -380,6 +386,7 @@ pub fn draw_in(
         max_above_watermark,
         max_allocate: draw_max_allocate(family, seed),
         shutdown_linger_ms,
+        informer_stop_ms,
         latency_min_us,
         latency_max_us,
         enis,
@@ -752,7 +759,10 @@ pub fn run(
             release_excess: true,
             enis: o2.enis,
             eni_capacity: ENI_CAPACITY,
-            shutdown_linger: std::time::Duration::from_millis(o2.shutdown_linger_ms),
+            shutdown: model::cilium::operator::shutdown::StopSequence::new(
+                std::time::Duration::from_millis(o2.informer_stop_ms),
+                std::time::Duration::from_millis(o2.shutdown_linger_ms),
+            ),
             switches: sw.clone(),
         };
         for node in o2.operator_names() {
@@ -766,6 +776,7 @@ pub mod findings;
 pub mod invariants;
 mod monitor;
 pub mod report;
+mod stop_draw;
 pub mod switches;
 mod system;
 use monitor::short;

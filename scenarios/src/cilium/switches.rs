@@ -23,7 +23,7 @@ pub static SWITCHES: &[Switch] = &[
     ),
     Switch::fix::<Cilium>(
         "cilium-keep-released",
-        "cilium-clock-skew",
+        "cilium-split-brain",
         "the operator keeps its released state for an IP until the agent removes the entry, instead of dropping it when a stale interface list puts the IP back on (and then off) its release list; release-ips then never loses the entry before the spec loses the IP",
     ),
     Switch::fix::<Cilium>(

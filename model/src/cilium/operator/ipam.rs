@@ -170,6 +170,9 @@ pub struct Ipam {
     cloud: CloudClient,
     cfg: Rc<OperatorConfig>,
     state: RefCell<State>,
+    /// `legacy.ctx` (operator/cmd/root.go:488, 515-522 @ed90dd5): once notified, cancelled, and
+    /// the CiliumNode informer started on it is stopped (the maintenance runs on).
+    legacy_ctx: Notify,
 }
 
 /// A node's triggers, with upstream's minimum intervals (node_manager.go:319-375 @ed90dd5).
@@ -236,6 +239,7 @@ impl Ipam {
             cloud: client,
             cfg,
             state: RefCell::default(),
+            legacy_ctx: Notify::new(),
         })
     }
 
@@ -264,18 +268,30 @@ impl Ipam {
         true
     }
 
+    /// `legacy.onStop` cancels `legacy.ctx`: the CiliumNode informer stops, and the node
+    /// manager's copies stay as they were (its triggers and resyncs do not stop; see
+    /// [`super::shutdown`]).
+    pub fn cancel_legacy_ctx(&self) {
+        self.legacy_ctx.notify();
+    }
+
+    /// The CiliumNode synchronizer's informer (`operator/cmd/cilium_node.go:130-225`), run on
+    /// `legacy.ctx`.
     async fn informer(self: Rc<Self>) {
-        self.kube
-            .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
-                WatchEvent::Upsert(obj) => self.upsert(obj),
-                WatchEvent::Deleted { name, .. } => {
-                    let gone = self.state.borrow_mut().nodes.remove(&key(&name));
-                    if let Some(t) = gone.and_then(|n| n.triggers) {
-                        t.shutdown();
-                    }
+        if self.legacy_ctx.generation() > 0 {
+            return;
+        }
+        let cancelled = self.legacy_ctx.changed_since(0);
+        let run = std::pin::pin!(self.kube.run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
+            WatchEvent::Upsert(obj) => self.upsert(obj),
+            WatchEvent::Deleted { name, .. } => {
+                let gone = self.state.borrow_mut().nodes.remove(&key(&name));
+                if let Some(t) = gone.and_then(|n| n.triggers) {
+                    t.shutdown();
                 }
-            })
-            .await;
+            }
+        }));
+        futures::future::select(run, cancelled).await;
     }
 
     /// A new node's triggers, each run by its own task.

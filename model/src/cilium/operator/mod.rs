@@ -15,12 +15,10 @@
 //!   (`alloc.Start` → `log.Fatalf`, root.go:575-578; node_manager.go:221-225), then the CiliumNode
 //!   informer, whose replay creates every node with empty handshake maps (node_manager.go:289-297).
 //! * Losing the lease calls `OnStoppedLeading` (root.go:454-458). At the pinned commit that is a
-//!   graceful hive shutdown: stop hooks run before `legacy.onStop` cancels the IPAM's context, so
-//!   the leader-only goroutines keep running for as long as the hooks before it take
-//!   ([`OperatorConfig::shutdown_linger`], a parameter of the model: upstream has no fixed value;
-//!   PR #42920 reports that "a blocking stop hook could delay the shutdown past the hard
-//!   deadline"), then the process exits. Fix `cilium-exit-on-lost-lead` is newer upstream's
-//!   PR #42920: exit at once.
+//!   graceful hive shutdown ([`shutdown`]): the IPAM's triggers and resync controller run until
+//!   the process exits, and the CiliumNode informer until `legacy.onStop` cancels its context
+//!   partway through the stop hooks ([`OperatorConfig::shutdown`]). Fix
+//!   `cilium-exit-on-lost-lead` is newer upstream's PR #42920: exit at once.
 //! * A clean stop (SIGTERM) cancels the election context (`doCleanup`, root.go:370-376): the
 //!   elector releases the Lease (empty holder, 1 s), and the process exits.
 //! * The Deployment restarts an exited operator (the supervisor here, after 2 s).
@@ -33,6 +31,7 @@
 //! nothing like it).
 
 pub mod ipam;
+pub mod shutdown;
 
 use super::decide::Limits;
 use super::Switches;
@@ -42,6 +41,7 @@ use sim::kube::Kube;
 use sim::leaderelection::{LeaderElectionConfig, LeaderElector};
 use sim::world::Host;
 use sim::{NodeIx, Proc, World};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -58,9 +58,9 @@ pub struct OperatorConfig {
     pub enis: u32,
     /// Secondary IPs each interface can hold.
     pub eni_capacity: u32,
-    /// How long the stop hooks that run before the IPAM's context is cancelled take, after
-    /// leadership is lost (graceful shutdown; ignored with `cilium-exit-on-lost-lead`).
-    pub shutdown_linger: Duration,
+    /// The graceful shutdown after leadership is lost: when the CiliumNode informer stops and
+    /// when the process exits (ignored with `cilium-exit-on-lost-lead`).
+    pub shutdown: shutdown::StopSequence,
     /// The Cilium bug and fix switches of the run.
     pub switches: Switches,
 }
@@ -103,14 +103,23 @@ fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
     let identity = format!("{}-{}", proc.host_name(), proc.pid());
     let le = LeaderElector::new(kube, proc, LeaderElectionConfig::cilium_operator(&identity))
         .expect("cilium-operator's election configuration is valid");
-    let (le2, p, c) = (le.clone(), proc.clone(), cfg.clone());
+    // The leader's IPAM, once created (`legacy.onStop` cancels its informer).
+    let slot: Rc<RefCell<Option<Rc<ipam::Ipam>>>> = Rc::default();
+    let (le2, p, c, sl) = (le.clone(), proc.clone(), cfg.clone(), slot.clone());
     let id = identity.clone();
     proc.spawn("leader-election", async move {
         le2.run().await; // RunOrDie
                          // OnStoppedLeading: "Leader election lost".
         p.emit(CiliumEvent::CiliumLeadershipLost { identity: id });
         if !c.switches.exit_on_lost_lead {
-            p.sleep(c.shutdown_linger).await; // the stop hooks before legacy.onStop
+            // The hive's stop: the hooks before `legacy.onStop`, then the rest; the IPAM runs
+            // throughout, its informer only until `legacy.onStop`.
+            let stop = c.shutdown;
+            p.sleep(stop.informer_stop).await;
+            if let Some(ipam) = sl.borrow().as_ref() {
+                ipam.cancel_legacy_ctx();
+            }
+            p.sleep(stop.exit - stop.informer_stop).await;
         }
         p.exit(1);
     });
@@ -134,6 +143,7 @@ fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
             return std::future::pending().await;
         }
         let ipam = ipam::Ipam::new(&p, &k, &cl, c, transitions);
+        *slot.borrow_mut() = Some(ipam.clone());
         if !ipam.start(&identity).await {
             p.exit(1); // log.Fatalf("Unable to start ... allocator")
         }

@@ -452,6 +452,16 @@ impl CiliumMonitor {
                 self.refresh_excess(i, t, false);
                 f
             }
+            CiliumEvent::CiliumSandboxFailed { pod, ip } => {
+                // The agent died before the endpoint existed: the pod no longer has the IP and
+                // waits again.
+                if self.nodes[i].pod_ips.get(ip).is_some_and(|(p, _)| p == pod) {
+                    self.nodes[i].pod_ips.remove(ip);
+                    self.refresh_excess(i, t, false);
+                }
+                self.pending.insert(*pod, (node, t));
+                None
+            }
             CiliumEvent::CiliumPodDeleted { pod, ip } => {
                 self.pending.remove(pod);
                 if let Some(ip) = ip {
