@@ -63,11 +63,11 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "Two neutron-server hosts act as the Calico master at once (both forward Felix reports and write port statuses) for minutes after a clock step, until the stale host's elector runs again.",
         preconditions: &[
-            "the elector stops refreshing without running its cleanup for longer than the 60 s stamp window (a manager process or eventlet hub hung, e.g. SIGSTOP or a long VM freeze; the pinned seeds stand it in with a silently dead elector greenlet, which no upstream exception produces)",
+            "the elector stops refreshing without running its cleanup for longer than the 60 s stamp window while the host's watchers run on: the pinned seeds and the shortest replay do it with a silently dead elector greenlet, which no upstream path produces (`_run` logs any exception, steps down and exits); a hung manager process or eventlet hub (SIGSTOP, a long VM freeze) may stand in for it, but the model has not shown the finding with one (its realistic rate is 0)",
             "another host wins the election key meanwhile",
             "a backward wall-clock step of 2 to 3.6 minutes on the stale host (ntpd or chronyd stepping after a large offset, or a manual `date`) while its stamp is still inside the window",
         ],
-        realism: Some(Realism::RareFault),
+        realism: Some(Realism::HypotheticalFault),
         status: Status::Active,
     },
     Finding {
