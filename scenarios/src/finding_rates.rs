@@ -86,8 +86,33 @@ pub struct Rate {
     pub first_seed: u64,
     /// Failures per 100,000 seeds (rounded).
     pub per_100k: u64,
+    /// The low end of the 95 % Wilson score interval of the rate, per 100,000 seeds (rounded
+    /// down): the sample of `seeds` bounds the estimate no closer ([`interval_per_100k`]).
+    pub per_100k_low: u64,
+    /// The high end of that interval, per 100,000 seeds (rounded up).
+    pub per_100k_high: u64,
     /// The commit measured at.
     pub commit: String,
+}
+
+/// The 95 % Wilson score interval of a rate of `failures` in `seeds` runs, per 100,000 seeds:
+/// (low rounded down, high rounded up). Unlike the normal approximation it stays inside 0..1 and
+/// means something for 0 failures, where its high end, 3.84/(n+3.84), is close to the rule of
+/// three's one-sided 3/n. No seeds: (0, 100,000), nothing known.
+pub fn interval_per_100k(failures: u64, seeds: u64) -> (u64, u64) {
+    if seeds == 0 {
+        return (0, 100_000);
+    }
+    const Z: f64 = 1.959_963_984_540_054; // the 97.5th percentile of the standard normal
+    let (k, n) = (failures.min(seeds) as f64, seeds as f64);
+    let p = k / n;
+    let z2 = Z * Z;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    let low = ((centre - half).max(0.0) * 100_000.0 + 1e-9).floor();
+    let high = ((centre + half).min(1.0) * 100_000.0 - 1e-9).ceil();
+    (low as u64, high as u64)
 }
 
 /// The recorded rates of `f`, one per profile measured.
@@ -97,12 +122,15 @@ pub fn rates_of(f: &Finding) -> Vec<Rate> {
         .filter(|m| m.scenario == f.scenario && m.with == shown_with(f))
         .filter_map(|m| {
             let failures = m.failing.get(f.id)?.len();
+            let (per_100k_low, per_100k_high) = interval_per_100k(failures as u64, m.seeds);
             Some(Rate {
                 profile: m.profile,
                 failures,
                 seeds: m.seeds,
                 first_seed: m.first_seed,
                 per_100k: (failures as u64 * 100_000 + m.seeds / 2) / m.seeds.max(1),
+                per_100k_low,
+                per_100k_high,
                 commit: m.commit.clone(),
             })
         })
@@ -185,9 +213,11 @@ pub fn markdown_of(f: &Finding) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{} {} per 100,000 ({} of {} seeds from {}, at {})",
+                "{} {} per 100,000 (95 % interval {}-{}; {} of {} seeds from {}, at {})",
                 r.profile.name(),
                 r.per_100k,
+                r.per_100k_low,
+                r.per_100k_high,
                 r.failures,
                 r.seeds,
                 r.first_seed,
@@ -196,4 +226,41 @@ pub fn markdown_of(f: &Finding) -> String {
         })
         .collect();
     parts.join("; ")
+}
+
+/// One line per finding of `m` for a person reading `--measure-rates`: its rate and interval.
+pub fn summary_lines(m: &Measurement) -> Vec<String> {
+    m.failing
+        .iter()
+        .map(|(id, seeds)| {
+            let k = seeds.len() as u64;
+            let (low, high) = interval_per_100k(k, m.seeds);
+            format!(
+                "{id}: {} {} of {} seeds from {}: {} per 100,000 (95 % interval {low}-{high})",
+                m.profile.name(),
+                k,
+                m.seeds,
+                m.first_seed,
+                (k * 100_000 + m.seeds / 2) / m.seeds.max(1)
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interval_per_100k;
+
+    #[test]
+    fn the_interval_bounds_the_rate_by_the_sample_size() {
+        // 0 of n: only an upper bound, near the rule of three's 3/n (150 per 100,000 for 2,000).
+        assert_eq!(interval_per_100k(0, 2_000), (0, 192));
+        assert_eq!(interval_per_100k(0, 100_000), (0, 4));
+        // One failure in 2,000 seeds is 50 per 100,000, but anything from 8 to 283 fits it.
+        assert_eq!(interval_per_100k(1, 2_000), (8, 283));
+        // Fifty times the seeds, fifty times the failures: the same rate, a narrower interval.
+        assert_eq!(interval_per_100k(50, 100_000), (37, 66));
+        assert_eq!(interval_per_100k(2_000, 2_000), (99_808, 100_000));
+        assert_eq!(interval_per_100k(3, 0), (0, 100_000));
+    }
 }

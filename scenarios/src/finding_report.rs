@@ -2,9 +2,10 @@
 //! user, the version, the shortest replay, the causal chain with upstream file:line at the commit,
 //! the realism class and rates, and the change upstream would make with the fix switch that models
 //! it. Generated from the catalog ([`crate::findings`]), the switch registry, the recorded rates
-//! ([`crate::finding_rates`]) and the finding's replay file, `docs/findings/<id>.replay.json` (a
-//! pinned seed's failure file, shrunk by `faultline shrink` when the shrunk run still shows the
-//! finding; at most 5 faults); `.ci/regen-docs` writes every report and
+//! ([`crate::finding_rates`]) and the finding's replay file, `docs/findings/<id>.replay.json` (the
+//! failure file of a seed that shows it, a pinned one or one the rates measurement recorded under
+//! either profile, shrunk by `faultline shrink`, which keeps the finding; at most 5 faults);
+//! `.ci/regen-docs` writes every report and
 //! `scenarios/tests/finding_reports.rs` checks that they are fresh.
 
 use crate::explore::ReplayFile;

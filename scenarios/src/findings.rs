@@ -127,6 +127,52 @@ impl Finding {
     pub fn is_active(&self) -> bool {
         matches!(self.status, Status::Active)
     }
+
+    /// A retired finding: what it was and why it was retired, with no impact, preconditions,
+    /// realism or switches it needs (those describe an active finding).
+    pub const fn retired(r: RetiredFinding) -> Finding {
+        Finding {
+            id: r.id,
+            system: r.system,
+            title: r.title,
+            scenario: r.scenario,
+            seeds: r.seeds,
+            signature: r.signature,
+            summary: r.summary,
+            upstream: r.upstream,
+            fix: r.fix,
+            shown_with: &[],
+            impact: "",
+            preconditions: &[],
+            realism: None,
+            status: Status::Retired { reason: r.reason },
+        }
+    }
+}
+
+/// What a retired finding keeps ([`Finding::retired`]): the fields of [`Finding`] that say what it
+/// was, and the reason it was retired.
+pub struct RetiredFinding {
+    /// As [`Finding::id`].
+    pub id: &'static str,
+    /// As [`Finding::system`].
+    pub system: &'static str,
+    /// As [`Finding::title`].
+    pub title: &'static str,
+    /// As [`Finding::scenario`].
+    pub scenario: &'static str,
+    /// The seeds that showed it when it was active.
+    pub seeds: &'static [u64],
+    /// As [`Finding::signature`].
+    pub signature: Signature,
+    /// As [`Finding::summary`].
+    pub summary: &'static str,
+    /// As [`Finding::upstream`].
+    pub upstream: &'static [Citation],
+    /// The fix switch that removed it, when it was active.
+    pub fix: Option<&'static str>,
+    /// Why it was retired (an artefact of the model, narrowed into other findings, ...).
+    pub reason: &'static str,
 }
 
 /// Every finding of the built-in systems, active or retired.

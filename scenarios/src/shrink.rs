@@ -1,4 +1,6 @@
-//! Shrinking a failing run to a smaller story that still violates the SAME invariant.
+//! Shrinking a failing run to a smaller story that still fails the SAME way: the same invariant,
+//! and the same known finding (or none). A candidate that breaks the invariant through another
+//! finding's causal chain is a different failure, not a smaller story of this one.
 //!
 //! The seed stays fixed (it drives scheduling and latencies); what shrinks is the data around it:
 //! 1. fewer faults: remove chunks of the schedule, halving the chunk size down to single faults
@@ -8,12 +10,13 @@
 //! 4. fewer nodes: drop the last neutron host or compute host while no fault names it and the
 //!    scenario's minimum allows it.
 //!
-//! Each pass tries candidates in a fixed order and keeps the first that still violates the same
-//! invariant. Candidates run in parallel in batches, but the winner is always the lowest-ordered
+//! Each pass tries candidates in a fixed order and keeps the first whose failure has the same
+//! signature ([`FailureSignature`]). Candidates run in parallel in batches, but the winner is always the lowest-ordered
 //! success of a batch, so the result does not depend on the number of threads: shrinking is
 //! deterministic. A candidate is never larger than the current best, so the schedule never grows.
 
 use crate::scenario::RunSpec;
+use crate::system::Registry;
 use sim::runtime::pool;
 use sim::{Fault, FaultKind, Outcome};
 use std::sync::atomic::AtomicBool;
@@ -27,7 +30,7 @@ pub const MAX_RUNS: usize = 2_000;
 pub struct Shrunk {
     /// The smallest failing spec found.
     pub spec: RunSpec,
-    /// Its outcome (the same invariant as the original).
+    /// Its outcome (the same signature as the original).
     pub outcome: Outcome,
     /// Faults before and after.
     pub before_faults: usize,
@@ -37,17 +40,40 @@ pub struct Shrunk {
     pub runs: usize,
 }
 
-/// Shrinks `spec`, whose run violated `invariant`, using `jobs` threads.
-pub fn shrink(spec: &RunSpec, outcome: &Outcome, jobs: usize) -> Shrunk {
-    let invariant = outcome
-        .violation
-        .as_ref()
-        .map(|v| v.invariant.clone())
-        .unwrap_or_default();
+/// What "still fails" means while shrinking: the invariant the original run violated, and the
+/// active finding of `reg` its violation is (none for an unknown failure), judged as `explore`
+/// names failures ([`Registry::finding_in`]: a finding whose fix the run has on is never named).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailureSignature {
+    /// The invariant violated.
+    pub invariant: String,
+    /// The known finding the violation is, if any.
+    pub finding: Option<&'static str>,
+}
+
+impl FailureSignature {
+    /// The signature of `outcome`, a run of `spec` (None if it did not fail).
+    pub fn of(reg: &Registry, spec: &RunSpec, outcome: &Outcome) -> Option<FailureSignature> {
+        let v = outcome.violation.as_ref()?;
+        Some(FailureSignature {
+            invariant: v.invariant.clone(),
+            finding: reg.finding_in(spec, v).map(|f| f.id),
+        })
+    }
+}
+
+/// Shrinks `spec`, whose run failed with `outcome`, using `jobs` threads; every candidate kept
+/// fails with the original's [`FailureSignature`] (`reg` names the findings).
+pub fn shrink(reg: &Registry, spec: &RunSpec, outcome: &Outcome, jobs: usize) -> Shrunk {
+    let target = FailureSignature::of(reg, spec, outcome).unwrap_or(FailureSignature {
+        invariant: String::new(),
+        finding: None,
+    });
     let mut s = Shrinker {
+        reg,
         best: spec.clone(),
         best_outcome: outcome.clone(),
-        invariant,
+        target,
         jobs: jobs.max(1),
         runs: 0,
     };
@@ -70,17 +96,18 @@ pub fn shrink(spec: &RunSpec, outcome: &Outcome, jobs: usize) -> Shrunk {
     }
 }
 
-struct Shrinker {
+struct Shrinker<'r> {
+    reg: &'r Registry,
     best: RunSpec,
     best_outcome: Outcome,
-    invariant: String,
+    target: FailureSignature,
     jobs: usize,
     runs: usize,
 }
 
-impl Shrinker {
-    /// Runs candidates in order, in batches; adopts the first that fails the same way. Returns
-    /// whether one did.
+impl Shrinker<'_> {
+    /// Runs candidates in order, in batches; adopts the first that fails with the target
+    /// signature. Returns whether one did.
     fn try_in_order(&mut self, candidates: Vec<RunSpec>) -> bool {
         for batch in candidates.chunks(self.jobs) {
             if self.runs >= MAX_RUNS {
@@ -89,7 +116,11 @@ impl Shrinker {
             self.runs += batch.len();
             let results: Arc<Mutex<Vec<Option<Outcome>>>> =
                 Arc::new(Mutex::new(vec![None; batch.len()]));
-            let (b, r, inv) = (batch.to_vec(), results.clone(), self.invariant.clone());
+            let (b, r, inv) = (
+                batch.to_vec(),
+                results.clone(),
+                self.target.invariant.clone(),
+            );
             pool(
                 batch.len(),
                 self.jobs,
@@ -104,11 +135,13 @@ impl Shrinker {
                 },
             );
             let results = Arc::try_unwrap(results).unwrap().into_inner().unwrap();
-            if let Some((i, o)) = results
-                .into_iter()
-                .enumerate()
-                .find_map(|(i, o)| o.map(|o| (i, o)))
-            {
+            // The invariant was checked in the pool; the finding is judged here, in order.
+            if let Some((i, o)) = results.into_iter().enumerate().find_map(|(i, o)| {
+                o.filter(|o| {
+                    FailureSignature::of(self.reg, &batch[i], o).as_ref() == Some(&self.target)
+                })
+                .map(|o| (i, o))
+            }) {
                 self.best = batch[i].clone();
                 self.best_outcome = o;
                 return true;

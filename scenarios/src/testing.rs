@@ -38,7 +38,7 @@ pub fn found_shrunk_replayed(
         "seed {}: {}",
         f.spec.seed, v.explanation
     );
-    let shrunk = shrink(&f.spec, &f.outcome, 2);
+    let shrunk = shrink(registry, &f.spec, &f.outcome, 2);
     assert!(shrunk.after_faults <= shrunk.before_faults);
     let file = ReplayFile::new(&shrunk.spec, &shrunk.outcome).expect("a replay file");
     let dir = std::env::temp_dir().join(format!(

@@ -1,5 +1,6 @@
 //! `faultline findings`: the JSON carries each finding's preconditions, realism and rates;
-//! `--report` prints an active finding's report; bad input is one line and exit 2.
+//! `--report` prints an active finding's report; `--measure-rates` reports each rate's interval;
+//! bad input is one line and exit 2.
 
 use std::process::{Command, Output};
 
@@ -45,12 +46,44 @@ fn findings_json_has_preconditions_realism_and_rates() {
                 r["failures"].as_u64().unwrap(),
                 r["seeds"].as_u64().unwrap(),
             );
-            assert_eq!(
-                r["per_100k"].as_u64().unwrap(),
-                (n * 100_000 + seeds / 2) / seeds
+            let per = r["per_100k"].as_u64().unwrap();
+            assert_eq!(per, (n * 100_000 + seeds / 2) / seeds);
+            // The interval the sample allows holds the rate, and is not empty.
+            let (low, high) = (
+                r["per_100k_low"].as_u64().unwrap(),
+                r["per_100k_high"].as_u64().unwrap(),
             );
+            assert!(low <= per && per <= high && low < high, "{r}");
         }
     }
+}
+
+/// `--measure-rates` prints the rates file on standard output and, on standard error, each
+/// finding's rate with the interval its sample allows.
+#[test]
+fn measure_rates_reports_the_interval() {
+    let o = faultline(&[
+        "findings",
+        "--measure-rates",
+        "--seeds",
+        "2",
+        "--first-seed",
+        "0",
+        "--commit",
+        "test",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the rates file is JSON");
+    assert!(out["measurements"]
+        .as_array()
+        .is_some_and(|m| !m.is_empty()));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("calico-wall-clock-stamp: adversarial "))
+        .unwrap_or_else(|| panic!("no line for calico-wall-clock-stamp in:\n{err}"));
+    assert!(line.contains("of 2 seeds from 0: "), "{line}");
+    assert!(line.contains(" per 100,000 (95 % interval "), "{line}");
 }
 
 #[test]

@@ -117,9 +117,9 @@ impl Compaction {
             // `except etcdv3.Etcd3Exception`: "Someone else has requested etcd compaction"
             // (mech_calico.py lines 1579-1600 at 87c15906).
             Err(e) if e.is_etcd_exception() => return self.write_keys(current).await,
-            // Any other exception (an undecodable reply: `resp.json()` raises, etcd3gw
+            // Any other exception (an undecodable reply: `resp.json()` raises, etcd3gw 30567b4c
             // `client.py` line 136) skips that handler and reaches the outer `except Exception`
-            // (lines 1604-1607): logged, no key written.
+            // (mech_calico.py lines 1604-1607 at 87c15906): logged, no key written.
             Err(e) => return Err(e),
         }
         self.write_keys(compact_at).await

@@ -81,8 +81,8 @@ impl ElectionStore for Client {
     /// `Watcher` is created first, its create request waiting for etcd's answer with no timeout
     /// ([`Client::watch`]), and only then does `event_queue.get(timeout=timeout)` start. A
     /// creation that fails raises `requests`' own `ConnectionError` (the `Watcher` posts through
-    /// the session, not through the client's `post` that maps it to `ConnectionFailedError`,
-    /// `etcd3gw/watch.py` lines 61-63): not an `Etcd3Exception`, so `_vote` does not catch it
+    /// the session, `etcd3gw/watch.py` lines 61-63, not through the client's `post` that maps it
+    /// to `ConnectionFailedError`): not an `Etcd3Exception`, so `_vote` does not catch it
     /// (election.py lines 196-214 at 87c15906) and `_run` exits the process (lines 138-147). It
     /// is returned as [`EtcdError::Garbled`], this trait's stand-in for such an exception.
     async fn watch_once(

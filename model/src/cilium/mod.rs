@@ -103,7 +103,7 @@ pub struct Switches {
     /// Fix `cilium-fence-cloud`: every cloud call carries the Lease transition count the
     /// operator won with, and the cloud refuses one older than it has seen (`sim::cloud::Fence`;
     /// real cloud APIs offer nothing like it, client-go's documentation says no fencing is given,
-    /// leaderelection.go 17-20).
+    /// `leaderelection.go` @cg l. 17-20).
     pub fence_cloud: bool,
     /// Mutant `cilium-mutant-release-unacked` (test-only): an IP the operator marks is put on
     /// the release list of the same pass, without waiting for the agent's answer.

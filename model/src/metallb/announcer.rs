@@ -1,4 +1,5 @@
-//! MetalLB's layer-2 controller and announcer.
+//! MetalLB's layer-2 controller and announcer (metallb/metallb at 7938d3f89 unless a commit is
+//! named).
 //!
 //! For each service with an IP, a speaker computes the candidates from its own views: current
 //! memberlist members, minus nodes with `NetworkUnavailable`, minus nodes labelled to be excluded
@@ -47,8 +48,9 @@
 //! proposed other fixes). At its parent 124f6beb, `internal/layer2/announcer.go` `SetBalancer`
 //! (l. 183-209) returns at once for a service it already announces (l. 188-190) and otherwise
 //! starts `go a.spam(name)` (l. 207): a goroutine per service that sends a gratuitous ARP, sleeps
-//! 1.1 s and repeats while less than 5 s have passed since it started (`spam` l. 134-143), each
-//! one only while the service is still announced (`gratuitous` l. 145-154). There is no spam loop,
+//! 1.1 s and repeats while less than 5 s have passed since it started (`spam` l. 134-143 at
+//! 124f6beb), each one only while the service is still announced (`gratuitous` l. 145-154 at
+//! 124f6beb). There is no spam loop,
 //! so fix `metallb-garp-while-announced`, a change to that loop, has nothing to act on there.
 //!
 //! Upstream (metallb/metallb at 7938d3f): `speaker/layer2_controller.go` `ShouldAnnounce`
@@ -360,7 +362,7 @@ impl Announcer {
                 } else if !self.sw.garp_first_only && (resync.all || resync.services.contains(svc))
                 {
                     // `SetBalancer` of an IP already announced: a no-op but for its deferred
-                    // `doSpam` (announcer.go l. 260, l. 264-271).
+                    // `doSpam` (metallb 7938d3f89 announcer.go l. 260, l. 264-271).
                     self.do_spam(ip);
                 }
             } else if announcing

@@ -84,8 +84,8 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
     // labels or NetworkUnavailable condition change, the only updates upstream's Node predicate
     // passes (`internal/k8s/controllers/node_controller.go` `NodeReconcilerPredicate` l. 71-108;
     // `speaker/layer2_controller.go` `SetNode` l. 172-178 calls `Rejoin`); a Ready flip or any
-    // other status update does not, and a deletion reconciles nothing (`Reconcile` l. 50-53
-    // returns on NotFound). Every kind feeds the announcer's views.
+    // other status update does not, and a deletion reconciles nothing (`node_controller.go`
+    // `Reconcile` l. 50-53 returns on NotFound). Every kind feeds the announcer's views.
     let (s, v, me) = (sl.clone(), views.clone(), proc.host_name());
     proc.spawn("node-watch", async move {
         let mut last: Option<NodeSignal> = None;

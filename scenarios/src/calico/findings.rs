@@ -1,7 +1,7 @@
 //! Calico's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
-use crate::findings::{Citation, Finding, Realism, Signature, Status};
+use crate::findings::{Citation, Finding, Realism, RetiredFinding, Signature, Status};
 
 const CALICO: &str = "projectcalico/calico";
 const CALICO_COMMIT: &str = "87c15906f20c4ca1fda55af92295e7678b0cc0b2";
@@ -63,11 +63,11 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "Two neutron-server hosts act as the Calico master at once (both forward Felix reports and write port statuses) for minutes after a clock step, until the stale host's elector runs again.",
         preconditions: &[
-            "the elector stops refreshing without running its cleanup for longer than the 60 s stamp window (a manager process or eventlet hub hung, e.g. SIGSTOP or a long VM freeze; the pinned seeds stand it in with a silently dead elector greenlet, which no upstream exception produces)",
+            "the elector stops refreshing without running its cleanup for longer than the 60 s stamp window while the host's watchers run on: the pinned seeds and the shortest replay do it with a silently dead elector greenlet, which no upstream path produces (`_run` logs any exception, steps down and exits); a hung manager process or eventlet hub (SIGSTOP, a long VM freeze) may stand in for it, but the model has not shown the finding with one (its realistic rate is 0)",
             "another host wins the election key meanwhile",
             "a backward wall-clock step of 2 to 3.6 minutes on the stale host (ntpd or chronyd stepping after a large offset, or a manual `date`) while its stamp is still inside the window",
         ],
-        realism: Some(Realism::RareFault),
+        realism: Some(Realism::HypotheticalFault),
         status: Status::Active,
     },
     Finding {
@@ -332,7 +332,7 @@ pub static FINDINGS: &[Finding] = &[
         realism: Some(Realism::RareFault),
         status: Status::Active,
     },
-    Finding {
+    Finding::retired(RetiredFinding {
         id: "calico-pause-acts-on-old-answer",
         system: "calico",
         title: "A long pause lets a watcher act on a pre-pause is_master() answer",
@@ -349,15 +349,9 @@ pub static FINDINGS: &[Finding] = &[
             calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "719-728"),
         ],
         fix: None,
-        shown_with: &[],
-        impact: "",
-        preconditions: &[],
-        realism: None,
-        status: Status::Retired {
-            reason: "an artefact of the model: its watcher went on dispatching events for up to 3.3 s after its poll saw the loss, and madsim runs a resumed node's ready tasks in random order. Upstream's EtcdWatcher returns at the first event that finds _stopped set (etcdutils.py 342), and eventlet fires the overdue 5 s poll timer before the watcher greenlet gets an event that arrived during the pause (eventlet hub.py 345-364, queue.py 386-388 at c8f903a3). With both modelled, calico-split-brain passes 2,000 seeds and its old fix (calico-recheck-before-act) is gone.",
-        },
-    },
-    Finding {
+        reason: "an artefact of the model: its watcher went on dispatching events for up to 3.3 s after its poll saw the loss, and madsim runs a resumed node's ready tasks in random order. Upstream's EtcdWatcher returns at the first event that finds _stopped set (etcdutils.py 342), and eventlet fires the overdue 5 s poll timer before the watcher greenlet gets an event that arrived during the pause (eventlet hub.py 345-364, queue.py 386-388 at c8f903a3). With both modelled, calico-split-brain passes 2,000 seeds and its old fix (calico-recheck-before-act) is gone.",
+    }),
+    Finding::retired(RetiredFinding {
         id: "calico-dead-status-watcher-never-replaced",
         system: "calico",
         title: "A silently dead status watcher is never replaced",
@@ -371,12 +365,6 @@ pub static FINDINGS: &[Finding] = &[
         summary: "The model ran the master-only loop and the watcher as one task, so any death of either stopped status forwarding for good.",
         upstream: &[calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "704-717")],
         fix: Some("calico-watchdog"),
-        shown_with: &[],
-        impact: "",
-        preconditions: &[],
-        realism: None,
-        status: Status::Retired {
-            reason: "narrowed: upstream runs the watcher in its own greenlet and watch_status_updates replaces it at its next poll when it died (mech_calico.py 710), so the death of the watcher itself is repaired within 10 s. What remains real is the death of the loop (calico-dead-status-loop-never-replaced, calico-dead-status-loop-keeps-watching) and a watcher blocked forever (calico-watch-canceller-dies).",
-        },
-    },
+        reason: "narrowed: upstream runs the watcher in its own greenlet and watch_status_updates replaces it at its next poll when it died (mech_calico.py 710), so the death of the watcher itself is repaired within 10 s. What remains real is the death of the loop (calico-dead-status-loop-never-replaced, calico-dead-status-loop-keeps-watching) and a watcher blocked forever (calico-watch-canceller-dies).",
+    }),
 ];

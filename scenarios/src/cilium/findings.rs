@@ -2,7 +2,7 @@
 //! produces each, and the retired ones with their reasons.
 
 use super::monitor::{CLEAN_UP_RUNS, EXCESS_AGAIN};
-use crate::findings::{Citation, Finding, Realism, Signature, Status};
+use crate::findings::{Citation, Finding, Realism, RetiredFinding, Signature, Status};
 
 const CILIUM: &str = "cilium/cilium";
 const CILIUM_COMMIT: &str = "ed90dd5ea4c754a04a8135c6bb9c8afe29b75811";
@@ -23,7 +23,7 @@ const BACK_IN_POOL: &str = "for the IP being in the pool it checked";
 
 /// Every Cilium finding, active or retired.
 pub static FINDINGS: &[Finding] = &[
-    Finding {
+    Finding::retired(RetiredFinding {
         id: "cilium-handover-erases-release",
         system: "cilium",
         title: "An operator that did not make an unassign erases the entry that protects the IP",
@@ -40,15 +40,9 @@ pub static FINDINGS: &[Finding] = &[
             cilium("operator/cmd/root.go", "legacyOnLeader.onStart (node manager, CiliumNode informer)", "526-581"),
         ],
         fix: None,
-        shown_with: &[],
-        impact: "",
-        preconditions: &[],
-        realism: None,
-        status: Status::Retired {
-            reason: "built on the injected 'standby believes it leads' fault, which upstream has no counterpart for: a non-leader cilium-operator runs no IPAM at all (operator/cmd/root.go 193-258, 526-581 at ed90dd5). Operators now elect through a client-go Lease; the real successor of this finding, a new leader rebuilding release-ips from nothing, is cilium-new-leader-wipes-release-ips. Re-run at the previous model (commit 8d50fd0), every failure left with both old Cilium fixes on (cilium-split-brain seeds 1281, 2331, 2631, 4856, 1001114, 1001781; cilium-swarm 473, 3964, 1004567) had that fault active when it failed: operator and operator-2 acting together by fiat for 50 to 270 s, which client-go's election never allows (its overlaps last until a deposed leader's renew round fails, plus the graceful shutdown's linger: cilium-lingering-leader-acts, cilium-paused-leader-acts). The rebuilt scenarios draw different worlds from those seeds, and none of them fails now.",
-        },
-    },
-    Finding {
+        reason: "built on the injected 'standby believes it leads' fault, which upstream has no counterpart for: a non-leader cilium-operator runs no IPAM at all (operator/cmd/root.go 193-258, 526-581 at ed90dd5). Operators now elect through a client-go Lease; the real successor of this finding, a new leader rebuilding release-ips from nothing, is cilium-new-leader-wipes-release-ips. Re-run at the previous model (commit 8d50fd0), every failure left with both old Cilium fixes on (cilium-split-brain seeds 1281, 2331, 2631, 4856, 1001114, 1001781; cilium-swarm 473, 3964, 1004567) had that fault active when it failed: operator and operator-2 acting together by fiat for 50 to 270 s, which client-go's election never allows (its overlaps last until a deposed leader's renew round fails, plus the graceful shutdown's linger: cilium-lingering-leader-acts, cilium-paused-leader-acts). The rebuilt scenarios draw different worlds from those seeds, and none of them fails now.",
+    }),
+    Finding::retired(RetiredFinding {
         id: "cilium-handover-releases-in-use",
         system: "cilium",
         title: "An operator unassigns an IP a pod uses, deciding from an old status",
@@ -65,14 +59,8 @@ pub static FINDINGS: &[Finding] = &[
             cilium("vendor/k8s.io/client-go/tools/leaderelection/leaderelection.go", "Package leaderelection doc (no fencing)", "17-20"),
         ],
         fix: None,
-        shown_with: &[],
-        impact: "",
-        preconditions: &[],
-        realism: None,
-        status: Status::Retired {
-            reason: "built on the injected 'standby believes it leads' fault (no upstream counterpart, see cilium-handover-erases-release); seed 2233 no longer fails. Releases of an IP in use that remain come from an agent restart (cilium-restart-acks-in-use) or from a deposed leader acting on its stale cache (cilium-lingering-leader-acts, cilium-paused-leader-acts).",
-        },
-    },
+        reason: "built on the injected 'standby believes it leads' fault (no upstream counterpart, see cilium-handover-erases-release); seed 2233 no longer fails. Releases of an IP in use that remain come from an agent restart (cilium-restart-acks-in-use) or from a deposed leader acting on its stale cache (cilium-lingering-leader-acts, cilium-paused-leader-acts).",
+    }),
     Finding {
         id: "cilium-unknown-unassign-aborted",
         system: "cilium",

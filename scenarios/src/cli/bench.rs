@@ -85,7 +85,9 @@ pub(super) fn measure(
                 found += 1;
                 n_seeds.push((f.spec.seed - from + 1) as f64);
                 secs.push(wall);
-                sizes.push(crate::shrink::shrink(&f.spec, &f.outcome, cores()).after_faults as f64);
+                sizes.push(
+                    crate::shrink::shrink(reg, &f.spec, &f.outcome, cores()).after_faults as f64,
+                );
             }
         }
         let m = |v: &[f64]| sim::units::median(v).unwrap_or(f64::NAN);

@@ -295,7 +295,7 @@ fn shrink_failure(
     json: bool,
 ) -> Result<(PathBuf, usize), BadInput> {
     let path = shrunk_file_name(&out.join(failure_file_name(f.spec.scenario.name, f.spec.seed)));
-    let s = shrink_to_file(&f.spec, &f.outcome, jobs, &path)?;
+    let s = shrink_to_file(reg, &f.spec, &f.outcome, jobs, &path)?;
     if !json {
         println!();
         println!(
@@ -339,7 +339,7 @@ pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<Exit, BadI
         );
         return Ok(Exit::Nondeterminism);
     }
-    let shrunk = shrink_to_file(&spec, &outcome, jobs.unwrap_or_else(cores), &out)?;
+    let shrunk = shrink_to_file(reg, &spec, &outcome, jobs.unwrap_or_else(cores), &out)?;
     if !json {
         print_spec(&shrunk.spec);
         let cmd = format!("{} replay {}", reg.command(), out.display());
@@ -366,12 +366,13 @@ pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<Exit, BadI
 }
 
 pub(super) fn shrink_to_file(
+    reg: &Registry,
     spec: &RunSpec,
     outcome: &Outcome,
     jobs: usize,
     path: &std::path::Path,
 ) -> Result<crate::shrink::Shrunk, BadInput> {
-    let s = crate::shrink::shrink(spec, outcome, jobs);
+    let s = crate::shrink::shrink(reg, spec, outcome, jobs);
     let file = ReplayFile::new(&s.spec, &s.outcome).expect("a shrunk run still fails");
     file.write(path)
         .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;

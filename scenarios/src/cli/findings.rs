@@ -63,6 +63,11 @@ pub(super) fn run(reg: &'static Registry, a: MoreFindingsArgs) -> Result<Exit, B
         return Err(BadInput("--seeds must be at least 1".into()));
     }
     let new = finding_rates::measure(reg, profile, a.first_seed, a.seeds, &commit)?;
+    // The rates with the interval the sample allows, for the person measuring (standard output
+    // is the rates file).
+    for line in new.iter().flat_map(finding_rates::summary_lines) {
+        eprintln!("{line}");
+    }
     let mut measurements: Vec<Measurement> = finding_rates::recorded()
         .iter()
         .filter(|m| {

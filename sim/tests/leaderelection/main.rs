@@ -5,14 +5,15 @@
 //! `tools/leaderelection/leaderelection_test.go`): `testTryAcquireOrRenew` (l. 78-356, one test per
 //! case), `testReleaseLease` (l. 546-687), `TestReleaseMethodCallsGet` (l. 695-746),
 //! `TestReleaseRetriesOnConflict` (l. 750-805), `testReleaseOnCancellation` (l. 811-1037),
-//! `TestLeaderElectionConfigValidation` (l. 1039-1072) with `NewLeaderElector`'s checks
-//! (`leaderelection.go` l. 76-105), and `TestFastPathLeaderElection` (l. 1098-1251). Upstream
-//! scripts the API with a fake clientset and presets the elector's observed record and time; here
-//! the API is the simulated server (1 ms each way) and the observed state is reached by earlier
-//! tries, which the comments point out. The `upstream_leaderelection_v0_30_3_*` tests mirror the
-//! same file at tag v0.30.3 (the client-go the pinned cilium-operator vendors), whose release
-//! updates the cached Lease with no read and no retry (`ReleaseStyle::UpdateCached`):
-//! `testReleaseLease` (l. 401-534) and `testReleaseOnCancellation` (l. 544-766).
+//! `TestLeaderElectionConfigValidation` (l. 1039-1072) and `TestFastPathLeaderElection`
+//! (l. 1098-1251); the validation test checks `NewLeaderElector`'s rules (`leaderelection.go`
+//! l. 76-105). Upstream scripts the API with a fake clientset and presets the elector's observed
+//! record and time; here the API is the simulated server (1 ms each way) and the observed state is
+//! reached by earlier tries, which the comments point out. The `upstream_leaderelection_v0_30_3_*`
+//! tests mirror the same file at tag v0.30.3 (the client-go the pinned cilium-operator vendors),
+//! whose release updates the cached Lease with no read and no retry (`ReleaseStyle::UpdateCached`):
+//! at v0.30.3, `leaderelection_test.go` `testReleaseLease` (l. 401-534) and
+//! `testReleaseOnCancellation` (l. 544-766 at v0.30.3).
 //!
 //! The other tests run candidates on their own nodes through partitions and pauses and check the
 //! timing the module documentation derives, with the cilium-operator constants (15 s / 10 s / 2 s).

@@ -58,12 +58,18 @@ where
 }
 
 /// client-go's unit-test configuration: identity "baz", lock "bar", LeaseDuration 10 s (the
-/// other durations are only validated here: 5 s and 2 s).
+/// other durations are only validated here: 5 s and 2 s), releasing as client-go @cg does.
 fn baz(kube: &Kube, p: &Proc) -> LeaderElector {
+    baz_releasing(kube, p, ReleaseStyle::ReadThenUpdate)
+}
+
+/// [`baz`] with the release of `style`.
+fn baz_releasing(kube: &Kube, p: &Proc, style: ReleaseStyle) -> LeaderElector {
     let cfg = LeaderElectionConfig {
         lease_duration: Duration::from_secs(10),
         renew_deadline: Duration::from_secs(5),
         retry_period: Duration::from_secs(2),
+        release_style: style,
         ..LeaderElectionConfig::new("bar", "baz")
     };
     LeaderElector::new(kube, p, cfg).expect("valid")
@@ -330,15 +336,18 @@ async fn sleep_until_true(w: &World, t_us: u64) {
     sim::time::sleep_until(w.instant_at(t_us)).await;
 }
 
-#[test]
-fn upstream_leaderelection_release_on_cancellation() {
-    // testReleaseOnCancellation's configuration: 15 s / 2 s / 1 s, ReleaseOnCancel.
-    let (log, writes) = script(vec![], |p, kube, w, log| async move {
+/// testReleaseOnCancellation's script with the release of `style`: 15 s / 2 s / 1 s,
+/// ReleaseOnCancel; lead, stop at 3.5 s, and wait for the stopped-leading hook, after which the
+/// Lease has an empty holder and a 1 s lease whichever way it was released. Returns when the
+/// hook ran (ms of true time) and the Lease writes.
+fn release_on_cancellation(style: ReleaseStyle) -> (u64, Vec<Write>) {
+    let (log, writes) = script(vec![], move |p, kube, w, log| async move {
         let cfg = LeaderElectionConfig {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(2),
             retry_period: Duration::from_secs(1),
             release_on_cancel: true,
+            release_style: style,
             ..LeaderElectionConfig::new("bar", "baz")
         };
         let le = LeaderElector::new(&kube, &p, cfg).unwrap();
@@ -351,21 +360,26 @@ fn upstream_leaderelection_release_on_cancellation() {
         // The leader context ends with the stop, before the release.
         assert!(!le.leading());
         le.stopped_leading().await;
-        log.borrow_mut()
-            .push(format!("stopped {}", w.now_us() / MS));
+        log.borrow_mut().push(format!("{}", w.now_us() / MS));
         let stored = peek_lease(&kube, "bar").unwrap();
         assert_eq!(stored.holder_identity.as_deref(), Some(""));
         assert_eq!(stored.lease_duration_seconds, Some(1));
         log.borrow_mut().push(DONE.into());
     });
     ok(&log);
-    // Leading from 4 ms, stopped at 3.504 s; the release's read and write take 4 ms.
-    assert_eq!(log[0], "stopped 3508");
-    // Create at 3 ms, renewals at 5 ms, 1.007, 2.009 and 3.011 s, then the release.
+    // Create at 3 ms, renewals at 5 ms, 1.007, 2.009 and 3.011 s, then the release's update.
     assert_eq!(
         writes_of(&writes),
         ["create", "spec", "spec", "spec", "spec", "spec"]
     );
+    (log[0].parse().unwrap(), writes)
+}
+
+#[test]
+fn upstream_leaderelection_release_on_cancellation() {
+    let (stopped_ms, writes) = release_on_cancellation(ReleaseStyle::ReadThenUpdate);
+    // Leading from 4 ms, stopped at 3.504 s; the release's read and write take 4 ms.
+    assert_eq!(stopped_ms, 3508);
     near(writes.last().unwrap().t_us, 3_507 * MS);
 }
 
@@ -493,21 +507,10 @@ fn upstream_leaderelection_fast_path_after_lock_acquired() {
 /// API calls (get and create for the acquire, one update for the release) and fails on any
 /// other: the release reads nothing and updates the cached Lease once (leaderelection.go
 /// `release` l. 296-314 at v0.30.3).
-fn baz_v0_30_3(kube: &Kube, p: &Proc) -> LeaderElector {
-    let cfg = LeaderElectionConfig {
-        lease_duration: Duration::from_secs(10),
-        renew_deadline: Duration::from_secs(5),
-        retry_period: Duration::from_secs(2),
-        release_style: ReleaseStyle::UpdateCached,
-        ..LeaderElectionConfig::new("bar", "baz")
-    };
-    LeaderElector::new(kube, p, cfg).expect("valid")
-}
-
 #[test]
 fn upstream_leaderelection_v0_30_3_release_lease() {
     let (log, writes) = script(vec![], |p, kube, w, log| async move {
-        let le = baz_v0_30_3(&kube, &p);
+        let le = baz_releasing(&kube, &p, ReleaseStyle::UpdateCached);
         assert!(le.try_acquire_or_renew().await);
         le.maybe_report_transition();
         assert_eq!(le.snapshot().reported_leader, "baz");
@@ -536,7 +539,7 @@ fn v0_30_3_release_gives_up_on_a_conflict() {
     // no read and no second attempt, where master's `tryRelease` reads again after a conflict
     // (TestReleaseRetriesOnConflict, mirrored above). A write moves the Lease's version first.
     let (log, writes) = script(vec![], |p, kube, _w, log| async move {
-        let le = baz_v0_30_3(&kube, &p);
+        let le = baz_releasing(&kube, &p, ReleaseStyle::UpdateCached);
         assert!(le.try_acquire_or_renew().await);
         let cur = kube.peek(LEASE_KIND, "bar").unwrap();
         let body = serde_json::to_value(LeaseSpec::of(&cur).unwrap()).unwrap();
@@ -558,39 +561,11 @@ fn v0_30_3_release_gives_up_on_a_conflict() {
 
 #[test]
 fn upstream_leaderelection_v0_30_3_release_on_cancellation() {
-    // testReleaseOnCancellation at v0.30.3 (l. 544-766): 15 s / 2 s / 1 s, ReleaseOnCancel; after
-    // the cancel the lock is released by the next update, with no read before it.
-    let (log, writes) = script(vec![], |p, kube, w, log| async move {
-        let cfg = LeaderElectionConfig {
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(2),
-            retry_period: Duration::from_secs(1),
-            release_on_cancel: true,
-            release_style: ReleaseStyle::UpdateCached,
-            ..LeaderElectionConfig::new("bar", "baz")
-        };
-        let le = LeaderElector::new(&kube, &p, cfg).unwrap();
-        let runner = le.clone();
-        p.spawn("run", async move { runner.run().await });
-        assert!(le.started_leading().await);
-        p.sleep(Duration::from_millis(3_500)).await;
-        le.stop();
-        assert!(!le.leading());
-        le.stopped_leading().await;
-        log.borrow_mut()
-            .push(format!("stopped {}", w.now_us() / MS));
-        let stored = peek_lease(&kube, "bar").unwrap();
-        assert_eq!(stored.holder_identity.as_deref(), Some(""));
-        assert_eq!(stored.lease_duration_seconds, Some(1));
-        log.borrow_mut().push(DONE.into());
-    });
-    ok(&log);
+    // testReleaseOnCancellation at v0.30.3 (l. 544-766): after the cancel the lock is released
+    // by the next update, with no read before it.
+    let (stopped_ms, writes) = release_on_cancellation(ReleaseStyle::UpdateCached);
     // Stopped at 3.504 s as with master's release, which then needs 4 ms (a read, an update);
     // this one writes at once: 2 ms.
-    assert_eq!(log[0], "stopped 3506");
-    assert_eq!(
-        writes_of(&writes),
-        ["create", "spec", "spec", "spec", "spec", "spec"]
-    );
+    assert_eq!(stopped_ms, 3506);
     near(writes.last().unwrap().t_us, 3_505 * MS);
 }
