@@ -149,12 +149,15 @@ impl FaultChoice {
                 &[&k::SERVICE_UNAVAILABLE],
                 &["a Galera failover or a MySQL restart under Neutron"],
             ),
-            DeathAgentStatus | DeathEndpointStatus => ChoiceFacts::real(
+            // The watcher greenlet (`agent-status-watcher`, `endpoint-status-watcher`): upstream
+            // replaces it when it dies (mech_calico.py line 710).
+            DeathAgentStatusWatcher | DeathEndpointStatusWatcher => ChoiceFacts::real(
                 &[&k::TASK_DEATH],
                 &["a timeout or etcd error of the status watcher's status or snapshot read ends \
                    its greenlet (etcdutils.py `EtcdWatcher.start`, line 150)"],
             ),
-            DeathAgentStatusWatcher | DeathEndpointStatusWatcher => ChoiceFacts::hypothetical(
+            // The master-only loop itself (`agent-status`, `endpoint-status`).
+            DeathAgentStatus | DeathEndpointStatus => ChoiceFacts::hypothetical(
                 &[&k::TASK_DEATH],
                 "`watch_status_updates` (mech_calico.py 677-728) has nothing in its loop body \
                  that raises or returns, and its `@logging_exceptions` would log a death",

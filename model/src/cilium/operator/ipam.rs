@@ -42,6 +42,7 @@ use crate::cilium::CiliumEvent;
 use crate::cilium::*;
 use sim::cloud::{Cloud, CloudClient, CloudError, Interfaces};
 use sim::kube::{Body, Kube, KubeClient, Part, WatchEvent};
+use sim::sync::Notify;
 use sim::Proc;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -282,15 +283,18 @@ impl Ipam {
             return;
         }
         let cancelled = self.legacy_ctx.changed_since(0);
-        let run = std::pin::pin!(self.kube.run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
-            WatchEvent::Upsert(obj) => self.upsert(obj),
-            WatchEvent::Deleted { name, .. } => {
-                let gone = self.state.borrow_mut().nodes.remove(&key(&name));
-                if let Some(t) = gone.and_then(|n| n.triggers) {
-                    t.shutdown();
-                }
-            }
-        }));
+        let run =
+            std::pin::pin!(self
+                .kube
+                .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
+                    WatchEvent::Upsert(obj) => self.upsert(obj),
+                    WatchEvent::Deleted { name, .. } => {
+                        let gone = self.state.borrow_mut().nodes.remove(&key(&name));
+                        if let Some(t) = gone.and_then(|n| n.triggers) {
+                            t.shutdown();
+                        }
+                    }
+                }));
         futures::future::select(run, cancelled).await;
     }
 
