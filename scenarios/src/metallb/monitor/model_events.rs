@@ -117,6 +117,13 @@ impl MetallbMonitor {
                 }
                 self.review_own_view(t, &node);
             }
+            MetallbEvent::L2Endpoints { service, ready } => {
+                self.endpoint_views
+                    .entry(node.clone())
+                    .or_default()
+                    .insert(service.clone(), ready.iter().cloned().collect());
+                self.review_own_view(t, &node);
+            }
             MetallbEvent::L2Withdraw { ip, .. } => {
                 if let Some(m) = self.announcing.get_mut(ip) {
                     m.remove(&node);
