@@ -151,7 +151,7 @@ mod tests {
             [n1.clone(), n2.clone(), n3.clone()]
         );
         // Local: only the members with a ready endpoint.
-        assert_eq!(own_candidates(&members, Some(&ready), true), [n2.clone()]);
+        assert_eq!(own_candidates(&members, Some(&ready), true), ["n2"]);
         // No ready endpoint in the view (or no Endpoints delivered yet): nobody.
         for local in [false, true] {
             assert!(own_candidates(&members, Some(&none), local).is_empty());
