@@ -304,8 +304,12 @@ impl Announcer {
         self.stopped.set(true);
     }
 
-    /// The candidates for a service, in this speaker's views (unordered).
-    fn candidates(&self, service: &str, local: bool) -> Vec<String> {
+    /// The candidates for a service, in this speaker's views (unordered). `announcing`: this
+    /// speaker announces it (mutant `metallb-mutant-local-ignores-readiness` keeps its own node a
+    /// candidate of a Local service then, ready endpoint or not).
+    fn candidates(&self, service: &str, local: bool, announcing: bool) -> Vec<String> {
+        let keep_me = (local && announcing && self.sw.mutant_local_ignores_readiness)
+            .then(|| self.proc.host_name());
         let nodes = self.views.nodes.borrow();
         let endpoints = self.views.endpoints.borrow();
         let serving = endpoints.get(service).cloned().unwrap_or_default();
@@ -321,7 +325,7 @@ impl Announcer {
                     self.sw.mutant_ignore_exclusion || (!v.exclude && !v.network_unavailable)
                 })
             })
-            .filter(|n| !local || serving.contains(&**n))
+            .filter(|n| !local || serving.contains(&**n) || keep_me.as_deref() == Some(&**n))
             .map(|n| n.to_string())
             .collect()
     }
@@ -334,8 +338,8 @@ impl Announcer {
         let me = self.proc.host_name();
         let services = self.views.services.borrow().clone();
         for (svc, (ip, local)) in &services {
-            let candidates = self.candidates(svc, *local);
             let announcing = self.announced.borrow().contains_key(svc);
+            let candidates = self.candidates(svc, *local, announcing);
             let first = if self.sw.mutant_wrong_order && !announcing {
                 candidates
                     .iter()

@@ -69,6 +69,16 @@ pub enum MetallbEvent {
         /// Whether the view now has it.
         present: bool,
     },
+    /// The speaker's Endpoints informer delivered a change of which nodes have a ready (serving)
+    /// endpoint of `service`: what this speaker now sees, the input of upstream's
+    /// `activeEndpointExists` and, for a Local service, `nodesWithEndpoint` (metallb 7938d3f
+    /// speaker/layer2_controller.go l. 56-86, 236-246). A deleted Endpoints object reads as none.
+    L2Endpoints {
+        /// The Service's name (its Endpoints object's).
+        service: String,
+        /// The nodes with a ready endpoint, sorted.
+        ready: Vec<String>,
+    },
     /// The speaker stopped announcing `ip`.
     L2Withdraw {
         /// The Service's name.

@@ -205,6 +205,11 @@ pub struct Switches {
     /// ignores deletions, so a deleted Service stays announced (upstream hands the reconciler a nil
     /// Service and withdraws it: speaker/main.go `SetBalancer` l. 401-403).
     pub mutant_keeps_deleted_service: bool,
+    /// Mutant `metallb-mutant-local-ignores-readiness` (test-only): a speaker announcing a Local
+    /// service keeps its own node among the candidates when its Endpoints view no longer has a
+    /// ready endpoint there (upstream counts only nodes with a serving endpoint:
+    /// speaker/layer2_controller.go `nodesWithEndpoint` l. 56-86), so it keeps the IP.
+    pub mutant_local_ignores_readiness: bool,
 }
 
 /// The speakers' network: each speaker's IP and node, its memberlist datagram inbox and its

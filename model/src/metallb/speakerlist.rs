@@ -30,6 +30,7 @@ use sim::kube::{KubeClient, Object, WatchEvent};
 use sim::sync::Notify;
 use sim::Proc;
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 
 /// The one-slot channel of join requests.
 #[derive(Default)]
@@ -119,18 +120,30 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
             })
             .await
     });
-    for kind in ["Service", "Endpoints"] {
-        let (k, v) = (kube.clone(), views.clone());
-        let task = if kind == "Service" {
-            "service-watch"
-        } else {
-            "endpoints-watch"
-        };
-        proc.spawn(task, async move {
-            k.run_informer(kind, None, INFORMER_IDLE, |ev| v.apply(ev))
-                .await
-        });
-    }
+    let (k, v) = (kube.clone(), views.clone());
+    proc.spawn("service-watch", async move {
+        k.run_informer("Service", None, INFORMER_IDLE, |ev| v.apply(ev))
+            .await
+    });
+    // The Endpoints informer reports each change of what it delivered (the ready nodes per
+    // Service), read from the delivered object itself, so that an oracle can hold the announcer's
+    // decisions to the view they were made on.
+    let (k, v, p) = (kube.clone(), views.clone(), proc.clone());
+    proc.spawn("endpoints-watch", async move {
+        let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        k.run_informer("Endpoints", None, INFORMER_IDLE, |ev| {
+            let (name, ready) = delivered_ready(&ev);
+            v.apply(ev);
+            if seen.get(&name) != Some(&ready) {
+                seen.insert(name.clone(), ready.clone());
+                p.emit(MetallbEvent::L2Endpoints {
+                    service: name,
+                    ready,
+                });
+            }
+        })
+        .await
+    });
     let announcer = Announcer::start(
         proc,
         ml.clone(),
@@ -148,6 +161,25 @@ pub fn start(proc: &Proc, cfg: &SpeakerConfig) {
         m.leave(LEAVE_TIMEOUT).await;
         p.exit(0);
     });
+}
+
+/// An Endpoints informer event's Service name and the nodes it says have a ready endpoint
+/// (sorted; none for a deletion).
+fn delivered_ready(ev: &WatchEvent) -> (String, Vec<String>) {
+    match ev {
+        WatchEvent::Upsert(o) => {
+            let mut ready: Vec<String> = o.status["ready"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n.as_str().map(String::from))
+                .collect();
+            ready.sort();
+            ready.dedup();
+            (o.name.to_string(), ready)
+        }
+        WatchEvent::Deleted { name, .. } => (name.to_string(), Vec::new()),
+    }
 }
 
 /// What upstream's Node predicate reads of a Node: its labels (the model's Nodes carry one, the
@@ -345,5 +377,30 @@ mod tests {
             let got = node_predicate(NodeEvent::Update { old: plain, new });
             assert_eq!(got, expected, "{name}");
         }
+    }
+
+    /// The `l2-endpoints` event reads what the informer delivered: an Endpoints object's ready
+    /// nodes, sorted and without repeats; a deletion reads as none.
+    #[test]
+    fn delivered_ready_reads_the_object_and_a_deletion_as_none() {
+        let ep = WatchEvent::Upsert(Rc::new(Object {
+            kind: "Endpoints".into(),
+            name: "svc-1".into(),
+            rv: 3,
+            spec: Rc::new(serde_json::json!({ "nodes": ["n3", "n1", "n2"] }).into()),
+            status: Rc::new(serde_json::json!({ "ready": ["n3", "n1", "n3"] }).into()),
+        }));
+        assert_eq!(
+            delivered_ready(&ep),
+            (
+                "svc-1".to_string(),
+                vec!["n1".to_string(), "n3".to_string()]
+            )
+        );
+        let gone = WatchEvent::Deleted {
+            kind: "Endpoints".into(),
+            name: "svc-1".into(),
+        };
+        assert_eq!(delivered_ready(&gone), ("svc-1".to_string(), Vec::new()));
     }
 }

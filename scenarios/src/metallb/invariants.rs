@@ -84,15 +84,15 @@ pub const ROUTER_FOLLOWS_OWNER: Invariant = Invariant::safety(
 
 // The speaker's own view and the restart path (`withdraw`, `rejoin`).
 
-/// A speaker withdraws as soon as its own member list ranks another node first.
+/// A speaker withdraws as soon as its own views rank another node first.
 pub const LOCAL_WITHDRAW: Invariant = Invariant::safety(
     "local-withdraw",
-    "once a speaker's own member list (its ml-member events: alive or suspect members) ranks another eligible node first by sha256(node#ip) for a traffic-policy-Cluster IP it announces, it withdraws the IP in the evaluation that change starts, within the bound; a speaker that has left the cluster is exempt",
+    "once a speaker's own views rank another eligible node (or none) first by sha256(node#ip) for an IP it announces, it withdraws the IP in the evaluation that change starts, within the bound; its views are its member list (its ml-member events: alive or suspect members), its Node informer's nodes (l2-node) and its Endpoints informer's ready nodes (l2-endpoints: none ready leaves no candidate, and a traffic-policy-Local IP's candidates are the nodes with a ready endpoint); a speaker that has left the cluster is exempt",
 )
-.bounded("the evaluation runs when the member list changes, with no sleep or network call between: under the 1 ms any simulated sleep lasts (999 µs)")
+.bounded("the evaluation runs when a view changes, with no sleep or network call between: under the 1 ms any simulated sleep lasts (999 µs)")
 .bound_us(super::withdraw::WITHDRAW_BOUND_US)
-.upstream("a memberlist join or leave forces a resync of every Service, whose ShouldAnnounce reads the current members and whose loser calls DeleteBalancer at once: metallb internal/speakerlist/speakerlist.go memberlistWatchEvents (l. 339-349), UsableSpeakers (l. 303-320), speaker/layer2_controller.go ShouldAnnounce (l. 88-133), speaker/main.go handleService (l. 474-476), internal/layer2/announcer.go DeleteBalancer (l. 291-315)")
-.measure(Breach::Exceeds, "time since the speaker's member list ranked another node first");
+.upstream("a memberlist join or leave forces a resync of every Service, and an EndpointSlice change reconciles its Service; ShouldAnnounce reads the current members and ready endpoints and the loser calls DeleteBalancer at once: metallb internal/speakerlist/speakerlist.go memberlistWatchEvents (l. 339-349), UsableSpeakers (l. 303-320), internal/k8s/controllers/service_controller.go SetupWithManager (l. 118-137), speaker/layer2_controller.go ShouldAnnounce (l. 88-133), nodesWithEndpoint (l. 56-86), activeEndpointExists (l. 236-246), speaker/main.go handleService (l. 474-476), internal/layer2/announcer.go DeleteBalancer (l. 291-315)")
+.measure(Breach::Exceeds, "time since the speaker's own views ranked another node first");
 
 /// A restarted speaker is back in every member list soon.
 pub const PROMPT_REJOIN: Invariant = Invariant::liveness(

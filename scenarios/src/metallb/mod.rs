@@ -21,7 +21,7 @@
 //! | `arp-follows-announcer` | safety | a speaker that starts announcing with no network fault in force has the router pointing at it within one frame's flight (its gratuitous ARP), or one 1.1 s tick more if it withdrew the IP less than 6.1 s before (upstream's spam loop may still hold the IP) |
 //! | `announcer-withdraws` | safety | once a speaker withdraws an IP or its speaker is gone, the router never again switches to it for that IP later than a frame sent before could arrive |
 //! | `router-follows-owner` | safety | while one speaker alone announces an IP and no network fault, pause or latency spike is in force, the router's entry sends its traffic to that speaker within one 1.1 s tick and a frame |
-//! | `local-withdraw` | safety | once a speaker's own member list (its `ml-member` events) ranks another eligible node it has seen (its `l2-node` events) first for a Cluster-policy IP it announces, it withdraws it within the evaluation (under 1 ms) |
+//! | `local-withdraw` | safety | once a speaker's own views (its member list from `ml-member` events, its Nodes from `l2-node`, its ready endpoints from `l2-endpoints`, which alone make a Local IP's nodes eligible) rank another eligible node (or none) first for an IP it announces, it withdraws it within the evaluation (under 1 ms) |
 //! | `prompt-rejoin` | liveness | while the network is whole and every speaker runs, a speaker that started and listed its peers' IPs is in every other running speaker's member list within a peer's join tick + two joins' exchanges + 1 s (81 s) |
 //!
 //! Bounds and the announcer ordering are computed in `expect` from the spec and upstream code
@@ -621,6 +621,7 @@ pub fn run(
         mutant_lazy_withdraw: on("metallb-mutant-lazy-withdraw"),
         mutant_lazy_join: on("metallb-mutant-lazy-join"),
         mutant_keeps_deleted_service: on("metallb-mutant-keeps-deleted-service"),
+        mutant_local_ignores_readiness: on("metallb-mutant-local-ignores-readiness"),
     };
     let monitor = MetallbMonitor::new(o, coverage);
     let o2 = o.clone();

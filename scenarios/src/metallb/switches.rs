@@ -98,4 +98,10 @@ pub static SWITCHES: &[Switch] = &[
         &super::invariants::PROMPT_REJOIN,
         "the join loop ignores join requests (the first IP list, the speaker's own Node changing) and ticks every 5 minutes instead of every minute: a started speaker joins late",
     ),
+    Switch::mutant::<Metallb>(
+        "metallb-mutant-local-ignores-readiness",
+        "metallb-clock-skew",
+        &super::invariants::LOCAL_WITHDRAW,
+        "a speaker announcing a traffic-policy-Local IP keeps its own node a candidate when its Endpoints view no longer has a ready endpoint there: it keeps the IP after its node's endpoint turns NotReady",
+    ),
 ];

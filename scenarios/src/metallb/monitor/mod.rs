@@ -15,7 +15,7 @@ use super::death::DeathOracle;
 use super::expect::{self, merge_bound_us, takeover_bound_us, VIEW_BOUND_US};
 use super::owner::OwnerOracle;
 use super::rejoin::RejoinOracle;
-use super::withdraw::{Announced, WithdrawOracle};
+use super::withdraw::{own_candidates, Announced, WithdrawOracle};
 use super::{MetallbOptions, ServiceOpt};
 use model::metallb::MetallbEvent;
 use sim::event::{Event, Record};
@@ -73,6 +73,9 @@ pub struct MetallbMonitor {
     arp_flaps: BTreeMap<String, u32>,
     /// Speaker -> the Nodes its informer view has (its `l2-node` events).
     node_views: BTreeMap<String, BTreeSet<String>>,
+    /// Speaker -> Service -> the nodes with a ready endpoint in its Endpoints informer view (its
+    /// `l2-endpoints` events).
+    endpoint_views: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
     /// Speaker -> its memberlist view (member -> state).
     views: BTreeMap<String, BTreeMap<String, String>>,
     /// Active faults that cut or slow the network or stop nodes: id -> description.
@@ -127,6 +130,7 @@ impl MetallbMonitor {
             arp_flaps: BTreeMap::new(),
             views: BTreeMap::new(),
             node_views: BTreeMap::new(),
+            endpoint_views: BTreeMap::new(),
             unsettled: BTreeMap::new(),
             api_down: BTreeSet::new(),
             api_down_since: None,
@@ -495,29 +499,34 @@ impl MetallbMonitor {
             .or_else(|| self.rejoin.due(now, |s| self.lacking(s)))
     }
 
-    /// `local-withdraw`: `speaker`'s view or announcements changed at `t`.
+    /// `local-withdraw`: `speaker`'s views or announcements changed at `t`.
     fn review_own_view(&mut self, t: u64, speaker: &str) {
         let seen = self.node_views.get(speaker);
-        let eligible: Vec<String> = self
+        let members: Vec<&String> = self
             .members(speaker)
             .filter(|n| !self.excluded.contains(*n) && !self.unavailable.contains(*n))
             .filter(|n| seen.is_some_and(|s| s.contains(*n)))
-            .cloned()
             .collect();
         let left = self
             .views
             .get(speaker)
             .and_then(|v| v.get(speaker))
             .is_some_and(|s| s == "left" || s == "dead");
+        let endpoints = self.endpoint_views.get(speaker);
         let announced = self
             .announcing
             .iter()
             .filter(|(_, by)| by.contains_key(speaker))
-            .map(|(ip, _)| Announced {
-                ip,
-                checked: self.services.iter().any(|s| &s.ip == ip && !s.local),
-            });
-        self.withdraw.review(t, speaker, &eligible, announced, left);
+            .filter_map(|(ip, _)| {
+                let k = self.services.iter().position(|s| &s.ip == ip)?;
+                let ready = endpoints.and_then(|e| e.get(&service_name(k)));
+                Some(Announced {
+                    ip: ip.clone(),
+                    eligible: own_candidates(&members, ready, self.services[k].local),
+                })
+            })
+            .collect();
+        self.withdraw.review(t, speaker, announced, left);
         let views = &self.views;
         self.rejoin.update(&self.live, |peer, s| {
             views
@@ -620,6 +629,7 @@ impl Monitor for MetallbMonitor {
             Event::ProcessStart { name, .. } if name == "speaker" => {
                 self.live.insert(node.clone());
                 self.node_views.remove(&node);
+                self.endpoint_views.remove(&node);
                 self.cached.remove(&node);
                 self.loop_dead.remove(&node);
                 self.unsettle(
@@ -696,4 +706,9 @@ impl Monitor for MetallbMonitor {
             .map(|p| (*p, self.reached.contains(p)))
             .collect()
     }
+}
+
+/// The name of the scenario's `k`th Service (0-based), as `spawn` creates it.
+fn service_name(k: usize) -> String {
+    format!("svc-{}", k + 1)
 }

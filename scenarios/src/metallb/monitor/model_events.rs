@@ -86,19 +86,7 @@ impl MetallbMonitor {
                         measured: Measured::unbounded(t - since),
                     });
                 }
-                let svc = self.services.iter().find(|s| &s.ip == ip);
-                let why = if self.excluded.contains(&node) {
-                    Some("its node is excluded from external load balancers".to_string())
-                } else if self.unavailable.contains(&node) {
-                    Some("its node's network is unavailable".to_string())
-                } else if svc.is_some_and(|s| s.endpoints.is_empty()) {
-                    Some(format!("{service} has no endpoints"))
-                } else if svc.is_some_and(|s| s.local && !s.endpoints.contains(&node)) {
-                    Some(format!("{service} is Local and has no endpoint on {node}"))
-                } else {
-                    None
-                };
-                if let Some(why) = why {
+                if let Some(why) = self.ineligible(&node, service, ip) {
                     return Some(Failure {
                         invariant: crate::metallb::invariants::ANNOUNCER_ELIGIBLE.name,
                         kind: Kind::Safety,
@@ -117,6 +105,13 @@ impl MetallbMonitor {
                 }
                 self.review_own_view(t, &node);
             }
+            MetallbEvent::L2Endpoints { service, ready } => {
+                self.endpoint_views
+                    .entry(node.clone())
+                    .or_default()
+                    .insert(service.clone(), ready.iter().cloned().collect());
+                self.review_own_view(t, &node);
+            }
             MetallbEvent::L2Withdraw { ip, .. } => {
                 if let Some(m) = self.announcing.get_mut(ip) {
                     m.remove(&node);
@@ -130,5 +125,21 @@ impl MetallbMonitor {
             _ => return None,
         }
         self.converged(t)
+    }
+
+    /// `announcer-eligible`: why `node` may not announce `service` at `ip` (ground truth), if so.
+    fn ineligible(&self, node: &str, service: &str, ip: &str) -> Option<String> {
+        let svc = self.services.iter().find(|s| s.ip == ip);
+        if self.excluded.contains(node) {
+            Some("its node is excluded from external load balancers".to_string())
+        } else if self.unavailable.contains(node) {
+            Some("its node's network is unavailable".to_string())
+        } else if svc.is_some_and(|s| s.endpoints.is_empty()) {
+            Some(format!("{service} has no endpoints"))
+        } else if svc.is_some_and(|s| s.local && !s.endpoints.iter().any(|e| e == node)) {
+            Some(format!("{service} is Local and has no endpoint on {node}"))
+        } else {
+            None
+        }
     }
 }
