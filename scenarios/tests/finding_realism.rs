@@ -1,6 +1,7 @@
 //! A finding's realism class agrees with the faults it was shown with: a finding whose shortest
 //! replay (docs/findings/<id>.replay.json) keeps a fault that `faultline faults` marks
-//! hypothetical needs that fault, so its realism is `hypothetical-fault`.
+//! hypothetical needs that fault, so its realism is `hypothetical-fault`; and the other way round,
+//! a finding judged `hypothetical-fault` has a shortest replay that keeps such a fault.
 
 use scenarios::builtin;
 use scenarios::faults::{rows, FaultRow};
@@ -23,7 +24,7 @@ fn is_hypothetical(catalog: &[FaultRow], system: &str, fault: &Fault) -> bool {
 }
 
 #[test]
-fn a_finding_shown_with_a_hypothetical_fault_is_hypothetical() {
+fn a_finding_is_hypothetical_exactly_when_its_replay_needs_a_hypothetical_fault() {
     let reg = builtin();
     let catalog = rows(reg);
     // The rule above reads only silent deaths: every hypothetical fault choice is one.
@@ -48,7 +49,14 @@ fn a_finding_shown_with_a_hypothetical_fault_is_hypothetical() {
             .filter(|x| is_hypothetical(&catalog, f.system, x))
             .map(|x| x.kind.describe())
             .collect();
-        if !hypothetical.is_empty() {
+        if hypothetical.is_empty() {
+            assert_ne!(
+                f.realism,
+                Some(Realism::HypotheticalFault),
+                "{}: judged hypothetical, but its shortest replay keeps no hypothetical fault",
+                f.id
+            );
+        } else {
             assert_eq!(
                 f.realism,
                 Some(Realism::HypotheticalFault),
