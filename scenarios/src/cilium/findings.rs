@@ -155,7 +155,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A restarted agent answers ready-for-release for an IP a pod still uses",
         scenario: "cilium-silent-task-death",
-        seeds: &[110, 1495],
+        seeds: &[1495, 110],
         signature: Signature {
             invariants: &["agent-answers-truthfully", "no-release-in-use"],
             describe: "a restarted agent answered ready-for-release for an IP a pod holds, or (when that answer is not seen first) the status the operator decided from was written by a restarted agent, and the operator still led",
