@@ -22,7 +22,7 @@
 //! backs off exponentially (1 s doubling to 5 min).
 //!
 //! Each node's pool maintainer, API sync, instance sync and retry are triggers (`Upsert`,
-//! node_manager.go:319-375 @ed90dd5; [`trigger`]), each its own task: a resync only triggers the
+//! node_manager.go:319-375 @ed90dd5; `trigger.rs`), each its own task: a resync only triggers the
 //! node's maintainer and its API sync (`resyncNode`, node_manager.go:477-520) and waits for
 //! neither, so the sync it triggered usually writes while the maintainer's cloud call is still
 //! out, and the maintainer's mutation is written by the sync of the resync its instance sync
