@@ -30,10 +30,7 @@ fn first_after_pause(seed: u64, through_hub: bool) -> String {
         let cfg = SimConfig {
             seed,
             nodes: vec![node("etcd"), node("host"), node("writer")],
-            net: NetSpec {
-                latency_min_us: 1_000,
-                latency_max_us: 1_000,
-            },
+            net: NetSpec::fixed(1_000),
             schedule: vec![Fault {
                 at_ms: 20_500,
                 dur_ms: 20_000,

@@ -56,18 +56,8 @@ fn run(script: Script, faults: Vec<Fault>) -> Seen {
         let seen: Rc<RefCell<Seen>> = Rc::default();
         let cfg = SimConfig {
             seed: 7,
-            nodes: ["h1", "neutron-db"]
-                .iter()
-                .map(|n| NodeSpec {
-                    name: n.to_string(),
-                    offset_us: 0,
-                    drift_ppm: 0,
-                })
-                .collect(),
-            net: NetSpec {
-                latency_min_us: 1_000,
-                latency_max_us: 1_000,
-            },
+            nodes: NodeSpec::exact_all(["h1", "neutron-db"]),
+            net: NetSpec::fixed(1_000),
             schedule: faults,
             fault_window_ms: 600_000,
             liveness_ms: 0,

@@ -32,10 +32,7 @@ where
         let cfg = SimConfig {
             seed: 11,
             nodes: vec![node("cloud"), node("client")],
-            net: NetSpec {
-                latency_min_us: 1_000,
-                latency_max_us: 1_000,
-            },
+            net: NetSpec::fixed(1_000),
             schedule: vec![],
             fault_window_ms: 60_000,
             liveness_ms: 1_000,

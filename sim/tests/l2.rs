@@ -56,14 +56,7 @@ fn n1_cut_from_apiserver(at_ms: u64, dur_ms: u64) -> Schedule {
 fn config(names: &[&str], schedule: Schedule, latency_us: (u64, u64)) -> SimConfig {
     SimConfig {
         seed: 11,
-        nodes: names
-            .iter()
-            .map(|n| NodeSpec {
-                name: n.to_string(),
-                offset_us: 0,
-                drift_ppm: 0,
-            })
-            .collect(),
+        nodes: NodeSpec::exact_all(names),
         net: NetSpec {
             latency_min_us: latency_us.0,
             latency_max_us: latency_us.1,

@@ -15,18 +15,8 @@ use std::time::Duration;
 fn config() -> SimConfig {
     SimConfig {
         seed: 5,
-        nodes: ["a", "b"]
-            .iter()
-            .map(|n| NodeSpec {
-                name: n.to_string(),
-                offset_us: 0,
-                drift_ppm: 0,
-            })
-            .collect(),
-        net: NetSpec {
-            latency_min_us: 5_000,
-            latency_max_us: 5_000,
-        },
+        nodes: NodeSpec::exact_all(["a", "b"]),
+        net: NetSpec::fixed(5_000),
         schedule: vec![],
         fault_window_ms: 10_000,
         liveness_ms: 1_000,

@@ -33,10 +33,7 @@ where
         let cfg = SimConfig {
             seed: 7,
             nodes: vec![node("etcd", etcd_drift_ppm), node("client", 0)],
-            net: NetSpec {
-                latency_min_us: 1_000,
-                latency_max_us: 1_000,
-            },
+            net: NetSpec::fixed(1_000),
             schedule,
             fault_window_ms: 200_000,
             liveness_ms: 30_000,

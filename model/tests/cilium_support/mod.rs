@@ -409,18 +409,8 @@ pub fn run(setup: Setup, script: Script) -> Run {
 fn run_here(setup: Setup, script: Script) -> Run {
     let cfg = SimConfig {
         seed: 1,
-        nodes: NODES
-            .iter()
-            .map(|n| NodeSpec {
-                name: n.to_string(),
-                offset_us: 0,
-                drift_ppm: 0,
-            })
-            .collect(),
-        net: NetSpec {
-            latency_min_us: 1_000,
-            latency_max_us: 1_000,
-        },
+        nodes: NodeSpec::exact_all(NODES),
+        net: NetSpec::fixed(1_000),
         schedule: vec![],
         fault_window_ms: setup.run_for_s * 1000,
         liveness_ms: 0,

@@ -446,10 +446,7 @@ pub(super) mod service {
             let sim = SimConfig {
                 seed: 7,
                 nodes: vec![node("etcd"), node("client")],
-                net: NetSpec {
-                    latency_min_us: 1_000,
-                    latency_max_us: 1_000,
-                },
+                net: NetSpec::fixed(1_000),
                 schedule,
                 fault_window_ms: 600_000,
                 liveness_ms: 10_000,

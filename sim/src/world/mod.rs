@@ -54,6 +54,21 @@ pub struct NodeSpec {
     pub drift_ppm: i64,
 }
 
+impl NodeSpec {
+    /// Nodes named `names` whose wall clocks start at true time and never drift (tests and
+    /// examples that fault the clocks, if at all, through the schedule).
+    pub fn exact_all<S: ToString>(names: impl IntoIterator<Item = S>) -> Vec<NodeSpec> {
+        names
+            .into_iter()
+            .map(|n| NodeSpec {
+                name: n.to_string(),
+                offset_us: 0,
+                drift_ppm: 0,
+            })
+            .collect()
+    }
+}
+
 /// Network parameters of a run.
 #[derive(Clone, Debug)]
 pub struct NetSpec {
@@ -61,6 +76,16 @@ pub struct NetSpec {
     pub latency_min_us: u64,
     /// One-way latency upper bound (µs).
     pub latency_max_us: u64,
+}
+
+impl NetSpec {
+    /// A network whose every one-way latency is `us`.
+    pub fn fixed(us: u64) -> NetSpec {
+        NetSpec {
+            latency_min_us: us,
+            latency_max_us: us,
+        }
+    }
 }
 
 /// The state of a run, behind [`World`].

@@ -126,10 +126,7 @@ fn sim_config(seed: u64, names: &[&str], schedule: Schedule, horizon_ms: u64) ->
     SimConfig {
         seed,
         nodes: names.iter().map(|n| node(n)).collect(),
-        net: NetSpec {
-            latency_min_us: LATENCY_US,
-            latency_max_us: LATENCY_US,
-        },
+        net: NetSpec::fixed(LATENCY_US),
         schedule,
         fault_window_ms: horizon_ms,
         liveness_ms: 1,

@@ -104,10 +104,7 @@ mod tests {
                     offset_us: 0,
                     drift_ppm: 0,
                 }],
-                net: NetSpec {
-                    latency_min_us: 1_000,
-                    latency_max_us: 1_000,
-                },
+                net: NetSpec::fixed(1_000),
                 schedule: vec![],
                 fault_window_ms: 2_000,
                 liveness_ms: 0,

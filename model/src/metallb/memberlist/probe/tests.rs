@@ -59,14 +59,7 @@ impl World {
     fn simulate<R: 'static>(self, body: Body<R>) -> R {
         let cfg = SimConfig {
             seed: 3,
-            nodes: NAMES
-                .iter()
-                .map(|n| NodeSpec {
-                    name: n.to_string(),
-                    offset_us: 0,
-                    drift_ppm: 0,
-                })
-                .collect(),
+            nodes: NodeSpec::exact_all(NAMES),
             net: NetSpec {
                 latency_min_us: 100,
                 latency_max_us: 500,
