@@ -190,15 +190,18 @@ pub fn markdown() -> String {
     let mut out = String::new();
     for (i, f) in all().filter(|f| f.is_active()).enumerate() {
         let seeds: Vec<String> = f.seeds.iter().map(u64::to_string).collect();
+        let seeds = match seeds.len() {
+            0 => "no seed pinned".to_string(),
+            1 => format!("seed {}", seeds[0]),
+            _ => format!("seeds {}", seeds.join(", ")),
+        };
         let with: String = f.shown_with.iter().map(|w| format!(" --fix {w}")).collect();
         out += &format!(
-            "{}. **{}** (`{}`; `{}`{with}, seed{} {}). {}",
+            "{}. **{}** (`{}`; `{}`{with}, {seeds}). {}",
             i + 1,
             f.title,
             f.id,
             f.scenario,
-            if f.seeds.len() > 1 { "s" } else { "" },
-            seeds.join(", "),
             f.summary
         );
         if !f.upstream.is_empty() {
