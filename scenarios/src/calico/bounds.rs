@@ -36,6 +36,18 @@ pub const HANDOVER_BOUND_US: u64 = us(REFRESH_INTERVAL);
 /// `prompt-handover` owes nothing this soon after etcd's node crashed: a request it held waits
 /// out `etcd_timeout`, then the elector retries after its jitter.
 pub const ETCD_CRASH_SETTLE_US: u64 = us(ETCD_TIMEOUT) + us(RETRY_MAX);
+
+/// When the world is quiet again for `prompt-handover` after etcd's node crashed at `start_us`
+/// for `dur_us`: requests it held have timed out ([`ETCD_CRASH_SETTLE_US`]), and a connection
+/// retransmitting its handshake or a segment through the outage (an untimed watch creation has
+/// no other way out) reaches the rebooted host at its next retransmission. Linux doubles that
+/// timeout from 1 s for a handshake (`TCP_TIMEOUT_INIT`) up to `TCP_RTO_MAX` (120 s), so after an
+/// outage of `dur_us` the next one comes within `min(dur_us + 1 s, 120 s)` of the reboot; the
+/// elector then retries after its jitter.
+pub fn etcd_crash_settles_us(start_us: u64, dur_us: u64) -> u64 {
+    let retransmit = (dur_us + us(sim::net::SYN_RTO_INIT)).min(us(sim::net::RTO_MAX));
+    (start_us + ETCD_CRASH_SETTLE_US).max(start_us + dur_us + retransmit + us(RETRY_MAX))
+}
 /// `master-stable`: how long a fault's effect on a mastership lingers after the fault ends: a
 /// request in flight answers or times out within `etcd_timeout`, the lease it last refreshed runs
 /// out `MASTER_TIMEOUT` later, plus one refresh interval.

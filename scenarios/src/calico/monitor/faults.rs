@@ -9,7 +9,8 @@
 //! exception the task raised). Calls no model function.
 
 use super::{secs, CalicoMonitor, Obligation};
-use super::{AGENT_VIEW_BOUND_US, ELECTION_BOUND_US, ETCD_CRASH_SETTLE_US, HANDOVER_BOUND_US};
+use super::{AGENT_VIEW_BOUND_US, ELECTION_BOUND_US, HANDOVER_BOUND_US};
+use crate::calico::bounds::etcd_crash_settles_us;
 use model::calico::CalicoEvent;
 use sim::event::{ExitStatus, Record};
 use sim::{Failure, FaultKind, Kind, Measured, NodeIx};
@@ -96,7 +97,7 @@ impl CalicoMonitor {
             .is_some_and(|h| h.node.is_some_and(|n| self.alive.contains_key(&(n, h.pid))));
         if let FaultKind::Crash { node } = fault {
             if node == "etcd" {
-                self.etcd_crashed_us = Some(t);
+                self.etcd_settles_us = Some(etcd_crash_settles_us(t, dur_ms * 1000));
             }
         }
         let etcd_quiet = self.etcd_settled(t);
@@ -148,11 +149,11 @@ impl CalicoMonitor {
 
     /// Whether requests etcd's node held when it last crashed have all ended by `t`: with no TCP
     /// keepalive (urllib3 sets none) their callers learn nothing until etcd3gw's read timeout,
-    /// `etcd_timeout`, and the elector retries 1-2 s later. Until then the world is not quiet for
-    /// a handover.
+    /// `etcd_timeout`, or, for a connection retransmitting through the outage, its next
+    /// retransmission after the reboot; the elector retries 1-2 s later. Until then the world is
+    /// not quiet for a handover ([`etcd_crash_settles_us`]).
     fn etcd_settled(&self, t: u64) -> bool {
-        self.etcd_crashed_us
-            .is_none_or(|c| t >= c + ETCD_CRASH_SETTLE_US)
+        self.etcd_settles_us.is_none_or(|s| t >= s)
     }
 
     /// Faults stop (the liveness phase): pending prompt-handover obligations are dropped, the

@@ -149,9 +149,9 @@ pub struct CalicoMonitor {
     stamps: Vec<i64>,
     faults: BTreeMap<u32, FaultKind>,
     last_faults: Vec<Vec<(u64, String)>>,
-    /// True time etcd's node last crashed: requests it held then are never answered, and their
-    /// callers wait out `etcd_timeout` (see `faults.rs`).
-    etcd_crashed_us: Option<u64>,
+    /// True time by which everything etcd's node held or missed in its last crash has ended
+    /// (timed out, or retransmitted to the rebooted host; see `faults.rs`).
+    etcd_settles_us: Option<u64>,
     acting: Vec<Option<(u64, u64)>>,
     /// Per node: when the current pause began, and the last completed pause.
     paused_since: Vec<Option<u64>>,
@@ -261,7 +261,7 @@ impl CalicoMonitor {
             stamps: vec![0; n],
             faults: BTreeMap::new(),
             last_faults: vec![Vec::new(); n],
-            etcd_crashed_us: None,
+            etcd_settles_us: None,
             acting: vec![None; n],
             paused_since: vec![None; n],
             last_pause: vec![None; n],
