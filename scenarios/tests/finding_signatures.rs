@@ -41,7 +41,9 @@ fn the_39981_clean_up_dropping_a_fresh_release_is_named_as_such() {
     let sc = scenario(f.scenario).expect("built in");
     let fix = ["cilium-readd-released-ip".to_string()];
     let Some(&seed) = f.seeds.first() else {
-        return; // no seed pinned (the finding's summary says which range showed none)
+        // No seed pinned: nothing to run; `an_unpinned_finding_says_where_none_was_found` holds
+        // its summary to naming the ranges searched.
+        return;
     };
     let v = run_spec(RunSpec::from_seed(sc, seed, &[], &fix))
         .violation
@@ -53,6 +55,20 @@ fn the_39981_clean_up_dropping_a_fresh_release_is_named_as_such() {
         "{}",
         v.explanation
     );
+}
+
+/// An active finding with no pinned seed is tested by nothing that runs it, so its summary must
+/// say so and where seeds were searched ("... so it has none pinned until one is").
+#[test]
+fn an_unpinned_finding_says_where_none_was_found() {
+    for f in all().filter(|f| f.is_active() && f.seeds.is_empty()) {
+        assert!(
+            f.summary.contains("none pinned until one is") && f.summary.contains(f.scenario),
+            "{}: no seed pinned, and its summary does not say which ranges of {} showed none",
+            f.id,
+            f.scenario
+        );
+    }
 }
 
 #[test]
