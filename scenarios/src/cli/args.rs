@@ -33,6 +33,9 @@ pub(super) enum Cmd {
     Run(RunArgs),
     /// Run many seeds in parallel; stop at the first failure unless --keep-going.
     Explore(ExploreArgs),
+    /// Run an active finding's scenario (with its switches) over a seed range and print the seeds
+    /// whose violation is that finding, as they are found.
+    Hunt(super::hunt::HuntArgs),
     /// Merge the `--json` outputs of sharded explorations (files holding each one's output).
     Merge(MergeArgs),
     /// Print the trace hash of a trace file written by `run --trace` or `replay --trace`.

@@ -14,6 +14,7 @@ pub mod exit;
 mod explore;
 pub mod fields;
 mod findings;
+mod hunt;
 mod junit;
 mod list;
 mod merge;
@@ -121,6 +122,7 @@ fn dispatch(reg: &'static Registry, cmd: Cmd) -> Result<Exit, BadInput> {
         Cmd::HashTrace(a) => run::hash_trace(reg, a),
         Cmd::CheckDeterminism(a) => run::check_determinism(reg, a),
         Cmd::Explore(a) => explore::run_explore(reg, a),
+        Cmd::Hunt(a) => hunt::hunt(reg, a),
         Cmd::Shrink(a) => explore::shrink(reg, a),
         Cmd::Report(a) => report::report(reg, a),
         Cmd::Measure(a) => bench::measure(

@@ -1,0 +1,137 @@
+//! `faultline hunt FINDING`: the seeds it prints are exactly those whose `run --json` names the
+//! finding (with the finding's switches), whatever the thread count; each is streamed as a line
+//! before the summary; bad input is one line and exit 2. The findings and seeds come from the
+//! catalog, so the tests hold when a model change moves the pinned seeds.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .output()
+        .expect("faultline runs")
+}
+
+fn last_json(o: &Output) -> Value {
+    let out = String::from_utf8_lossy(&o.stdout);
+    serde_json::from_str(out.lines().last().expect("output")).expect("a JSON line")
+}
+
+/// The first active finding with a pinned seed: (id, scenario, switches, seed).
+fn pinned() -> (String, String, Vec<String>, u64) {
+    let f = scenarios::builtin()
+        .findings()
+        .find(|f| f.is_active() && !f.seeds.is_empty())
+        .expect("an active finding with a pinned seed");
+    let with = f.shown_with.iter().map(|s| s.to_string()).collect();
+    (f.id.into(), f.scenario.into(), with, f.seeds[0])
+}
+
+#[test]
+fn hunt_prints_exactly_the_seeds_run_names_as_the_finding() {
+    let (id, scenario, with, seed) = pinned();
+    let first = seed.saturating_sub(3);
+    let (first_s, seeds) = (first.to_string(), "6");
+    let mut expected = vec![];
+    for s in first..first + 6 {
+        let s_str = s.to_string();
+        let mut args = vec!["run", &scenario, "--seed", &s_str, "--json"];
+        for w in &with {
+            args.extend(["--fix", w]);
+        }
+        if last_json(&faultline(&args))["finding"] == id.as_str() {
+            expected.push(s);
+        }
+    }
+    assert!(expected.contains(&seed), "pinned seed {seed} of {id}");
+    for jobs in ["1", "2"] {
+        let o = faultline(&[
+            "hunt",
+            &id,
+            "--seeds",
+            seeds,
+            "--first-seed",
+            &first_s,
+            "--jobs",
+            jobs,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "a seed shows it: exit 1");
+        let v = last_json(&o);
+        let found: Vec<u64> = v["matching_seeds"]
+            .as_array()
+            .expect("matching_seeds")
+            .iter()
+            .map(|s| s.as_u64().expect("a seed"))
+            .collect();
+        assert_eq!(found, expected, "--jobs {jobs}");
+        assert_eq!(v["scenario"], scenario.as_str());
+        assert_eq!(v["with"], serde_json::json!(with));
+        // Each matching seed was streamed as its own line, with the command that runs it,
+        // before the summary.
+        let text = String::from_utf8_lossy(&o.stdout);
+        let summary = text.find(&format!("{id}: ")).expect("a summary line");
+        for s in &expected {
+            let line = text
+                .find(&format!("seed {s}: "))
+                .unwrap_or_else(|| panic!("no line for seed {s}:\n{text}"));
+            assert!(line < summary, "{text}");
+        }
+    }
+}
+
+#[test]
+fn hunt_json_is_one_line_and_no_match_is_exit_0() {
+    let (id, _, _, seed) = pinned();
+    // One seed past the pinned one that does not show the finding (or none of a few).
+    let first = (seed + 1).to_string();
+    let o = faultline(&[
+        "hunt",
+        &id,
+        "--seeds",
+        "1",
+        "--first-seed",
+        &first,
+        "--json",
+    ]);
+    let v = last_json(&o);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+    let found = v["matching_seeds"].as_array().expect("matching_seeds");
+    assert_eq!(o.status.code(), Some(if found.is_empty() { 0 } else { 1 }));
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let retired = scenarios::builtin()
+        .findings()
+        .find(|f| !f.is_active())
+        .expect("a retired finding")
+        .id;
+    let (id, ..) = pinned();
+    for (args, says) in [
+        (vec!["hunt", "no-such-finding"], "unknown finding"),
+        (vec!["hunt", retired], "is retired"),
+        (vec!["hunt", &id, "--profile", "gentle"], "unknown profile"),
+        (vec!["hunt", &id, "--seeds", "0"], "at least 1"),
+        (vec!["hunt", &id, "--seeds", "many"], "malformed seed count"),
+        (
+            vec![
+                "hunt",
+                &id,
+                "--first-seed",
+                "18446744073709551615",
+                "--seeds",
+                "2",
+            ],
+            "past the last seed",
+        ),
+        (vec!["hunt", &id, "--jobs", "0"], "worker threads"),
+    ] {
+        let o = faultline(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
