@@ -4,7 +4,9 @@
 //! it. Generated from the catalog ([`crate::findings`]), the switch registry, the recorded rates
 //! ([`crate::finding_rates`]) and the finding's replay file, `docs/findings/<id>.replay.json` (the
 //! failure file of a seed that shows it, a pinned one or one the rates measurement recorded under
-//! either profile, shrunk by `faultline shrink`, which keeps the finding; at most 5 faults);
+//! either profile, shrunk by `faultline shrink`, which keeps the finding; or, for a finding no
+//! drawn seed was found to show, a constructed one: a hand-written schedule run by `faultline
+//! hunt --schedule --save`, marked `constructed`; at most 5 faults);
 //! `.ci/regen-docs` writes every report and
 //! `scenarios/tests/finding_reports.rs` checks that they are fresh.
 
@@ -106,14 +108,26 @@ fn shortest_replay(f: &Finding) -> String {
         1 => "1 fault".to_string(),
         n => format!("{n} faults"),
     };
-    out += &format!(
-        "Seed {} of scenario `{}` (profile {}) with {faults} (its drawn schedule, shrunk by \
-         `faultline shrink` as long as the shrunk run still shows this finding){}\n\n",
-        r.seed,
-        r.scenario,
-        r.profile.name(),
-        if r.schedule.is_empty() { "." } else { ":" }
-    );
+    let colon = if r.schedule.is_empty() { "." } else { ":" };
+    out +=
+        &match r.constructed {
+            false => format!(
+            "Seed {} of scenario `{}` (profile {}) with {faults} (its drawn schedule, shrunk by \
+             `faultline shrink` as long as the shrunk run still shows this finding){colon}\n\n",
+            r.seed,
+            r.scenario,
+            r.profile.name(),
+        ),
+            true => format!(
+            "A constructed replay, not a drawn one: no seed of the searched ranges showed this \
+             finding (see the summary and the rates), so its {faults} were written by hand \
+             from the causal chain, and seed {} of scenario `{}` only draws the run's own \
+             randomness (latencies, pod arrivals, the cloud's picks){}{colon}\n\n",
+            r.seed,
+            r.scenario,
+            if r.options.is_null() { "" } else { " around the file's options" },
+        ),
+        };
     for fault in &r.schedule {
         out += &format!(
             "- at {:.1} s for {:.1} s: {}\n",
@@ -138,15 +152,16 @@ fn with_flags(f: &Finding) -> String {
 fn upstream(f: &Finding) -> String {
     let mut out = String::from("Upstream code on that path:\n\n");
     for c in f.upstream {
-        let anchor = match c.lines.split_once('-') {
-            Some((a, b)) if !c.lines.contains(',') => format!("#L{a}-L{b}"),
+        let anchor = match c.lines.numbers().map(|l| (l, l.split_once('-'))) {
+            Some((l, Some((a, b)))) if !l.contains(',') => format!("#L{a}-L{b}"),
+            Some((l, None)) if !l.contains(',') => format!("#L{l}"),
             _ => String::new(),
         };
         out += &format!(
-            "- `{}` `{}`, lines {} at `{}` (https://github.com/{}/blob/{}/{}{anchor})\n",
+            "- `{}` `{}`, {} at `{}` (https://github.com/{}/blob/{}/{}{anchor})\n",
             c.path,
             c.function,
-            c.lines,
+            c.lines.describe(),
             &c.commit[..c.commit.len().min(12)],
             c.repo,
             c.commit,

@@ -16,10 +16,50 @@ pub struct Citation {
     pub path: &'static str,
     /// The function or method, as upstream names it.
     pub function: &'static str,
-    /// The line range in that file at `commit` (`336-344`).
-    pub lines: &'static str,
+    /// Where in that file at `commit`: a line range, or the function as a whole.
+    pub lines: Lines,
     /// The full commit hash the lines refer to.
     pub commit: &'static str,
+}
+
+/// The lines a [`Citation`] points at. In `findings --json` a string of line numbers (`336-344`,
+/// `17-20, 267-293`), or null for a whole function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// Line numbers at the citation's commit: one line, a range, or ranges separated by commas.
+    At(&'static str),
+    /// The function as a whole, with no line numbers (a commit read only for the function, whose
+    /// lines were not pinned).
+    FunctionOnly,
+}
+
+impl Lines {
+    /// The line numbers, if any.
+    pub fn numbers(self) -> Option<&'static str> {
+        match self {
+            Lines::At(l) => Some(l),
+            Lines::FunctionOnly => None,
+        }
+    }
+
+    /// How a reader sees it after the function's name: `(lines 336-344)` or `(the whole
+    /// function)`.
+    pub fn describe(self) -> String {
+        match self {
+            Lines::At(l) if l.contains(['-', ',']) => format!("lines {l}"),
+            Lines::At(l) => format!("line {l}"),
+            Lines::FunctionOnly => "the whole function".to_string(),
+        }
+    }
+}
+
+impl Serialize for Lines {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.numbers() {
+            Some(l) => s.serialize_str(l),
+            None => s.serialize_none(),
+        }
+    }
 }
 
 /// How to recognise a finding's violation: its invariant, and a test on the causal sentence that
@@ -217,7 +257,7 @@ pub fn markdown() -> String {
                         true => String::new(),
                         false => format!(" at {}", &c.commit[..8]),
                     };
-                    format!("`{file}` `{}` (lines {}){at}", c.function, c.lines)
+                    format!("`{file}` `{}` ({}){at}", c.function, c.lines.describe())
                 })
                 .collect();
             out += &format!(

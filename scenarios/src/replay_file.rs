@@ -45,6 +45,10 @@ pub struct ReplayFile {
     /// none: adversarial).
     #[serde(default)]
     pub profile: crate::faults::Profile,
+    /// The schedule was written by hand (`faultline hunt --schedule`), not drawn by the seed: a
+    /// constructed replay of a finding no drawn seed was found to show. Absent: drawn.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub constructed: bool,
 }
 
 impl ReplayFile {
@@ -63,6 +67,7 @@ impl ReplayFile {
             events: outcome.events,
             trace_hash: outcome.trace_hash.clone(),
             profile: spec.profile,
+            constructed: false,
         })
     }
 

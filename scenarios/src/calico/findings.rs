@@ -1,7 +1,7 @@
 //! Calico's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
-use crate::findings::{Citation, Finding, Realism, RetiredFinding, Signature, Status};
+use crate::findings::{Citation, Finding, Lines, Realism, RetiredFinding, Signature, Status};
 
 const CALICO: &str = "projectcalico/calico";
 const CALICO_COMMIT: &str = "87c15906f20c4ca1fda55af92295e7678b0cc0b2";
@@ -16,7 +16,7 @@ const fn calico(path: &'static str, function: &'static str, lines: &'static str)
         repo: CALICO,
         path,
         function,
-        lines,
+        lines: Lines::At(lines),
         commit: CALICO_COMMIT,
     }
 }
@@ -201,7 +201,7 @@ pub static FINDINGS: &[Finding] = &[
                 repo: "openstack/neutron",
                 path: "neutron/plugins/ml2/plugin.py",
                 function: "Ml2Plugin.update_port_statuses, _update_individual_port_db_status",
-                lines: "2442-2507",
+                lines: Lines::At("2442-2507"),
                 commit: "2131d26f73262ec89a5d3e3e0d65521df4908e65",
             },
         ],
@@ -318,7 +318,7 @@ pub static FINDINGS: &[Finding] = &[
                 repo: "openstack/etcd3gw",
                 path: "etcd3gw/watch.py",
                 function: "Watcher.__init__",
-                lines: "61-63",
+                lines: Lines::At("61-63"),
                 commit: "30567b4c75b50b671b424fdfe0810ca00d54e662",
             },
         ],

@@ -2,7 +2,7 @@
 //! produces each, and the retired ones with their reasons.
 
 use super::monitor::{CLEAN_UP_RUNS, EXCESS_AGAIN};
-use crate::findings::{Citation, Finding, Realism, RetiredFinding, Signature, Status};
+use crate::findings::{Citation, Finding, Lines, Realism, RetiredFinding, Signature, Status};
 
 const CILIUM: &str = "cilium/cilium";
 const CILIUM_COMMIT: &str = "ed90dd5ea4c754a04a8135c6bb9c8afe29b75811";
@@ -12,7 +12,7 @@ const fn cilium(path: &'static str, function: &'static str, lines: &'static str)
         repo: CILIUM,
         path,
         function,
-        lines,
+        lines: Lines::At(lines),
         commit: CILIUM_COMMIT,
     }
 }
@@ -287,7 +287,7 @@ pub static FINDINGS: &[Finding] = &[
                 repo: CILIUM,
                 path: "operator/pkg/ipam/nodemanager/node.go",
                 function: "Node.abortNoLongerExcessIPs (the #39981 branch)",
-                lines: "function only",
+                lines: Lines::FunctionOnly,
                 commit: "35b06d5aefdf",
             },
             cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
@@ -324,14 +324,14 @@ pub static FINDINGS: &[Finding] = &[
                 repo: CILIUM,
                 path: "operator/pkg/ipam/nodemanager/node.go",
                 function: "Node.abortNoLongerExcessIPs (excessMap check before the #39981 branch)",
-                lines: "function only",
+                lines: Lines::FunctionOnly,
                 commit: "09b89c6c9e2548486913ac5dfce38c0bcabdd6e6",
             },
             Citation {
                 repo: CILIUM,
                 path: "operator/pkg/ipam/nodemanager/node.go",
                 function: "Node.handleIPReleaseResponse (any entry: not marked again)",
-                lines: "function only",
+                lines: Lines::FunctionOnly,
                 commit: "09b89c6c9e2548486913ac5dfce38c0bcabdd6e6",
             },
             cilium("pkg/ipam/crd.go", "isIPInReleaseHandshake", "535-545"),

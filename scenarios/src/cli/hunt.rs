@@ -9,7 +9,7 @@
 
 use super::exit::Exit;
 use crate::bench::cores;
-use crate::explore::{check_switches, parse_seed, BadInput};
+use crate::explore::{check_switches, parse_seed, BadInput, ReplayFile, ScheduleFile};
 use crate::faults::Profile;
 use crate::findings::{Finding, Status};
 use crate::scenario::RunSpec;
@@ -18,6 +18,7 @@ use clap::Args;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -42,6 +43,15 @@ pub struct HuntArgs {
     /// Worker threads (default: the number of cores); the seeds found do not depend on it.
     #[arg(long, value_parser = super::args::at_least_one)]
     pub jobs: Option<usize>,
+    /// Run this hand-written schedule file (as `run --schedule` takes it; its seed is replaced
+    /// by each seed hunted, and without `options` each seed draws its own) instead of each seed's
+    /// drawn schedule: finds the seeds with which a constructed replay shows the finding.
+    #[arg(long)]
+    pub schedule: Option<PathBuf>,
+    /// Write each matching seed's run as a replay file, `<finding>-<seed>.json`, into this folder
+    /// the moment it is found (for `faultline shrink` and `faultline replay`).
+    #[arg(long)]
+    pub save: Option<PathBuf>,
     /// Print only the JSON object at the end (no streamed lines).
     #[arg(long)]
     pub json: bool,
@@ -55,11 +65,32 @@ struct Hunt {
     profile: Profile,
     first: u64,
     seeds: u64,
+    /// The hand-written schedule run instead of each seed's drawn one.
+    template: Option<ScheduleFile>,
+    save: Option<PathBuf>,
 }
 
 impl Hunt {
-    fn spec(&self, seed: u64) -> RunSpec {
-        RunSpec::from_seed_in(self.scenario, seed, &[], &self.with, self.profile)
+    /// The run of `seed` (an error: the template's schedule does not fit the seed's options).
+    fn spec(&self, reg: &'static Registry, seed: u64) -> Result<RunSpec, BadInput> {
+        match &self.template {
+            None => Ok(RunSpec::from_seed_in(
+                self.scenario,
+                seed,
+                &[],
+                &self.with,
+                self.profile,
+            )),
+            Some(t) => ScheduleFile { seed, ..t.clone() }.spec(reg, &[], &self.with),
+        }
+    }
+
+    /// The command that runs a matching seed.
+    fn command(&self, reg: &'static Registry, seed: u64) -> String {
+        match (&self.template, self.spec(reg, seed)) {
+            (None, Ok(spec)) => spec.command(),
+            _ => format!("the schedule file with seed {seed}"),
+        }
     }
 }
 
@@ -99,6 +130,14 @@ pub(super) fn hunt(reg: &'static Registry, a: HuntArgs) -> Result<Exit, BadInput
     let scenario = reg.scenario(finding.scenario)?;
     let with: Vec<String> = finding.shown_with.iter().map(|s| s.to_string()).collect();
     check_switches(reg, scenario, &[], &with)?;
+    let template = a.schedule.as_deref().map(ScheduleFile::load).transpose()?;
+    let scenario = match &template {
+        Some(t) => template_scenario(reg, finding, &t.scenario)?,
+        None => scenario,
+    };
+    if let Some(dir) = &a.save {
+        super::output::prepare_dir(dir, "--save folder")?;
+    }
     let h = Arc::new(Hunt {
         finding,
         scenario,
@@ -106,6 +145,8 @@ pub(super) fn hunt(reg: &'static Registry, a: HuntArgs) -> Result<Exit, BadInput
         profile: Profile::parse(&a.profile)?,
         first: parse_seed(&a.first_seed)?,
         seeds: super::count(&a.seeds, "seed count")?,
+        template,
+        save: a.save,
     });
     if h.first.checked_add(h.seeds - 1).is_none() {
         return Err(BadInput(format!(
@@ -128,6 +169,23 @@ pub(super) fn hunt(reg: &'static Registry, a: HuntArgs) -> Result<Exit, BadInput
     finish(&h, tally, a.json)
 }
 
+/// The scenario of a template for `f`: one of `f`'s system (the finding is named by its
+/// system's signatures).
+fn template_scenario(
+    reg: &'static Registry,
+    f: &Finding,
+    name: &str,
+) -> Result<&'static Scenario, BadInput> {
+    let sc = reg.scenario(name)?;
+    if sc.system != f.system {
+        return Err(BadInput(format!(
+            "the schedule file's scenario {name} runs {}; finding {} is of {}",
+            sc.system, f.id, f.system
+        )));
+    }
+    Ok(sc)
+}
+
 /// ` --fix X` for each switch.
 fn flags(with: &[String]) -> String {
     with.iter().map(|w| format!(" --fix {w}")).collect()
@@ -143,24 +201,18 @@ fn run_seeds(reg: &'static Registry, h: &Arc<Hunt>, jobs: usize, json: bool) -> 
         h.seeds as usize,
         jobs,
         Arc::new(AtomicBool::new(false)),
-        move |i| {
-            let spec = h2.spec(h2.first + i as u64);
-            let out = spec.run();
-            out.violation.map(|v| {
-                reg.finding_in(&spec, &v)
-                    .map_or_else(|| format!("{} (no finding)", v.invariant), |f| f.id.into())
-            })
-        },
+        move |i| run_one(reg, &h2, h2.first + i as u64),
         move |i, r| {
             let h = &h1;
             let seed = h.first + i as u64;
-            let name = r.unwrap_or_else(|panic| Some(format!("crashed ({panic})")));
+            let name = r.unwrap_or_else(|panic| Some((format!("crashed ({panic})"), None)));
             let mut t = t2.lock().unwrap_or_else(|e| e.into_inner());
             match name {
-                Some(n) if n == h.finding.id => {
+                Some((n, file)) if n == h.finding.id => {
                     t.matching.push(seed);
+                    let saved = save(h, seed, file);
                     if !json {
-                        let line = format!("seed {seed}: {}", h.spec(seed).command());
+                        let line = format!("seed {seed}: {}{saved}", h.command(reg, seed));
                         match &b2 {
                             Some(b) => b.println(line),
                             None => println!("{line}"),
@@ -168,7 +220,7 @@ fn run_seeds(reg: &'static Registry, h: &Arc<Hunt>, jobs: usize, json: bool) -> 
                         let _ = std::io::stdout().flush();
                     }
                 }
-                Some(n) => *t.others.entry(n).or_default() += 1,
+                Some((n, _)) => *t.others.entry(n).or_default() += 1,
                 None => {}
             }
             t.done.insert(i as u64);
@@ -197,6 +249,40 @@ fn run_seeds(reg: &'static Registry, h: &Arc<Hunt>, jobs: usize, json: bool) -> 
     let mut t = std::mem::take(&mut *tally.lock().unwrap_or_else(|e| e.into_inner()));
     t.matching.sort_unstable();
     t
+}
+
+/// Runs `seed`: the name of its failure (a finding's id, or the invariant), and its replay file
+/// when it is the hunted finding and `--save` asks for it. None: it passed.
+fn run_one(reg: &'static Registry, h: &Hunt, seed: u64) -> Option<(String, Option<ReplayFile>)> {
+    let spec = match h.spec(reg, seed) {
+        Ok(s) => s,
+        Err(_) => return Some(("the schedule does not fit the seed's options".into(), None)),
+    };
+    let out = spec.run();
+    let v = out.violation.as_ref()?;
+    let name = reg
+        .finding_in(&spec, v)
+        .map_or_else(|| format!("{} (no finding)", v.invariant), |f| f.id.into());
+    let file = (name == h.finding.id && h.save.is_some())
+        .then(|| ReplayFile::new(&spec, &out))
+        .flatten()
+        .map(|f| ReplayFile {
+            constructed: h.template.is_some(),
+            ..f
+        });
+    Some((name, file))
+}
+
+/// Writes a matching seed's replay file into the `--save` folder: what the line says of it.
+fn save(h: &Hunt, seed: u64, file: Option<ReplayFile>) -> String {
+    let (Some(dir), Some(file)) = (&h.save, file) else {
+        return String::new();
+    };
+    let path = dir.join(format!("{}-{seed}.json", h.finding.id));
+    match file.write(&path) {
+        Ok(()) => format!(" (saved {})", path.display()),
+        Err(e) => format!(" (cannot write {}: {e})", path.display()),
+    }
 }
 
 fn progress_bar(len: u64) -> indicatif::ProgressBar {
@@ -236,6 +322,7 @@ fn finish(h: &Hunt, t: Tally, json: bool) -> Result<Exit, BadInput> {
         json!({
             "finding": h.finding.id, "scenario": h.scenario.name, "with": h.with,
             "profile": h.profile, "first_seed": h.first, "seeds": h.seeds,
+            "schedule": h.template.is_some(),
             "matching_seeds": t.matching, "other_failures": t.others,
         })
     );

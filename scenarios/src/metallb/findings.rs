@@ -1,7 +1,7 @@
 //! MetalLB's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each.
 
-use crate::findings::{Citation, Finding, Realism, RetiredFinding, Signature, Status};
+use crate::findings::{Citation, Finding, Lines, Realism, RetiredFinding, Signature, Status};
 
 const METALLB: &str = "metallb/metallb";
 const METALLB_COMMIT: &str = "7938d3f89b8bd808dae2e42d97d6ae7e18e9ed54";
@@ -15,7 +15,7 @@ const fn memberlist(path: &'static str, function: &'static str, lines: &'static 
         repo: MEMBERLIST,
         path,
         function,
-        lines,
+        lines: Lines::At(lines),
         commit: MEMBERLIST_COMMIT,
     }
 }
@@ -25,7 +25,7 @@ const fn metallb(path: &'static str, function: &'static str, lines: &'static str
         repo: METALLB,
         path,
         function,
-        lines,
+        lines: Lines::At(lines),
         commit: METALLB_COMMIT,
     }
 }
