@@ -135,3 +135,67 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(o.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// `--schedule` runs a hand-written schedule at each seed: a finding's stored replay, written as a
+/// schedule file, shows the finding at its own seed; `--save` writes that run as a replay file
+/// marked constructed, which `faultline replay` reproduces.
+#[test]
+fn hunt_runs_a_schedule_file_and_saves_constructed_replays() {
+    let reg = scenarios::builtin();
+    let (f, r) = reg
+        .findings()
+        .filter(|f| f.is_active())
+        .find_map(|f| scenarios::finding_report::replay(f).map(|r| (f, r)))
+        .expect("a finding with a stored replay");
+    let dir = std::env::temp_dir().join(format!("faultline-hunt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let schedule = dir.join("schedule.json");
+    let file = serde_json::json!({
+        "scenario": r.scenario, "seed": 0, "fixes": r.fixes, "options": r.options,
+        "schedule": r.schedule,
+    });
+    std::fs::write(&schedule, file.to_string()).expect("written");
+    let saved = dir.join("saved");
+    let seed = r.seed.to_string();
+    let o = faultline(&[
+        "hunt",
+        f.id,
+        "--schedule",
+        schedule.to_str().unwrap(),
+        "--first-seed",
+        &seed,
+        "--seeds",
+        "1",
+        "--save",
+        saved.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = last_json(&o);
+    assert_eq!(v["matching_seeds"], serde_json::json!([r.seed]));
+    assert_eq!(v["schedule"], true);
+    let path = saved.join(format!("{}-{seed}.json", f.id));
+    let text = std::fs::read_to_string(&path).expect("the saved replay file");
+    let saved_file: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(saved_file["constructed"], true);
+    let replay = faultline(&["replay", path.to_str().unwrap()]);
+    assert_eq!(replay.status.code(), Some(1), "it reproduces its violation");
+    // A schedule of another system's scenario cannot show this finding.
+    let other = reg
+        .scenarios()
+        .iter()
+        .find(|s| s.system != f.system)
+        .expect("another system");
+    std::fs::write(
+        &schedule,
+        serde_json::json!({"scenario": other.name, "seed": 0, "schedule": []}).to_string(),
+    )
+    .expect("written");
+    let o = faultline(&["hunt", f.id, "--schedule", schedule.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
