@@ -119,10 +119,11 @@ fn shortest_replay(f: &Finding) -> String {
             r.profile.name(),
         ),
             true => format!(
-            "A constructed replay, not a drawn one: no seed of the searched ranges showed this \
-             finding (see the summary and the rates), so its {faults} were written by hand \
-             from the causal chain, and seed {} of scenario `{}` only draws the run's own \
-             randomness (latencies, pod arrivals, the cloud's picks){}{colon}\n\n",
+            "A constructed replay, not a drawn one: no seed drawn by the scenario was found \
+             to show this finding with at most 5 faults (see the summary and the rates), so \
+             its {faults} were written by hand from the causal chain; seed {} of scenario `{}` \
+             (found by running that schedule over seeds, `faultline hunt --schedule`) only \
+             draws the run's own randomness (latencies, pod arrivals, the cloud's picks){}{colon}\n\n",
             r.seed,
             r.scenario,
             if r.options.is_null() { "" } else { " around the file's options" },

@@ -340,6 +340,15 @@ pub(super) fn shrink(reg: &'static Registry, a: ShrinkArgs) -> Result<Exit, BadI
         return Ok(Exit::Nondeterminism);
     }
     let shrunk = shrink_to_file(reg, &spec, &outcome, jobs.unwrap_or_else(cores), &out)?;
+    if replay.constructed {
+        // A shrunk hand-written schedule is still hand-written, not drawn.
+        let file = ReplayFile {
+            constructed: true,
+            ..ReplayFile::load(&out)?
+        };
+        file.write(&out)
+            .map_err(|e| BadInput(format!("cannot write {}: {e}", out.display())))?;
+    }
     if !json {
         print_spec(&shrunk.spec);
         let cmd = format!("{} replay {}", reg.command(), out.display());
