@@ -226,10 +226,13 @@ pub static FINDINGS: &[Finding] = &[
             describe: "the diverged port's last write overtook a newer write of another process",
             test: |e| e.contains("it overtook a newer write of another process"),
         },
-        summary: "update_port_status is a synchronous database transaction with no timeout of Calico's or the driver's (PyMySQL's read_timeout is unset), and is_master() is asked (under calico-port-status-recheck) only before it starts. A master whose host is cut off while a write is in flight keeps it in TCP's retransmission queue; its lease runs out, another host wins, and its snapshot writes the current statuses; when the partition heals the held-up write is delivered (at the next retransmission, up to 2 minutes later) and commits the status the old master read before the cut. The new master's cache already holds the newer status, so nothing corrects the port until Felix changes it. No fencing exists: ml2's update_port_status compares only with the stored status.",
+        summary: "update_port_status is a synchronous database transaction with no timeout of Calico's or the driver's (PyMySQL's read_timeout is unset), and is_master() is asked (under calico-port-status-recheck) only before it starts. A master whose host is cut off while a write is in flight keeps it in TCP's retransmission queue; its lease runs out, another host wins, and its snapshot writes the current statuses; when the partition heals the held-up write is delivered (at the next retransmission, up to 2 minutes later) and commits the status the old master read before the cut. The new master's cache already holds the newer status, so nothing corrects the port until Felix changes it. No fencing exists: ml2's update_port_status compares only with the stored status. A second path needs no partition: a write sent during a Neutron DB outage sits in neutron-lib's retries (up to 20, at most 10 s apart) while the master's manager worker dies; the respawned manager's elector zeroes the stamp and deletes the key naming its dead predecessor (election.py _check_master_process), another host wins within a second and finds the port's old status still stored, and the retry commits the older status after it (calico-swarm 2003251, with every other fix on: h1's DOWN, sent at 375 s into a 46 s outage, commits at 408 s, after h3, master since 404 s, read ACTIVE still stored at 407 s and wrote nothing; with the 20 s bound alone, the retry h1 sent at 400 s commits at 417 s the same way). A bound on the write alone cannot cover a handover quicker than the bound, so the fix also holds a new master's writes for it.",
         upstream: &[
             calico(DRIVER, "CalicoMechanismDriver._try_to_update_port_status", "869-885"),
             calico(DRIVER, "CalicoMechanismDriver._loop_writing_port_statuses", "841-858"),
+            calico(DRIVER, "CalicoMechanismDriver.get_workers", "522-526"),
+            calico(ELECTION, "Elector.__init__", "108-109"),
+            calico(ELECTION, "Elector._check_master_process", "223-259"),
         ],
         fix: Some("calico-port-status-write-deadline"),
         shown_with: &[],
@@ -237,6 +240,7 @@ pub static FINDINGS: &[Finding] = &[
         preconditions: &[
             "the master's host is cut off from the Neutron DB with a port-status write in flight, for longer than the 60 s lease so that another host wins and writes",
             "the cut heals before TCP gives up on the connection (about 15 minutes), so the held-up write commits last",
+            "or, with no cut: the write sits in neutron-lib's retries through a Neutron DB outage while the master's manager worker dies and is respawned (its elector deletes its dead predecessor's key, so another host wins within a second), and the outage ends before the retries run out",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
