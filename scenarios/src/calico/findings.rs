@@ -218,7 +218,7 @@ pub static FINDINGS: &[Finding] = &[
     Finding {
         id: "calico-port-status-late-write",
         system: "calico",
-        title: "A write held up by a partition commits after the next master's newer write",
+        title: "A write held up by a partition or a DB outage commits after the next master's newer write",
         scenario: "calico-swarm",
         seeds: &[1193, 4493],
         signature: Signature {
@@ -236,7 +236,7 @@ pub static FINDINGS: &[Finding] = &[
         ],
         fix: Some("calico-port-status-write-deadline"),
         shown_with: &[],
-        impact: "Neutron shows a port status that a former master read before it was cut off, over the current master's newer write, until Felix next changes it.",
+        impact: "Neutron shows a port status that a former master read before it lost mastership, over the current master's newer write, until Felix next changes it.",
         preconditions: &[
             "the master's host is cut off from the Neutron DB with a port-status write in flight, for longer than the 60 s lease so that another host wins and writes",
             "the cut heals before TCP gives up on the connection (about 15 minutes), so the held-up write commits last",
