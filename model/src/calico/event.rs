@@ -99,6 +99,14 @@ pub enum CalicoEvent {
         /// False before the keys are handled, true after.
         done: bool,
     },
+    /// A stopped status watcher gave up its snapshot before handling every key (fix
+    /// `calico-snapshot-checks-stopped`): its replay ends here, with no `done` event.
+    CalicoSnapshotDropped {
+        /// `agent-status` or `endpoint-status`.
+        worker: String,
+        /// Keys of the snapshot handled before it saw `_stopped`.
+        handled: u32,
+    },
     /// The agent-status watcher forwarded a Felix report (the key's `rev`) to Neutron.
     CalicoAgentForward {
         /// The Felix host the report is about.

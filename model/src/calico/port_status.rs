@@ -44,6 +44,17 @@
 //!   `calico-port-status-recheck`. (A read timeout alone would not do: neutron-lib retries the
 //!   `DBConnectionError` it raises, re-sending the same status for minutes.)
 //!
+//!   The deadline alone orders writes only when the handover takes longer than it, as it does
+//!   when the lease has to run out. A handover can take about a second: a manager worker that
+//!   dies is respawned, its elector's constructor writes 0 into the stamp (election.py
+//!   `Elector.__init__`, lines 108-109 at 87c15906) and its `_check_master_process` (lines
+//!   223-259) deletes the key naming the dead pid of its own host, so another host wins at once;
+//!   the endpoint-status worker is another process (mech_calico.py `get_workers`, lines
+//!   522-526) and its writer, which passed `is_master()` before the death, may still be in
+//!   neutron-lib's retries. So under the fix a watcher that starts as master also holds this
+//!   process's writes for [`WRITE_DEADLINE`]: every write another host began while it was master
+//!   (before this host could win) has by then committed or been rolled back.
+//!
 //! The call itself is ML2's (see `ml2`): it reads the port, writes nothing if the status is
 //! already stored, and retries database errors for up to 20 times before Calico sees one.
 
@@ -122,6 +133,9 @@ pub struct PortStatus {
     /// Keys a writer is writing now (fix `calico-port-status-key-lock`), and their releases.
     writing: RefCell<BTreeSet<PortKey>>,
     released: Notify,
+    /// No write before this monotonic time (fix `calico-port-status-write-deadline`: a watcher
+    /// that starts as master waits out the former master's write deadline).
+    hold_until_us: Cell<u64>,
 }
 
 /// Holds a key for one writer; releases it when dropped.
@@ -155,11 +169,17 @@ impl PortStatus {
             writes: Cell::new(0),
             writing: RefCell::default(),
             released: Notify::new(),
+            hold_until_us: Cell::new(0),
         })
     }
 
-    /// A watcher starts as master: under the fix, forget what this process knew and queued.
+    /// A watcher starts as master: under the recheck fix, forget what this process knew and
+    /// queued; under the deadline fix, hold the writes for [`WRITE_DEADLINE`].
     pub fn on_watcher_start(&self) {
+        if self.sw.port_status_write_deadline {
+            let until = self.proc.mono_us() + WRITE_DEADLINE.as_micros() as u64;
+            self.hold_until_us.set(until);
+        }
         if self.sw.port_status_recheck {
             self.cache.borrow_mut().clear();
             self.queue.borrow_mut().clear();
@@ -216,6 +236,7 @@ impl PortStatus {
                 true => Some(self.lock(&key).await),
                 false => None,
             };
+            self.hold().await;
             if self.sw.port_status_recheck {
                 let generation = self.generation.get();
                 while !self.check.check(&self.proc, &self.shared, &self.sw) {
@@ -226,6 +247,15 @@ impl PortStatus {
                 }
             }
             self.try_to_update(key).await;
+        }
+    }
+
+    /// Waits out the hold a watcher's start as master set (fix
+    /// `calico-port-status-write-deadline`).
+    async fn hold(&self) {
+        let (now, until) = (self.proc.mono_us(), self.hold_until_us.get());
+        if until > now {
+            self.proc.sleep(Duration::from_micros(until - now)).await;
         }
     }
 

@@ -302,8 +302,12 @@ impl EtcdWatcher {
             Err(e) => return uncaught(e),
         };
         self.snapshot_event(kvs.len(), rev, false);
-        for kv in &kvs {
+        for (handled, kv) in kvs.iter().enumerate() {
             if self.driver.sw.snapshot_checks_stopped && self.stopped.get() {
+                d.proc.emit(CalicoEvent::CalicoSnapshotDropped {
+                    worker: d.kind.name().into(),
+                    handled: handled as u32,
+                });
                 return Err(GreenletEnd::Stopped);
             }
             self.dispatch(EventKind::Put, kv)?;

@@ -218,7 +218,7 @@ pub static FINDINGS: &[Finding] = &[
     Finding {
         id: "calico-port-status-late-write",
         system: "calico",
-        title: "A write held up by a partition commits after the next master's newer write",
+        title: "A write held up by a partition or a DB outage commits after the next master's newer write",
         scenario: "calico-swarm",
         seeds: &[1193, 4493],
         signature: Signature {
@@ -226,17 +226,21 @@ pub static FINDINGS: &[Finding] = &[
             describe: "the diverged port's last write overtook a newer write of another process",
             test: |e| e.contains("it overtook a newer write of another process"),
         },
-        summary: "update_port_status is a synchronous database transaction with no timeout of Calico's or the driver's (PyMySQL's read_timeout is unset), and is_master() is asked (under calico-port-status-recheck) only before it starts. A master whose host is cut off while a write is in flight keeps it in TCP's retransmission queue; its lease runs out, another host wins, and its snapshot writes the current statuses; when the partition heals the held-up write is delivered (at the next retransmission, up to 2 minutes later) and commits the status the old master read before the cut. The new master's cache already holds the newer status, so nothing corrects the port until Felix changes it. No fencing exists: ml2's update_port_status compares only with the stored status.",
+        summary: "update_port_status is a synchronous database transaction with no timeout of Calico's or the driver's (PyMySQL's read_timeout is unset), and is_master() is asked (under calico-port-status-recheck) only before it starts. A master whose host is cut off while a write is in flight keeps it in TCP's retransmission queue; its lease runs out, another host wins, and its snapshot writes the current statuses; when the partition heals the held-up write is delivered (at the next retransmission, up to 2 minutes later) and commits the status the old master read before the cut. The new master's cache already holds the newer status, so nothing corrects the port until Felix changes it. No fencing exists: ml2's update_port_status compares only with the stored status. A second path needs no partition: a write sent during a Neutron DB outage sits in neutron-lib's retries (up to 20, at most 10 s apart) while the master's manager worker dies; the respawned manager's elector zeroes the stamp and deletes the key naming its dead predecessor (election.py _check_master_process), another host wins within a second and finds the port's old status still stored, and the retry commits the older status after it (calico-swarm 2003251, with every other fix on: h1's DOWN, sent at 375 s into a 46 s outage, commits at 408 s, after h3, master since 404 s, read ACTIVE still stored at 407 s and wrote nothing; with the 20 s bound alone, the retry h1 sent at 400 s commits at 417 s the same way). A bound on the write alone cannot cover a handover quicker than the bound, so the fix also holds a new master's writes for it.",
         upstream: &[
             calico(DRIVER, "CalicoMechanismDriver._try_to_update_port_status", "869-885"),
             calico(DRIVER, "CalicoMechanismDriver._loop_writing_port_statuses", "841-858"),
+            calico(DRIVER, "CalicoMechanismDriver.get_workers", "522-526"),
+            calico(ELECTION, "Elector.__init__", "108-109"),
+            calico(ELECTION, "Elector._check_master_process", "223-259"),
         ],
         fix: Some("calico-port-status-write-deadline"),
         shown_with: &[],
-        impact: "Neutron shows a port status that a former master read before it was cut off, over the current master's newer write, until Felix next changes it.",
+        impact: "Neutron shows a port status that a former master read before it lost mastership, over the current master's newer write, until Felix next changes it.",
         preconditions: &[
             "the master's host is cut off from the Neutron DB with a port-status write in flight, for longer than the 60 s lease so that another host wins and writes",
             "the cut heals before TCP gives up on the connection (about 15 minutes), so the held-up write commits last",
+            "or, with no cut: the write sits in neutron-lib's retries through a Neutron DB outage while the master's manager worker dies and is respawned (its elector deletes its dead predecessor's key, so another host wins within a second), and the outage ends before the retries run out",
         ],
         realism: Some(Realism::RareFault),
         status: Status::Active,
@@ -257,7 +261,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("watch-canceller of")
             },
         },
-        summary: "EtcdWatcher.start dispatches every key of its snapshot read without looking at _stopped (only the event loop does, line 342), and the endpoint-status worker's cache and queue are shared by every watcher the process makes. When is_master() turns false while a watcher's snapshot read is held up (a partition or cut between etcd and the host), watch_status_updates stops it and, once the host is master again, starts a new watcher, whose snapshot writes the current statuses; then the old read returns and the stopped watcher dispatches its older snapshot: each port whose status changed in between differs from the cache, so the old status goes into the cache and to Neutron. The new watcher's watch starts after its own snapshot and never reports that port again, so it stays wrong until Felix changes it. (Its pinned seed, calico-swarm 2005147, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, nor, once the Neutron DB served transactions concurrently, in seeds 0-4,999, so it has none pinned until one is.)",
+        summary: "EtcdWatcher.start dispatches every key of its snapshot read without looking at _stopped (only the event loop does, line 342), and the endpoint-status worker's cache and queue are shared by every watcher the process makes. When is_master() turns false while a watcher's snapshot read is held up (a partition or cut between etcd and the host), watch_status_updates stops it and, once the host is master again, starts a new watcher, whose snapshot writes the current statuses; then the old read returns and the stopped watcher dispatches its older snapshot: each port whose status changed in between differs from the cache, so the old status goes into the cache and to Neutron. The new watcher's watch starts after its own snapshot and never reports that port again, so it stays wrong until Felix changes it. (Its pinned seed, calico-swarm 2005147, stopped showing it when etcd's process restart and host crash became different faults; no new seed was found in seeds 0-5,999 and 2,000,000-2,007,253 with the earlier remedies on, nor, once the Neutron DB served transactions concurrently, in seeds 0-4,999, nor in calico-swarm and calico-status-backlog seeds 2,100,000-2,103,999 with the earlier remedies on (their failures were all the writer race or the late write, which end a run first) or 2,000,000-2,002,999 with every other fix on (no failure), so it has none pinned until one is. Random draws seldom meet its precondition: etcd reads at the end of a request's service time and serves requests in arrival order, so a slow etcd, or a cut that holds up the request, delays the old and the new watcher's reads alike and the late snapshot is no older. It is older only when its reply is held up after etcd read it: a cut from etcd to the host that begins during the reply's flight (a millisecond, or up to the 3 s a latency fault adds) and outlasts the 60 s the stamp stays fresh, the host winning again after the heal, and TCP's next retransmission of the reply, backing off up to 120 s, arriving after the new watcher, on another pooled connection, has replayed its own snapshot. In the soak seed calico-swarm 2006909 a stopped watcher's snapshot did come back after the new watcher's, but read later (revision 379 against 377): the cut had held up its request, not its reply.)",
         upstream: &[
             calico(ETCDUTILS, "EtcdWatcher.start", "156-213, 340-344"),
             calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "690-728"),
@@ -267,7 +271,7 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: EARLIER_REMEDIES,
         impact: "Port statuses from an old snapshot overwrite newer ones in the master's cache, so Neutron is written stale statuses until Felix next changes them.",
         preconditions: &[
-            "a status watcher's snapshot read is held up (an etcd-to-host cut or a slow etcd) across a loss and regain of mastership that stops it and starts a new watcher",
+            "a status watcher's snapshot reply is held up after etcd read it (a cut from etcd to the host that begins during the reply's flight, milliseconds) across a loss and regain of mastership that stops it and starts a new watcher (the cut outlasts the 60 s stamp, and heals before TCP's next retransmission of the reply, up to 120 s later)",
             "the late snapshot reaches the shared cache after the new watcher has written newer statuses",
         ],
         realism: Some(Realism::RareFault),

@@ -79,7 +79,7 @@ pub static SWITCHES: &[Switch] = &[
     Switch::fix::<Calico>(
         "calico-port-status-write-deadline",
         "calico-swarm",
-        "a port-status write gives up after 20 s (a database read timeout): held up by a partition it is never committed, and it is retried through is_master() instead of landing after a newer master's write",
+        "a port-status write gives up after 20 s (an eventlet.Timeout around update_port_status, neutron-lib's retries included): held up by a partition or a database outage it is never committed, and it is retried through is_master(); and a watcher that starts as master holds its process's writes for those 20 s, so a former master's write still in flight after a quick handover (a respawned manager deletes its dead predecessor's key at once) lands before the new master's, not after",
     ),
     Switch::fix::<Calico>(
         "calico-snapshot-checks-stopped",

@@ -3,7 +3,8 @@
 //! happen, and `agent-view-converges` and `port-status-converges` at the status deadline.
 //!
 //! Reads (observations only): the agent-status watcher's `CalicoSnapshot` (start and end: the
-//! monitor's own notion of "replaying a snapshot"), `CalicoWatcher`, `CalicoStaleWarning`,
+//! monitor's own notion of "replaying a snapshot") and `CalicoSnapshotDropped` (a stopped
+//! watcher's replay given up: an end too), `CalicoWatcher`, `CalicoStaleWarning`,
 //! `CalicoUnparsableTime`, `CalicoTaskCrash` and `CalicoAgentForward` events, the resync and
 //! port-write events, Neutron's `NeutronAgentHeard`, and Felix's status puts in etcd (recorded in
 //! `mod.rs`). A report's age is computed here from its `time` (read by `felix_time`, the monitor's
@@ -32,6 +33,13 @@ impl CalicoMonitor {
                 if !self.snapshots.insert((node, pid)) {
                     self.reach("snapshot-replayed");
                 }
+                None
+            }
+            // A stopped watcher that gives up its snapshot (fix `calico-snapshot-checks-stopped`)
+            // replays no more of it: the node's next warning comes from a newer watcher, whose
+            // own snapshot (read after this one's, and handled at once) is over.
+            CalicoEvent::CalicoSnapshotDropped { worker, .. } if worker == "agent-status" => {
+                self.agent_snapshot.remove(&node);
                 None
             }
             // Each StatusWatcher instance has its own limiter and de-duplication map (status.py
