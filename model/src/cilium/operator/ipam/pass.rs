@@ -65,7 +65,10 @@ impl Ipam {
         };
         let status = resource.status();
         let no_handshake = self.cfg.switches.no_handshake;
-        // removeStaleReleaseIPs, then the action: release when in excess, else allocation.
+        // removeStaleReleaseIPs, then `determineMaintenanceAction` (node.go:651-668 @ed90dd5)
+        // re-checks the need from the node's last recalculated numbers before acting ("the
+        // request may have been resolved in the meantime"): release when in excess, else
+        // allocation when IPs are needed, else nothing.
         let release = {
             let mut st = self.state.borrow_mut();
             let n = st.nodes.get_mut(&node).expect("checked");
