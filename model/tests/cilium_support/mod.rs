@@ -456,6 +456,7 @@ fn run_here(setup: Setup, script: Script) -> Run {
             eni_capacity: setup.eni_capacity,
             shutdown: Default::default(),
             switches: setup.switches.clone(),
+            pods: Default::default(),
         };
         model::cilium::operator::install(world, 3, &kube, &cloud, op);
         let w = world.clone();

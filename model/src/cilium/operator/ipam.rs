@@ -36,7 +36,7 @@
 
 use super::OperatorConfig;
 use crate::cilium::decide::{
-    excess_ips, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep,
+    excess_ips, max_ips_to_allocate, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep,
 };
 use crate::cilium::CiliumEvent;
 use crate::cilium::*;
