@@ -673,13 +673,17 @@ fn allocation_needed(n: &NodeState) -> bool {
 /// CiliumNode shows instead of from nothing (upstream's first write would wipe it). An entry
 /// whose IP the cloud cache (resynced at start) no longer holds was unassigned by a predecessor
 /// that could not write `released`: it is adopted as `released`, counted as released `now` (for
-/// fix `cilium-readd-after-resync`).
+/// fix `cilium-readd-after-resync`). Any other entry is adopted in the operator's own state,
+/// `marked-for-release` (or `released`): an agent's answer stays the agent's, taken from the
+/// object each write starts from, so a write long after the adoption (the first comes with the
+/// next resync) never brings back an answer the agent has since withdrawn.
 fn adopt_release_ips(n: &mut NodeState, cache: Option<&Rc<Interfaces>>, now: u64) {
     let held = cache.map(|ifs| pool_of(ifs)).unwrap_or_default();
     n.release.status = observed_release(n)
         .into_iter()
         .map(|(ip, s)| match held.contains_key(&ip) {
-            true => (ip, s),
+            true if s.as_str() == RELEASED => (ip, s),
+            true => (ip, Short::lit(MARKED)),
             false => (ip, Short::lit(RELEASED)),
         })
         .collect();
