@@ -21,7 +21,7 @@
 //! outlive agent restarts; a node crash takes everything.
 
 pub use super::kubelet::Workload;
-use super::kubelet::{pod_workers, run_workload, Pods};
+use super::kubelet::{pod_workers, run_workload, PodStore, Pods};
 use super::*;
 use crate::cilium::CiliumEvent;
 use rand::Rng;
@@ -100,14 +100,23 @@ pub(super) struct Agent {
 }
 
 /// Installs kubelet and the Cilium agent as the services of `node` (CiliumNode `name`).
-pub fn install(world: &World, node: NodeIx, kube: &Kube, workload: Workload, sw: &Switches) {
+/// `store` is the operators' Pod store, which the kubelet's pods join at each boot.
+pub fn install(
+    world: &World,
+    node: NodeIx,
+    kube: &Kube,
+    workload: Workload,
+    sw: &Switches,
+    store: &PodStore,
+) {
     let restore_first = sw.restore_before_ack;
     let sw = sw.clone();
-    let kube = kube.clone();
+    let (kube, store) = (kube.clone(), store.clone());
     world.set_services(
         node,
         Rc::new(move |host: &Host| {
             let pods: Rc<Pods> = Rc::default();
+            store.register(&host.name(), &pods);
             let kubelet = host.spawn_process("kubelet");
             let (p, w, pd) = (kubelet.clone(), workload.clone(), pods.clone());
             kubelet.spawn("pods", async move { run_workload(&p, &w, &pd).await });

@@ -40,6 +40,20 @@ pub fn needed_ips(available: usize, used: usize, l: &Limits) -> usize {
     needed.max(0) as usize
 }
 
+/// `MaxIPsToAllocate` of `determineMaintenanceAction` (node.go:677-690 @ed90dd5): the IPs
+/// needed, the max-above-watermark, and the surge: when more pods are pending on the node than
+/// IPs are needed, the difference (PR #19007). `pending` is `None` when the Pod store cannot be
+/// read ("Unable to compute pending pods, will not surge-allocate"). The allocation is further
+/// bounded by the interface's room (`handleIPAllocation`, node.go:910-912).
+pub fn max_ips_to_allocate(
+    needed: usize,
+    max_above_watermark: usize,
+    pending: Option<usize>,
+) -> usize {
+    let surge = pending.map_or(0, |p| p.saturating_sub(needed));
+    needed + max_above_watermark + surge
+}
+
 /// `calculateExcessIPs` (node.go:347-378 @ed90dd5), piecewise: while `used <= min + maw`, nothing
 /// is in excess when `available <= min + maw`, and `available - min - maw` is when pre-allocate
 /// does not ask for more; otherwise `available - used - pre - maw`, never negative.

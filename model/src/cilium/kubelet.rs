@@ -36,7 +36,7 @@ use sim::sync::Notify;
 use sim::{Proc, Short};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::rc::Weak;
+use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 /// The kubelet's `backOffPeriod`: a pod whose sync failed is synced again this long later, plus
@@ -93,6 +93,47 @@ impl Pods {
             *slot = Some(ip);
         }
         self.retry_at.borrow_mut().remove(&pod);
+    }
+}
+
+/// The operators' Pod store, for the surge allocation's count of a node's pending pods
+/// (`getPendingPodCount`, cilium/cilium pkg/ipam/node.go:307-325 at ed90dd5ea4c7: pods of the
+/// node in phase `Pending`, read from the leader's Pod informer, operator/cmd/root.go:664-671).
+///
+/// Known difference: the model keeps no Pod objects in the API server, so the store reads each
+/// node's kubelet directly: the informer's view without its watch delay, and current even while
+/// the operator is cut off from the API server. A pod is `Pending` until its sandbox is up: it
+/// has no IP, or its CNI ADD is still creating the endpoint.
+#[derive(Clone, Default)]
+pub struct PodStore(Rc<RefCell<BTreeMap<String, Weak<Pods>>>>);
+
+impl std::fmt::Debug for PodStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.borrow().keys()).finish()
+    }
+}
+
+impl PodStore {
+    /// `node`'s kubelet (re)started with `pods`.
+    pub(super) fn register(&self, node: &str, pods: &Rc<Pods>) {
+        self.0
+            .borrow_mut()
+            .insert(node.to_string(), Rc::downgrade(pods));
+    }
+
+    /// The number of `node`'s pods in phase `Pending` (0 for a node whose kubelet is down).
+    pub fn pending(&self, node: &str) -> usize {
+        let Some(pods) = self.0.borrow().get(node).and_then(Weak::upgrade) else {
+            return 0;
+        };
+        let waiting = pods
+            .pods
+            .borrow()
+            .values()
+            .filter(|ip| ip.is_none())
+            .count();
+        let creating = pods.creating.borrow().len();
+        waiting + creating
     }
 }
 
@@ -192,5 +233,34 @@ pub(super) async fn pod_workers(proc: &Proc, pods: &Pods) {
             }
             None => changed.await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn short(s: &str) -> Short {
+        Short::new(s).unwrap()
+    }
+
+    #[test]
+    fn the_pod_store_counts_pods_without_a_sandbox_as_pending() {
+        let store = PodStore::default();
+        assert_eq!(store.pending("n1"), 0);
+        let pods: Rc<Pods> = Rc::default();
+        store.register("n1", &pods);
+        pods.pods.borrow_mut().extend([
+            (short("waiting"), None),
+            (short("creating"), Some(short("10.0.0.1"))),
+            (short("running"), Some(short("10.0.0.2"))),
+        ]);
+        pods.creating
+            .borrow_mut()
+            .insert(short("creating"), short("10.0.0.1"));
+        assert_eq!((store.pending("n1"), store.pending("n2")), (2, 0));
+        // A kubelet that went down leaves nothing behind.
+        drop(pods);
+        assert_eq!(store.pending("n1"), 0);
     }
 }

@@ -44,6 +44,9 @@ pub struct Setup {
     /// IPs the cloud holds on each interface (by index) before the run; the CiliumNode's initial
     /// pool is exactly these.
     pub seeded: Vec<u32>,
+    /// `release-ips` entries of the initial CiliumNode: (index of the IP in the seeded pool, in
+    /// address order; its state).
+    pub seeded_release: Vec<(usize, &'static str)>,
     /// Simulated seconds the run lasts.
     pub run_for_s: u64,
 }
@@ -433,11 +436,17 @@ fn run_here(setup: Setup, script: Script) -> Run {
                 pool.insert(ip, eni);
             }
         }
+        let ips: Vec<Short> = pool.keys().copied().collect();
+        let release: BTreeMap<Short, &str> = setup
+            .seeded_release
+            .iter()
+            .map(|(i, state)| (ips[*i], *state))
+            .collect();
         kube.seed_object(
             KIND,
             NODE,
             serde_json::json!({ "pool": pool }),
-            serde_json::json!({}),
+            serde_json::json!({ "release_ips": release }),
         );
         let op = OperatorConfig {
             nodes: vec![NODE.to_string()],
@@ -447,6 +456,7 @@ fn run_here(setup: Setup, script: Script) -> Run {
             eni_capacity: setup.eni_capacity,
             shutdown: Default::default(),
             switches: setup.switches.clone(),
+            pods: Default::default(),
         };
         model::cilium::operator::install(world, 3, &kube, &cloud, op);
         let w = world.clone();

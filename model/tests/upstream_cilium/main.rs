@@ -26,9 +26,10 @@
 //! test of the cilium/cilium#39981 fix, deflaked in PR #42276), testing the newer
 //! `abortNoLongerExcessIPs` in `operator/pkg/ipam/nodemanager/node.go` (read at 35b06d5aefdf).
 //!
-//! The tests are in three modules: `formulas` (the formulas and rules on their own), `decisions`
-//! (the node manager handshakes pass by pass on the decision functions) and `simulated` (the node
-//! manager tests on the simulated operator).
+//! The tests are in four modules: `formulas` (the formulas and rules on their own), `decisions`
+//! (the node manager handshakes pass by pass on the decision functions), `simulated` (the node
+//! manager tests on the simulated operator) and `new_node` (when a new leader first writes a node
+//! its informer replays, read from `NodeManager.Upsert` and the operator's start).
 //!
 //! | Rust test | upstream test | status |
 //! |---|---|---|
@@ -128,6 +129,7 @@
 mod cilium_support;
 mod decisions;
 mod formulas;
+mod new_node;
 mod simulated;
 
 use model::cilium::decide::Limits;

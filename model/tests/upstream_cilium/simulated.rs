@@ -75,9 +75,11 @@ fn check_handshake(run: &Run, excess: usize) -> BTreeSet<Short> {
     // The excess appeared at the `use c` write, 2 s before its snapshot.
     let excess_since = use_c.t_us - 2 * S;
     assert!(use_c.release_ips.is_empty(), "{use_c:#?}");
+    // A mark the API sync of the same resync did not write yet (the two triggers run
+    // concurrently, upstream too) is marked again at the next resync: count the IPs.
     let marks = run.marks();
-    assert_eq!(marks.len(), excess, "{marks:?}");
     let marked_ips: BTreeSet<Short> = marks.iter().map(|m| m.1).collect();
+    assert_eq!(marked_ips.len(), excess, "{marks:?}");
     for (t, _) in &marks {
         assert!(
             *t >= excess_since + RELEASE_DELAY.as_micros() as u64,
@@ -125,6 +127,7 @@ fn upstream_cilium_node_manager_release_address() {
             enis: 1,
             eni_capacity: 64,
             seeded: vec![],
+            seeded_release: vec![],
             run_for_s: 700,
         },
         release_address_script(Some(11), 19, 10),
@@ -200,6 +203,7 @@ fn upstream_cilium_node_manager_abort_release() {
             enis: 1,
             eni_capacity: 64,
             seeded: vec![],
+            seeded_release: vec![],
             run_for_s: 700,
         },
         abort_release_script(),
@@ -274,6 +278,7 @@ fn upstream_cilium_eni_node_manager_release_address() {
             enis: 4,
             eni_capacity: 14,
             seeded: vec![],
+            seeded_release: vec![],
             run_for_s: 700,
         },
         release_address_script(Some(11), 13, 10),
@@ -356,6 +361,7 @@ fn reassignment_run(fix: bool) -> Run {
             enis: 1,
             eni_capacity: 64,
             seeded: vec![],
+            seeded_release: vec![],
             run_for_s: 800,
         },
         reassignment_script(),

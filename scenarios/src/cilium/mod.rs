@@ -734,6 +734,7 @@ pub fn run(
                 subnet_size: o2.subnet_size,
             },
         );
+        let pod_store = model::cilium::kubelet::PodStore::default();
         for (i, name) in node_names.iter().enumerate() {
             cloud.add_instance(name, o2.enis);
             let eni = sim::cloud::eni_name(0);
@@ -746,7 +747,14 @@ pub fn run(
                 serde_json::json!({ "pool": pool }),
                 serde_json::json!({}),
             );
-            model::cilium::agent::install(world, i as NodeIx, &kube, o2.workloads[i].clone(), &sw);
+            model::cilium::agent::install(
+                world,
+                i as NodeIx,
+                &kube,
+                o2.workloads[i].clone(),
+                &sw,
+                &pod_store,
+            );
         }
         let cfg = OperatorConfig {
             nodes: node_names.clone(),
@@ -764,6 +772,7 @@ pub fn run(
                 std::time::Duration::from_millis(o2.shutdown_linger_ms),
             ),
             switches: sw.clone(),
+            pods: pod_store,
         };
         for node in o2.operator_names() {
             model::cilium::operator::install(world, idx(&node), &kube, &cloud, cfg.clone());

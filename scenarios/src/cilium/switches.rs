@@ -124,7 +124,7 @@ pub static SWITCHES: &[Switch] = &[
     ),
     Switch::mutant::<Cilium>(
         "cilium-mutant-keep-readded-released",
-        "cilium-swarm",
+        "cilium-split-brain",
         &super::invariants::RELEASED_ENTRIES_CLEAR,
         "a released entry whose IP the cloud gave back to the node is never dropped, whatever fix of upstream issue #39981 is on",
     ),

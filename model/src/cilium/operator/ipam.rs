@@ -36,7 +36,7 @@
 
 use super::OperatorConfig;
 use crate::cilium::decide::{
-    excess_ips, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep,
+    excess_ips, max_ips_to_allocate, needed_ips, prepare_ip_release, ReleaseState, ReleaseStep,
 };
 use crate::cilium::CiliumEvent;
 use crate::cilium::*;
@@ -203,6 +203,8 @@ impl Triggers {
 
 /// The minimum interval of the maintainer, API sync and instance sync triggers.
 const TRIGGER_MIN: std::time::Duration = std::time::Duration::from_millis(10);
+/// The Pod kind the leader lists before its CiliumNode informer starts.
+const POD_KIND: &str = "Pod";
 /// The retry trigger's: "large minimal interval to not retry too often".
 const RETRY_MIN: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -277,25 +279,42 @@ impl Ipam {
     }
 
     /// The CiliumNode synchronizer's informer (`operator/cmd/cilium_node.go:130-225`), run on
-    /// `legacy.ctx`.
+    /// `legacy.ctx`. `legacyOnLeader.onStart` starts it only once the Pod store has synced
+    /// (`legacy.resources.Pods.Store(ctx)`, operator/cmd/root.go:664-674 @ed90dd5), after the
+    /// allocator's start, whose interval controller has already begun its first resync: that
+    /// resync usually finds no node, so the replayed nodes are first written a resync later.
     async fn informer(self: Rc<Self>) {
         if self.legacy_ctx.generation() > 0 {
             return;
         }
         let cancelled = self.legacy_ctx.changed_since(0);
-        let run =
-            std::pin::pin!(self
-                .kube
-                .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
-                    WatchEvent::Upsert(obj) => self.upsert(obj),
-                    WatchEvent::Deleted { name, .. } => {
-                        let gone = self.state.borrow_mut().nodes.remove(&key(&name));
-                        if let Some(t) = gone.and_then(|n| n.triggers) {
-                            t.shutdown();
-                        }
-                    }
-                }));
+        let run = std::pin::pin!(async {
+            self.pod_store_synced().await;
+            self.run_ciliumnode_informer().await
+        });
         futures::future::select(run, cancelled).await;
+    }
+
+    /// Waits for the Pod store's first list (the model keeps no Pod objects: one list round
+    /// trip, retried like the informers' every 5 s while the API server does not answer).
+    async fn pod_store_synced(&self) {
+        while self.kube.list(POD_KIND).await.is_err() {
+            self.proc.sleep(std::time::Duration::from_secs(5)).await;
+        }
+    }
+
+    async fn run_ciliumnode_informer(self: &Rc<Self>) {
+        self.kube
+            .run_informer(KIND, None, INFORMER_IDLE, |ev| match ev {
+                WatchEvent::Upsert(obj) => self.upsert(obj),
+                WatchEvent::Deleted { name, .. } => {
+                    let gone = self.state.borrow_mut().nodes.remove(&key(&name));
+                    if let Some(t) = gone.and_then(|n| n.triggers) {
+                        t.shutdown();
+                    }
+                }
+            })
+            .await
     }
 
     /// A new node's triggers, each run by its own task.
@@ -338,57 +357,50 @@ impl Ipam {
         t
     }
 
-    /// `Upsert`/`UpdatedResource` (node_manager.go:284-387, node.go:412-440): a new node is
-    /// created with empty handshake state and its instance synced; an update replaces the copy
-    /// and triggers the maintainer only when an allocation is needed.
+    /// `Upsert` (pkg/ipam/node_manager.go:284-387 @ed90dd5): a node seen for the first time gets
+    /// empty handshake state and its triggers; only if the instances API does not know its
+    /// instance (`HasInstance`) and is ready is that one instance described (l. 299-308), and
+    /// no node is resynced or written: the node's first write comes with the next resync (the
+    /// interval controller's, or one an instance sync triggers after a maintainer pass). Then
+    /// `UpdatedResource` ([`Self::updated_resource`]) for new and known nodes alike (l. 386).
     fn upsert(self: &Rc<Self>, obj: Rc<sim::kube::Object>) {
         let node = key(&obj.name);
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
-        let n = st.nodes.entry(node).or_default();
-        let fresh = n.resource.is_none();
-        n.resource = Some(Observed::of(obj, n.resource.as_deref()));
-        n.dropped.clear();
-        if fresh && self.cfg.switches.adopt_release_ips {
-            // Fix `cilium-adopt-release-ips`: start from the handshake the CiliumNode shows
-            // instead of from nothing (upstream's first write would wipe it). An entry whose IP
-            // the cloud (just resynced) no longer holds was unassigned by a predecessor that
-            // could not write `released`: it is adopted as `released`.
-            let held = st
-                .cache
-                .get(&node)
-                .map(|ifs| pool_of(ifs))
-                .unwrap_or_default();
-            n.release.status = observed_release(n)
-                .into_iter()
-                .map(|(ip, s)| match held.contains_key(&ip) {
-                    true => (ip, s),
-                    false => (ip, Short::lit(RELEASED)),
-                })
-                .collect();
-            // Counted as released now (for fix `cilium-readd-after-resync`).
-            let now = self.proc.mono_us();
-            let released: Vec<Short> = n
-                .release
-                .status
-                .iter()
-                .filter(|(_, s)| s.as_str() == RELEASED)
-                .map(|(ip, _)| *ip)
-                .collect();
-            n.released_at
-                .extend(released.into_iter().map(|ip| (ip, now)));
-        }
-        if fresh {
-            n.triggers = Some(self.spawn_triggers(node));
-            // The new node's instance is synced, then every node resynced.
+        let describe = {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            let n = st.nodes.entry(node).or_default();
+            let fresh = n.resource.is_none();
+            n.resource = Some(Observed::of(obj, n.resource.as_deref()));
+            n.dropped.clear();
+            if fresh && self.cfg.switches.adopt_release_ips {
+                adopt_release_ips(n, st.cache.get(&node), self.proc.mono_us());
+            }
+            if fresh {
+                n.triggers = Some(self.spawn_triggers(node));
+            }
+            fresh && !st.cache.contains_key(&node) && st.ready
+        };
+        if describe {
+            // Upstream describes the instance inside the informer's handler, before
+            // `UpdatedResource`; here a task does, then recalculates.
             let me = self.clone();
             self.proc.spawn(&format!("new-node:{node}"), async move {
-                if let Some(t) = me.instance_sync(node, true).await {
-                    me.resync_all(t);
-                }
+                me.instance_sync(node, true).await;
+                me.updated_resource(node);
             });
             return;
         }
+        self.updated_resource(node);
+    }
+
+    /// `UpdatedResource` (pkg/ipam/node.go:412-440 @ed90dd5): recalculate, and trigger the
+    /// maintainer only when an allocation is needed (a release waits for a resync).
+    fn updated_resource(&self, node: Short) {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let Some(n) = st.nodes.get_mut(&node) else {
+            return;
+        };
         recalculate(n, st.cache.get(&node), &self.cfg);
         if allocation_needed(n) {
             n.waiting = true;
@@ -435,9 +447,9 @@ impl Ipam {
         Some(start)
     }
 
-    /// `InstanceSync` of one instance. Readiness is only ever set by a full resync; a new
-    /// node's describe (`new`) that fails clears it (`Upsert`: `stableInstancesAPI = false`
-    /// when the new node's `InstanceSync` fails, and it runs only while the API is ready).
+    /// `InstanceSync` of one instance. Readiness is set by a full resync, and by a new node's
+    /// describe (`new`): `Upsert` sets `stableInstancesAPI` to whether it answered
+    /// (node_manager.go:301-308 @ed90dd5; it runs only while the API is ready).
     async fn instance_sync(&self, node: Short, new: bool) -> Option<u64> {
         let start = self.now();
         let Ok(ifs) = self.cloud.describe(&node).await else {
@@ -449,6 +461,7 @@ impl Ipam {
         let mut st = self.state.borrow_mut();
         st.cache.insert(node, ifs);
         st.cache_at.insert(node, start);
+        st.ready |= new;
         Some(start)
     }
 
@@ -654,4 +667,33 @@ fn recalculate(n: &mut NodeState, cache: Option<&Rc<Interfaces>>, cfg: &Operator
 /// `allocationNeeded` (node.go:503-509).
 fn allocation_needed(n: &NodeState) -> bool {
     !n.waiting && n.resync_needed.is_none() && n.needed > 0
+}
+
+/// Fix `cilium-adopt-release-ips`: a node seen for the first time starts from the handshake its
+/// CiliumNode shows instead of from nothing (upstream's first write would wipe it). An entry
+/// whose IP the cloud cache (resynced at start) no longer holds was unassigned by a predecessor
+/// that could not write `released`: it is adopted as `released`, counted as released `now` (for
+/// fix `cilium-readd-after-resync`). Any other entry is adopted in the operator's own state,
+/// `marked-for-release` (or `released`): an agent's answer stays the agent's, taken from the
+/// object each write starts from, so a write long after the adoption (the first comes with the
+/// next resync) never brings back an answer the agent has since withdrawn.
+fn adopt_release_ips(n: &mut NodeState, cache: Option<&Rc<Interfaces>>, now: u64) {
+    let held = cache.map(|ifs| pool_of(ifs)).unwrap_or_default();
+    n.release.status = observed_release(n)
+        .into_iter()
+        .map(|(ip, s)| match held.contains_key(&ip) {
+            true if s.as_str() == RELEASED => (ip, s),
+            true => (ip, Short::lit(MARKED)),
+            false => (ip, Short::lit(RELEASED)),
+        })
+        .collect();
+    let released: Vec<Short> = n
+        .release
+        .status
+        .iter()
+        .filter(|(_, s)| s.as_str() == RELEASED)
+        .map(|(ip, _)| *ip)
+        .collect();
+    n.released_at
+        .extend(released.into_iter().map(|ip| (ip, now)));
 }

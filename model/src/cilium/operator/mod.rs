@@ -63,6 +63,8 @@ pub struct OperatorConfig {
     pub shutdown: shutdown::StopSequence,
     /// The Cilium bug and fix switches of the run.
     pub switches: Switches,
+    /// The Pod store the surge allocation counts pending pods in.
+    pub pods: crate::cilium::kubelet::PodStore,
 }
 
 /// Installs an operator process (restarted by its supervisor whenever it exits) as the services

@@ -65,7 +65,10 @@ impl Ipam {
         };
         let status = resource.status();
         let no_handshake = self.cfg.switches.no_handshake;
-        // removeStaleReleaseIPs, then the action: release when in excess, else allocation.
+        // removeStaleReleaseIPs, then `determineMaintenanceAction` (node.go:651-668 @ed90dd5)
+        // re-checks the need from the node's last recalculated numbers before acting ("the
+        // request may have been resolved in the meantime"): release when in excess, else
+        // allocation when IPs are needed, else nothing.
         let release = {
             let mut st = self.state.borrow_mut();
             let n = st.nodes.get_mut(&node).expect("checked");
@@ -282,18 +285,13 @@ impl Ipam {
     }
 
     /// `handleIPAllocation` (ENI `PrepareIPAllocation`/`AllocateIPs`): the first interface with
-    /// room gets `min(needed + max-above-watermark, room)` new addresses.
-    ///
-    /// Known difference: upstream also surge-allocates for the node's pending pods,
-    /// `MaxIPsToAllocate = NeededIPs + maxAboveWatermark + surgeAllocate` with `surgeAllocate =
-    /// pending - needed` when more pods are pending than IPs are needed (cilium/cilium
-    /// pkg/ipam/node.go `determineMaintenanceAction` l. 677-690 and `getPendingPodCount`
-    /// l. 307-325 @ed90dd5; PR #19007). At that commit the operator fills the pod store it reads
-    /// from its Pod resource (operator/cmd/root.go `legacyOnLeader.onStart` l. 664-671), so the
-    /// surge is live there (cilium/cilium#32713 reported that in 1.15 the store was never filled, so no
-    /// surge happened). The model's operator has no Pod informer and does not surge: a node with a
-    /// backlog of pending pods fills more slowly than upstream's (`pods-get-ips`' bound does not
-    /// rely on the surge).
+    /// room gets `min(MaxIPsToAllocate, room)` new addresses, `MaxIPsToAllocate` being the IPs
+    /// needed, the max-above-watermark and the surge for the node's pending pods
+    /// ([`max_ips_to_allocate`]; node.go:677-690, 906-912 @ed90dd5). At that commit the leader
+    /// fills the Pod store the surge reads before its CiliumNode informer starts
+    /// (operator/cmd/root.go `legacyOnLeader.onStart` l. 664-671; cilium/cilium#32713 reported
+    /// that in 1.15 the store was never filled, so no surge happened); the model's store is
+    /// [`crate::cilium::kubelet::PodStore`].
     async fn allocate(&self, node: Short, cache: Option<&Interfaces>) -> Pass {
         let Some(ifs) = cache else {
             return Pass::Failed;
@@ -306,7 +304,9 @@ impl Ipam {
         let Some((eni, held)) = ifs.iter().find(|(_, ips)| ips.len() < cap) else {
             return Pass::Idle; // no room: upstream would create an interface
         };
-        let count = (needed + self.cfg.limits.max_above_watermark).min(cap - held.len());
+        let pending = self.cfg.pods.pending(node.as_str());
+        let max = max_ips_to_allocate(needed, self.cfg.limits.max_above_watermark, Some(pending));
+        let count = max.min(cap - held.len());
         match self.cloud.assign(&node, eni, count as u32).await {
             Ok(_) => Pass::Mutated,
             Err(_) => Pass::Failed,
