@@ -11,8 +11,10 @@
 //! the present ([`History`]). While a [`crate::FaultKind::StaleReads`] fault is in force on the
 //! cloud's node, each describe draws an age from 0 to the fault's lag and answers with the view
 //! that was the present that long ago (all instances from one moment); writes always act on the
-//! present. The page gives no size for the lag: the fault catalog's range is an assumption
-//! (`sim::catalog::STALE_READS`).
+//! present. Reads are not monotonic: each draws its age afresh, so a describe may show an older
+//! view than the one before it (an eventually consistent API promises no monotonic reads; the
+//! page does not say whether EC2's serve them). The page gives no size for the lag: the fault
+//! catalog's range is an assumption (`sim::catalog::STALE_READS`).
 
 use super::Interfaces;
 use rand::Rng;
