@@ -23,7 +23,8 @@ fn fault_band(fault: &FaultKind) -> Option<(BandKind, String)> {
         FaultKind::Latency { .. } | FaultKind::ServiceSlow { .. } => BandKind::SLOW,
         FaultKind::ServiceUnavailable { .. }
         | FaultKind::ServiceAmbiguous { .. }
-        | FaultKind::ServiceGarbled { .. } => BandKind::DEGRADED,
+        | FaultKind::ServiceGarbled { .. }
+        | FaultKind::StaleReads { .. } => BandKind::DEGRADED,
         _ => return None,
     };
     Some((kind, fault.describe()))

@@ -233,6 +233,7 @@ fn smaller(f: &Fault) -> Option<Fault> {
         Latency { extra_ms, .. } => half(*extra_ms, 10).map(|d| *extra_ms = d),
         Loss { permille, .. } => half(*permille as u64, 5).map(|d| *permille = d as u32),
         ServiceSlow { extra_ms, .. } => half(*extra_ms, 10).map(|d| *extra_ms = d),
+        StaleReads { lag_ms, .. } => half(*lag_ms, 10).map(|d| *lag_ms = d),
         ServiceAmbiguous { percent, .. } | ServiceGarbled { percent, .. } => {
             half(*percent as u64, 5).map(|d| *percent = d as u32)
         }

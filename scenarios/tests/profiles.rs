@@ -118,6 +118,9 @@ fn realistic_draws_stay_in_the_catalog() {
                         | FaultKind::ServiceGarbled { percent, .. } => {
                             within(Quantity::Percent, *percent as i64)
                         }
+                        FaultKind::StaleReads { lag_ms, .. } => {
+                            within(Quantity::LagMs, *lag_ms as i64)
+                        }
                         _ => true,
                     };
                 assert!(ok, "{} seed {seed}: {f:?} is outside the catalog", sc.name);

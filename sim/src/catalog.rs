@@ -47,6 +47,8 @@ pub enum Source {
     CorrOpt2017,
     /// Li et al., CoNEXT 2016 (LossRadar).
     LossRadar2016,
+    /// The Amazon EC2 API reference, "Eventual consistency in the Amazon EC2 API".
+    Ec2EventualConsistency,
 }
 
 impl Source {
@@ -127,6 +129,12 @@ impl Source {
                  a year of one data center has 40-80 machines with packet loss and maintenance \
                  causing 30-minute random connectivity losses (Dean's keynote)"
             }
+            Source::Ec2EventualConsistency => {
+                "Amazon EC2 API reference, \"Eventual consistency in the Amazon EC2 API\" \
+                 (docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html): the result \
+                 of a command may not be visible to all later commands; it advises describing \
+                 with exponential backoff from a couple of seconds; it gives no bound on the lag"
+            }
         }
     }
 }
@@ -149,6 +157,8 @@ pub enum Quantity {
     LossPermille,
     /// The mean length of a loss burst (packets).
     BurstPackets,
+    /// How far behind the present a read's view may be (ms).
+    LagMs,
 }
 
 /// A realistic range of one quantity (inclusive).
@@ -197,6 +207,7 @@ impl Range {
             Quantity::ExtraMs => ("added delay", "ms"),
             Quantity::LossPermille => ("share of packets lost", "per mille"),
             Quantity::BurstPackets => ("mean loss burst", "packets"),
+            Quantity::LagMs => ("read lag", "ms"),
         };
         format!("{what} {}-{} {unit}", self.lo, self.hi)
     }
@@ -489,6 +500,24 @@ pub const SERVICE_GARBLED: Facts = Facts {
     sources: &[Source::GrayFailure2017],
 };
 
+/// The catalog entry of one fault kind (see [`facts`]). Its lag range is an assumption: the EC2
+/// documentation says reads lag writes but publishes no size; its advice to retry a describe
+/// after "a couple of seconds" suggests lags of up to seconds.
+pub const STALE_READS: Facts = Facts {
+    name: "stale-reads",
+    causes: &[
+        "an eventually consistent cloud API (EC2's DescribeNetworkInterfaces) answering from a \
+         replica that has not yet seen a recent AssignPrivateIpAddresses or \
+         UnassignPrivateIpAddresses",
+    ],
+    realistic: &[
+        Range::new(DurationMs, 1_000, 600_000),
+        Range::new(LagMs, 100, 5_000),
+    ],
+    frequency: "always possible in EC2 (the lag's size is assumed: EC2 publishes none)",
+    sources: &[Source::Ec2EventualConsistency],
+};
+
 /// The catalog entry of `kind` (exhaustive: a new kind needs an entry to compile).
 pub fn facts(kind: &FaultKind) -> &'static Facts {
     use FaultKind::*;
@@ -511,6 +540,7 @@ pub fn facts(kind: &FaultKind) -> &'static Facts {
         ServiceAmbiguous { .. } => &SERVICE_AMBIGUOUS,
         ServiceSlow { .. } => &SERVICE_SLOW,
         ServiceGarbled { .. } => &SERVICE_GARBLED,
+        StaleReads { .. } => &STALE_READS,
     }
 }
 
@@ -572,7 +602,11 @@ pub fn next_kind(k: Option<&FaultKind>) -> Option<FaultKind> {
             node: n(),
             percent: 0,
         },
-        Some(ServiceGarbled { .. }) => return None,
+        Some(ServiceGarbled { .. }) => StaleReads {
+            node: n(),
+            lag_ms: 0,
+        },
+        Some(StaleReads { .. }) => return None,
     })
 }
 
@@ -607,6 +641,7 @@ pub fn realize(f: &mut Fault, rng: &mut ChaCha8Rng) {
         ServiceAmbiguous { percent, .. } | ServiceGarbled { percent, .. } => {
             *percent = fit(Percent, *percent as i64, rng) as u32
         }
+        StaleReads { lag_ms, .. } => *lag_ms = fit(LagMs, *lag_ms as i64, rng) as u64,
         Loss {
             permille, burst, ..
         } => {
@@ -635,7 +670,7 @@ mod tests {
     #[test]
     fn every_kind_has_causes_sources_and_its_own_name() {
         let kinds = every_kind();
-        assert_eq!(kinds.len(), 18);
+        assert_eq!(kinds.len(), 19);
         for k in &kinds {
             let f = facts(k);
             assert!(!f.causes.is_empty() && !f.sources.is_empty(), "{}", f.name);

@@ -154,6 +154,15 @@ pub enum FaultKind {
         /// Share of replies (0-100) that arrive garbled; the highest of overlapping faults applies.
         percent: u32,
     },
+    /// Reads served by the service on `node` may show its state as it was up to `lag_ms` ago
+    /// (an eventually consistent API: a change is not yet visible to every later read). Each
+    /// read draws its own age, uniformly from 0 to `lag_ms`; writes always act on the present.
+    StaleReads {
+        /// The node of the service whose reads lag.
+        node: String,
+        /// The oldest a read's view may be (ms); the highest of overlapping faults applies.
+        lag_ms: u64,
+    },
 }
 
 impl FaultKind {
@@ -178,7 +187,8 @@ impl FaultKind {
             | ServiceUnavailable { node }
             | ServiceAmbiguous { node, .. }
             | ServiceSlow { node, .. }
-            | ServiceGarbled { node, .. } => vec![node.as_str()],
+            | ServiceGarbled { node, .. }
+            | StaleReads { node, .. } => vec![node.as_str()],
         }
     }
 
@@ -218,6 +228,7 @@ impl FaultKind {
             }
             ServiceSlow { node, extra_ms } => format!("{node} slow by {extra_ms} ms"),
             ServiceGarbled { node, percent } => format!("{percent}% garbled replies from {node}"),
+            StaleReads { node, lag_ms } => format!("reads from {node} up to {lag_ms} ms stale"),
         }
     }
 }

@@ -90,8 +90,9 @@ pub struct Switches {
     pub keep_released: bool,
     /// Fix `cilium-readd-after-resync`: the cilium/cilium#39981 clean-up, but a `released` entry is
     /// dropped only when the cloud itself lists the IP on the node again, in a describe that
-    /// started after the release (upstream's newer code checks the CiliumNode's spec pool, which
-    /// still lists every released IP until the next spec write).
+    /// started after the release by more than an assumed bound on EC2's describe lag
+    /// (`operator::ipam` pass's `READD_DESCRIBE_MARGIN_US`; upstream's newer code checks the
+    /// CiliumNode's spec pool, which still lists every released IP until the next spec write).
     pub readd_after_resync: bool,
     /// Fix `cilium-readd-excess-ip`: the cilium/cilium#39981 clean-up looks at a `released` entry
     /// whether or not its IP is on this pass's release list. Newer upstream skips every IP on

@@ -9,6 +9,7 @@
 //! the test asserts on them after the run, together with the operator's and the cloud's events.
 
 use model::cilium::decide::Limits;
+use model::cilium::operator::shutdown::StopSequence;
 use model::cilium::operator::OperatorConfig;
 use model::cilium::CiliumEvent;
 use model::cilium::{spec_of, status_of, Status, Switches, KIND, MARKED, READY, RELEASED};
@@ -17,7 +18,7 @@ use sim::kube::{Body, Kube, KubeClient, Part};
 use sim::monitor::{Failure, Monitor};
 use sim::runtime::{on_fresh_thread, simulate, SimConfig};
 use sim::world::Host;
-use sim::{Event, NetSpec, NodeSpec, Proc, Record, Short, World};
+use sim::{Event, Fault, NetSpec, NodeSpec, Proc, Record, Short, World};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -406,15 +407,28 @@ impl Monitor for Recorder {
 
 /// Runs the operator on `setup` with the driver running `script`.
 pub fn run(setup: Setup, script: Script) -> Run {
-    on_fresh_thread(move || run_here(setup, script)).expect("the simulation ran")
+    run_with(setup, Lifecycle::default(), script)
 }
 
-fn run_here(setup: Setup, script: Script) -> Run {
+/// What a run does to the operator itself: faults on the world's nodes (`operator`,
+/// `apiserver`, `cloud`, `n1`) and the graceful shutdown it goes through when it loses the Lease.
+#[derive(Clone, Debug, Default)]
+pub struct Lifecycle {
+    pub schedule: Vec<Fault>,
+    pub shutdown: StopSequence,
+}
+
+/// [`run`] with the operator's faults and shutdown of `life`.
+pub fn run_with(setup: Setup, life: Lifecycle, script: Script) -> Run {
+    on_fresh_thread(move || run_here(setup, life, script)).expect("the simulation ran")
+}
+
+fn run_here(setup: Setup, life: Lifecycle, script: Script) -> Run {
     let cfg = SimConfig {
         seed: 1,
         nodes: NodeSpec::exact_all(NODES),
         net: NetSpec::fixed(1_000),
-        schedule: vec![],
+        schedule: life.schedule,
         fault_window_ms: setup.run_for_s * 1000,
         liveness_ms: 0,
         keep_trace: false,
@@ -454,7 +468,7 @@ fn run_here(setup: Setup, script: Script) -> Run {
             release_excess: true,
             enis: setup.enis,
             eni_capacity: setup.eni_capacity,
-            shutdown: Default::default(),
+            shutdown: life.shutdown,
             switches: setup.switches.clone(),
             pods: Default::default(),
         };

@@ -26,6 +26,8 @@ pub enum FaultChoice {
     CloudDown,
     /// `cloud-slow`.
     CloudSlow,
+    /// `cloud-stale-reads`.
+    CloudStaleReads,
     /// `death-maintenance`.
     DeathMaintenance,
     /// `death-status-writer`.
@@ -71,6 +73,7 @@ impl FaultChoice {
             FaultChoice::CloudAmbiguous => "cloud-ambiguous",
             FaultChoice::CloudDown => "cloud-down",
             FaultChoice::CloudSlow => "cloud-slow",
+            FaultChoice::CloudStaleReads => "cloud-stale-reads",
             FaultChoice::DeathMaintenance => "death-maintenance",
             FaultChoice::DeathStatusWriter => "death-status-writer",
             FaultChoice::Drift => "drift",
@@ -114,6 +117,18 @@ impl FaultChoice {
                 &["the cloud API throttling the account (RequestLimitExceeded) or a regional outage"],
             ),
             CloudSlow => ChoiceFacts::real(&[&k::SERVICE_SLOW], &[]),
+            CloudStaleReads => ChoiceFacts::real(
+                &[&k::STALE_READS],
+                &["EC2's eventual consistency: the operator's DescribeNetworkInterfaces (its full \
+                   resync and each instance sync) may not yet show an assign or unassign that \
+                   returned; the lag's size is assumed (EC2 publishes none)"],
+            )
+            .noted(
+                "the operator fences its passes with a resync that started after the last \
+                 mutation (node.go requireResync/updateLastResync), which a stale describe \
+                 does not satisfy: it can rebuild the pool and status.eni from a view before \
+                 the unassign",
+            ),
             DeathMaintenance | DeathStatusWriter => ChoiceFacts::hypothetical(
                 &[&k::TASK_DEATH],
                 "both run as triggers or controllers (the agent's `refreshTrigger`, the \

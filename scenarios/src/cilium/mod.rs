@@ -325,6 +325,7 @@ pub fn draw_in(
             FaultChoice::AgentCrash,
             FaultChoice::OperatorCrash,
             FaultChoice::OperatorRestart,
+            FaultChoice::CloudStaleReads,
         ],
         Family::ClockSkew => &[
             FaultChoice::OperatorStep,
@@ -332,6 +333,7 @@ pub fn draw_in(
             FaultChoice::Drift,
             FaultChoice::OperatorCrash,
             FaultChoice::OperatorClockRate,
+            FaultChoice::CloudStaleReads,
         ],
         Family::SplitBrain => &[
             FaultChoice::NodeApiCut,
@@ -342,6 +344,7 @@ pub fn draw_in(
             FaultChoice::OperatorClockRate,
             FaultChoice::ApiLatency,
             FaultChoice::NodeIsolate,
+            FaultChoice::CloudStaleReads,
         ],
         Family::Swarm => &[
             FaultChoice::DeathStatusWriter,
@@ -367,6 +370,7 @@ pub fn draw_in(
             FaultChoice::CloudSlow,
             FaultChoice::ApiDown,
             FaultChoice::ApiSlow,
+            FaultChoice::CloudStaleReads,
         ],
     };
     let known;
@@ -437,7 +441,8 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
             | FaultChoice::ApiSlow
             | FaultChoice::CloudDown
             | FaultChoice::CloudAmbiguous
-            | FaultChoice::CloudSlow => service_fault(kind, rng),
+            | FaultChoice::CloudSlow
+            | FaultChoice::CloudStaleReads => service_fault(kind, rng),
             FaultChoice::Drift => (
                 rng.random_range(30_000..=300_000),
                 FaultKind::Drift {
@@ -619,6 +624,13 @@ fn service_fault(kind: FaultChoice, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, 
             FaultKind::ServiceSlow {
                 node: s("cloud"),
                 extra_ms: rng.random_range(500..=8_000),
+            },
+        ),
+        FaultChoice::CloudStaleReads => (
+            rng.random_range(30_000..=600_000),
+            FaultKind::StaleReads {
+                node: s("cloud"),
+                lag_ms: rng.random_range(50..=10_000),
             },
         ),
         other => unreachable!("not a cilium service fault {other:?}"),

@@ -19,6 +19,8 @@ pub struct ServiceFaults {
     pub slow_us: u64,
     /// Percentage of replies that arrive garbled.
     pub garbled_percent: u32,
+    /// The oldest a read's view may be (µs; 0: reads see the present).
+    pub stale_lag_us: u64,
 }
 
 /// A network fault rule: messages from `from` to `to` (and back, if `both_ways`) are dropped.
@@ -118,7 +120,8 @@ impl World {
             ServiceUnavailable { .. }
             | ServiceAmbiguous { .. }
             | ServiceSlow { .. }
-            | ServiceGarbled { .. } => {}
+            | ServiceGarbled { .. }
+            | StaleReads { .. } => {}
         }
         if fault.dur_ms > 0 {
             self.0.active.borrow_mut().insert(id, kind.clone());
@@ -246,7 +249,8 @@ impl World {
             ServiceUnavailable { .. }
             | ServiceAmbiguous { .. }
             | ServiceSlow { .. }
-            | ServiceGarbled { .. } => {}
+            | ServiceGarbled { .. }
+            | StaleReads { .. } => {}
         }
         self.recompute_services();
     }
@@ -287,6 +291,11 @@ impl World {
                 ServiceGarbled { node, .. } => (node, |s, k| {
                     if let ServiceGarbled { percent, .. } = k {
                         s.garbled_percent = s.garbled_percent.max(*percent).min(100)
+                    }
+                }),
+                StaleReads { node, .. } => (node, |s, k| {
+                    if let StaleReads { lag_ms, .. } = k {
+                        s.stale_lag_us = s.stale_lag_us.max(lag_ms * 1000)
                     }
                 }),
                 _ => continue,

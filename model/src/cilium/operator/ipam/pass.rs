@@ -5,6 +5,14 @@
 
 use super::*;
 
+/// With fix `cilium-readd-after-resync`, how long after a release a describe must have started
+/// for its listing the IP to count as a reissue (µs, on the operator's monotonic clock). EC2's
+/// describes are eventually consistent and EC2 publishes no bound on the lag ("Eventual
+/// consistency in the Amazon EC2 API"), so a describe that merely started after the unassign may
+/// still list the IP: the margin is an assumed bound, twice the largest lag the scenarios draw
+/// (10 s), so that it holds on a monotonic clock running up to 100 % fast.
+pub const READD_DESCRIBE_MARGIN_US: u64 = 20_000_000;
+
 impl Ipam {
     /// `maintainIPPool` (node.go:934-956) with `determineMaintenanceAction`, `handleIPRelease`
     /// and `handleIPAllocation`.
@@ -162,13 +170,17 @@ impl Ipam {
             let sw = &self.cfg.switches;
             // The pool a `released` entry is checked against: upstream's observed spec pool, or
             // with fix `cilium-readd-after-resync` the cloud cache, counting only IPs released
-            // before the cache was last refreshed.
+            // before the cache was last refreshed (by more than the describe's assumed lag).
             let pool = if sw.readd_after_resync {
                 let fresh_since = st.cache_at.get(&node).copied().unwrap_or(0);
                 let n = &st.nodes[&node];
                 st.cache.get(&node).map_or_else(BTreeMap::new, |ifs| {
                     let mut p = pool_of(ifs);
-                    p.retain(|ip, _| n.released_at.get(ip).is_some_and(|t| *t < fresh_since));
+                    p.retain(|ip, _| {
+                        n.released_at
+                            .get(ip)
+                            .is_some_and(|t| t + READD_DESCRIBE_MARGIN_US < fresh_since)
+                    });
                     p
                 })
             } else if sw.readd_released_ip {
