@@ -369,6 +369,10 @@ impl<S: ElectionStore> Elector<S> {
         .await;
         let lease = match won {
             Ok((lease, true)) => lease,
+            Ok((_, false)) if self.sw.mutant_lost_campaign_stamps => {
+                self.shared.set(&self.proc, &self.sw);
+                return Ok(());
+            }
             _ => {
                 self.shared.clear(&self.proc);
                 return Ok(());

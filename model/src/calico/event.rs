@@ -75,6 +75,12 @@ pub enum CalicoEvent {
         /// Whether it happened while the watcher replayed a snapshot.
         in_snapshot: bool,
     },
+    /// `is_master()` answered yes in a worker process (each master-only loop asks it before its
+    /// work: every 5 s poll, each compaction check, each port-status write).
+    CalicoIsMaster {
+        /// The neutron-server worker process that asked.
+        pid: u32,
+    },
     /// `is_master()` answered false because the stamp was stale (logged as a warning upstream).
     CalicoStaleStamp {
         /// The stamp's age on the checking worker's clock (ms; at least `MASTER_TIMEOUT`).

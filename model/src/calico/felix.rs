@@ -53,6 +53,8 @@ pub fn install(
             *node,
             Rc::new(move |host: &Host| {
                 let proc = host.spawn_process("felix");
+                // Felix's Go etcd client: with auth on it refreshes its token only when etcd
+                // rejects it (the sim's default for a client with credentials).
                 let client = etcd.client(&proc);
                 let (cfg, p) = (cfg.clone(), proc.clone());
                 let base = format!("{prefix}{}", host.name());

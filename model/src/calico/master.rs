@@ -133,6 +133,10 @@ impl MasterCheck {
             }
         }
         self.last.set(Some(v));
+        if v.is_master() {
+            let pid = proc.pid();
+            proc.emit(CalicoEvent::CalicoIsMaster { pid });
+        }
         v.is_master()
     }
 }

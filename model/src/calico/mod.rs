@@ -101,6 +101,9 @@ pub struct Switches {
     /// Mutant `calico-mutant-is-master-ignores-age` (test-only): `is_master()` answers yes for
     /// any set stamp, however old.
     pub mutant_is_master_ignores_age: bool,
+    /// Mutant `calico-mutant-lost-campaign-stamps` (test-only): an elector whose campaign put
+    /// failed its compare (another host won) stamps as if it had won.
+    pub mutant_lost_campaign_stamps: bool,
     /// Mutant `calico-mutant-step-down-unguarded` (test-only): the step-down deletes the
     /// election key without the `value == id` guard.
     pub mutant_step_down_unguarded: bool,

@@ -11,7 +11,7 @@ use super::port_status::PORT_WRITERS;
 use super::watchers::{Driver, Kind};
 use super::*;
 use crate::calico::CalicoEvent;
-use sim::etcd::Etcd;
+use sim::etcd::{Etcd, Reauth};
 use sim::sync::Notify;
 use sim::Proc;
 use std::cell::{Cell, RefCell};
@@ -104,7 +104,13 @@ impl Server {
             .parent
             .spawn_child(&format!("neutron-server/{}", w.name()));
         let sw = self.cfg.switches.clone();
-        let client = self.etcd.client_with_timeout(&proc, ETCD_TIMEOUT);
+        // One `Etcd3AuthClient` per process (etcdv3.py `_get_client`, lines 626-670 at 87c15906):
+        // with etcd auth configured it re-authenticates and posts again after any etcd error
+        // (`post`, lines 542-559).
+        let client = self
+            .etcd
+            .client_with_timeout(&proc, ETCD_TIMEOUT)
+            .with_reauth(Reauth::OnAnyEtcdError);
         let mut registered: Vec<String> = Vec::new();
         match w {
             Worker::Manager => {

@@ -53,6 +53,10 @@ pub fn etcd_crash_settles_us(start_us: u64, dur_us: u64) -> u64 {
 /// out `MASTER_TIMEOUT` later, plus one refresh interval.
 pub const MASTER_STABLE_WINDOW_US: u64 =
     us(ETCD_TIMEOUT) + us(MASTER_TIMEOUT) + us(REFRESH_INTERVAL);
+/// `master-only-work-on-fresh-stamp`: `is_master()` trusts a stamp for `MASTER_TIMEOUT` by the
+/// host's clock, which runs at most 1,000 ppm off true time (a drawn drift of up to 500 ppm and a
+/// drift change of up to 500 ppm): 60 ms over the window, 1 s allowed.
+pub const STAMP_TRUST_BOUND_US: u64 = us(MASTER_TIMEOUT) + S;
 /// Timer granularity: the master-only loop's 5 s sleep ends on the scheduler's next step.
 pub(crate) const TIMER_SLACK_US: u64 = 10_000;
 /// `master-only-work-stops`: one poll of `is_master()` after the stamp was cleared.

@@ -8,7 +8,7 @@
 use super::bounds::{
     AGENT_VIEW_BOUND_US, COMPACTION_SLACK_US, ELECTION_BOUND_US, HANDOVER_BOUND_US,
     MASTER_STABLE_WINDOW_US, SILENT_AGENT_BOUND_US, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US,
-    WATCH_WORK_BOUND_US, WORK_STOPS_BOUND_US,
+    STAMP_TRUST_BOUND_US, WATCH_WORK_BOUND_US, WORK_STOPS_BOUND_US,
 };
 use crate::invariant::{Breach, Invariant};
 
@@ -64,6 +64,15 @@ pub const MASTER_STABLE: Invariant = Invariant::safety(
 .bound_us(MASTER_STABLE_WINDOW_US)
 .upstream("a master keeps its key: it refreshes lease and key every interval (10 s) for a TTL of 60 s, and gives up only on an etcd error, a failed compare or a stop (election.py Elector._become_master, lines 296-335)")
 .measure(Breach::Exceeds, "time from the end of the last fault that could end the holder's mastership (or the run's start) to the key's loss");
+/// A host's belief that it is master lasts no longer than its stamp's true age allows.
+pub const MASTER_ONLY_WORK_ON_FRESH_STAMP: Invariant = Invariant::safety(
+    "master-only-work-on-fresh-stamp",
+    "while another host is master (holds the key, its process alive, its stamp set), a host does master-only work only on an is_master() yes given within the bound of true time after its elector last wrote its stamp",
+)
+.bounded("`MASTER_TIMEOUT` (60 s) + 1 s for clock drift (at most 1,000 ppm: 60 ms)")
+.bound_us(STAMP_TRUST_BOUND_US)
+.upstream("is_master() trusts the elector's stamp, written after each successful refresh of the 60 s lease, for MASTER_TIMEOUT by time.time(), so no longer than the lease it confirmed (election.py Elector._become_master, lines 290, 317; mech_calico.py CalicoMechanismDriver.is_master, lines 580-601)")
+.measure(Breach::Exceeds, "true age of the acting host's stamp when is_master() last answered yes");
 /// A host stops master-only work soon after its own elector saw mastership end.
 pub const MASTER_ONLY_WORK_STOPS: Invariant = Invariant::safety(
     "master-only-work-stops",
@@ -175,6 +184,7 @@ pub static INVARIANTS: &[Invariant] = &[
     MASTER_ELECTED,
     PROMPT_HANDOVER,
     MASTER_STABLE,
+    MASTER_ONLY_WORK_ON_FRESH_STAMP,
     MASTER_ONLY_WORK_STOPS,
     STALE_WARNING_NOT_IN_SNAPSHOT,
     STALE_WARNING_RATE_LIMITED,

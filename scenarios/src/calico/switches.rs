@@ -95,8 +95,14 @@ pub static SWITCHES: &[Switch] = &[
     Switch::mutant::<Calico>(
         "calico-mutant-is-master-ignores-age",
         "calico-silent-task-death",
-        &super::invariants::MASTER_ONLY_WORK_LEGITIMATE,
+        &super::invariants::MASTER_ONLY_WORK_ON_FRESH_STAMP,
         "is_master() answers yes for any set stamp, however old: a silently dead elector's host acts as master forever",
+    ),
+    Switch::mutant::<Calico>(
+        "calico-mutant-lost-campaign-stamps",
+        "calico-restart",
+        &super::invariants::MASTER_ONLY_WORK_LEGITIMATE,
+        "an elector whose campaign lost (its put found the key already created) stamps as if it had won: its host acts as master without ever holding the key",
     ),
     Switch::mutant::<Calico>(
         "calico-mutant-step-down-unguarded",

@@ -1,5 +1,6 @@
 //! The client models use: a process's requests to the etcd service, each bounded by a timeout.
 
+use super::auth::{Credentials, Reauth};
 use super::session::Session;
 use super::{
     Envelope, EtcdError, KeyValue, OpResult, Reply, Request, Response, Txn, TxnResponse, WatchMsg,
@@ -17,6 +18,8 @@ pub struct Client {
     pub(super) proc: Proc,
     pub(super) timeout: Duration,
     pub(super) session: Session,
+    /// With auth on: the credentials and the session's token.
+    pub(super) credentials: Option<Credentials>,
 }
 
 /// An open watch. Dropping it stops it, as etcd3gw's `Watcher.stop`, which also drops every
@@ -40,8 +43,48 @@ impl Watch {
 }
 
 impl Client {
-    async fn call(&self, req: Request) -> Reply {
-        self.call_within(req, Some(self.timeout)).await
+    /// The same client re-authenticating as `reauth` says (no effect without auth).
+    pub fn with_reauth(mut self, reauth: Reauth) -> Client {
+        if let Some(c) = &mut self.credentials {
+            c.reauth = reauth;
+        }
+        self
+    }
+
+    /// A request bounded by the client's timeout, built by `req` (twice if the client
+    /// re-authenticates and sends it again, see [`Reauth`]).
+    async fn call(&self, req: impl Fn() -> Request) -> Reply {
+        let first = self.call_within(req(), Some(self.timeout)).await;
+        let Some(c) = &self.credentials else {
+            return first;
+        };
+        let again = match (&first, c.reauth) {
+            (Err(e), Reauth::OnAnyEtcdError) => e.is_etcd_exception(),
+            (Err(EtcdError::Unauthenticated), Reauth::OnAuthError) => true,
+            _ => false,
+        };
+        if !again {
+            return first;
+        }
+        self.authenticate(c).await?;
+        self.call_within(req(), Some(self.timeout)).await
+    }
+
+    /// `Etcd3AuthClient.authenticate` (etcdv3.py lines 505-528 at 87c15906): drops the session's
+    /// token first (etcd would reject the authentication with a stale one), then posts, bounded
+    /// by the client's timeout; its failure is the caller's.
+    async fn authenticate(&self, c: &Credentials) -> Result<(), EtcdError> {
+        c.token.set(None);
+        match self
+            .call_within(Request::Authenticate, Some(self.timeout))
+            .await?
+        {
+            Response::Authenticate { token } => {
+                c.token.set(Some(token));
+                Ok(())
+            }
+            r => unreachable!("authenticate answered {r:?}"),
+        }
     }
 
     /// A request bounded by `timeout`, or by nothing (`None`: it waits for an answer or a reset,
@@ -58,6 +101,7 @@ impl Client {
         let envelope = Envelope {
             req,
             client_deadline_us: timeout.map(|t| world.now_us() + t.as_micros() as u64),
+            token: self.credentials.as_ref().and_then(|c| c.token.get()),
         };
         let (from, caller) = (self.proc.node(), self.proc.ident());
         let (conn, checkout) = self.session.take();
@@ -83,7 +127,7 @@ impl Client {
     /// Reads one key.
     pub async fn get(&self, key: &str) -> Result<Option<KeyValue>, EtcdError> {
         match self
-            .call(Request::Range {
+            .call(|| Request::Range {
                 key: key.into(),
                 prefix: false,
                 revision: 0,
@@ -103,7 +147,7 @@ impl Client {
         revision: i64,
     ) -> Result<(Vec<KeyValue>, i64), EtcdError> {
         match self
-            .call(Request::Range {
+            .call(|| Request::Range {
                 key: key.into(),
                 prefix,
                 revision,
@@ -117,7 +161,7 @@ impl Client {
 
     /// Runs a transaction.
     pub async fn txn(&self, txn: Txn) -> Result<TxnResponse, EtcdError> {
-        match self.call(Request::Txn(txn)).await? {
+        match self.call(|| Request::Txn(txn.clone())).await? {
             Response::Txn(r) => Ok(r),
             r => unreachable!("txn answered {r:?}"),
         }
@@ -140,7 +184,7 @@ impl Client {
 
     /// Grants a lease; returns (id, ttl).
     pub async fn grant(&self, ttl_s: i64) -> Result<(i64, i64), EtcdError> {
-        match self.call(Request::Grant { ttl_s }).await? {
+        match self.call(|| Request::Grant { ttl_s }).await? {
             Response::Grant { lease, ttl_s } => Ok((lease, ttl_s)),
             r => unreachable!("grant answered {r:?}"),
         }
@@ -148,7 +192,7 @@ impl Client {
 
     /// Keeps a lease alive; returns its TTL (0 if it no longer exists).
     pub async fn keep_alive(&self, lease: i64) -> Result<i64, EtcdError> {
-        match self.call(Request::KeepAlive { lease }).await? {
+        match self.call(|| Request::KeepAlive { lease }).await? {
             Response::KeepAlive { ttl_s } => Ok(ttl_s),
             r => unreachable!("keep-alive answered {r:?}"),
         }
@@ -156,7 +200,7 @@ impl Client {
 
     /// Revokes a lease.
     pub async fn revoke(&self, lease: i64) -> Result<i64, EtcdError> {
-        match self.call(Request::Revoke { lease }).await? {
+        match self.call(|| Request::Revoke { lease }).await? {
             Response::Revoke { revision } => Ok(revision),
             r => unreachable!("revoke answered {r:?}"),
         }
@@ -164,7 +208,7 @@ impl Client {
 
     /// Remaining and granted TTL of a lease.
     pub async fn time_to_live(&self, lease: i64) -> Result<(i64, i64), EtcdError> {
-        match self.call(Request::TimeToLive { lease }).await? {
+        match self.call(|| Request::TimeToLive { lease }).await? {
             Response::TimeToLive {
                 ttl_s,
                 granted_ttl_s,
@@ -175,7 +219,7 @@ impl Client {
 
     /// Compacts history up to `revision`.
     pub async fn compact(&self, revision: i64) -> Result<i64, EtcdError> {
-        match self.call(Request::Compact { revision }).await? {
+        match self.call(|| Request::Compact { revision }).await? {
             Response::Compact { revision } => Ok(revision),
             r => unreachable!("compact answered {r:?}"),
         }
@@ -183,7 +227,7 @@ impl Client {
 
     /// Current and compacted revision.
     pub async fn status(&self) -> Result<(i64, i64), EtcdError> {
-        match self.call(Request::Status).await? {
+        match self.call(|| Request::Status).await? {
             Response::Status {
                 revision,
                 compact_revision,

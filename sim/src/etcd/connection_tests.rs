@@ -2,41 +2,10 @@
 //! connection at once, a crash of its host leaves them silent, and a watch's creation has no
 //! timeout.
 
-use super::tests::service::{etcd_fault, note, run};
+use super::tests::service::{etcd_crash, etcd_fault, etcd_restart, note, run, slow_etcd};
 use super::{EtcdConfig, EtcdError, REQUEST_TIMEOUT};
 use crate::FaultKind;
 use std::time::Duration;
-
-fn slow_etcd() -> crate::Fault {
-    etcd_fault(
-        0,
-        600_000,
-        FaultKind::ServiceSlow {
-            node: "etcd".into(),
-            extra_ms: 2_000,
-        },
-    )
-}
-
-fn etcd_crash(at_ms: u64, dur_ms: u64) -> crate::Fault {
-    etcd_fault(
-        at_ms,
-        dur_ms,
-        FaultKind::Crash {
-            node: "etcd".into(),
-        },
-    )
-}
-
-fn etcd_restart(at_ms: u64, dur_ms: u64) -> crate::Fault {
-    etcd_fault(
-        at_ms,
-        dur_ms,
-        FaultKind::ServiceRestart {
-            node: "etcd".into(),
-        },
-    )
-}
 
 fn unavailable() -> String {
     format!("{:?}", Err::<i64, _>(EtcdError::Unavailable))
@@ -48,21 +17,7 @@ fn unavailable() -> String {
 /// before, and the request is not applied.
 #[test]
 fn etcd_host_crash_leaves_a_held_request_unanswered_until_its_timeout() {
-    let slow = etcd_fault(
-        0,
-        600_000,
-        FaultKind::ServiceSlow {
-            node: "etcd".into(),
-            extra_ms: 2_000,
-        },
-    );
-    let crash = etcd_fault(
-        1_000,
-        500,
-        FaultKind::Crash {
-            node: "etcd".into(),
-        },
-    );
+    let (slow, crash) = (slow_etcd(), etcd_crash(1_000, 500));
     let run = run(
         EtcdConfig::default(),
         vec![slow, crash],
@@ -83,13 +38,7 @@ fn etcd_host_crash_leaves_a_held_request_unanswered_until_its_timeout() {
 /// connection failure, nothing applied), and its next request, on a new connection, works.
 #[test]
 fn etcd_host_crash_resets_a_request_retransmitted_after_the_reboot() {
-    let crash = etcd_fault(
-        500,
-        2_500,
-        FaultKind::Crash {
-            node: "etcd".into(),
-        },
-    );
+    let crash = etcd_crash(500, 2_500);
     let run = run(
         EtcdConfig::default(),
         vec![crash],

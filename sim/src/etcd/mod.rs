@@ -26,6 +26,7 @@
 //! or applied after it, see [`Fate`]), slow (extra service time, requests queue), garbled (applied,
 //! but the client cannot decode the reply).
 
+pub mod auth;
 mod client;
 pub mod lessor;
 mod session;
@@ -36,6 +37,7 @@ use crate::net::{Call, Endpoint, StreamTx};
 use crate::rng;
 use crate::sync::Notify;
 use crate::world::{Host, Proc, World};
+pub use auth::{AuthConfig, Reauth};
 pub use client::{Client, Watch};
 use futures::StreamExt;
 use lessor::{ExpiryChecks, LeaseNow};
@@ -64,6 +66,8 @@ pub struct EtcdConfig {
     /// How often the lessor looks for expired leases (ms); 0 = exactly at each deadline (the
     /// default), [`lessor::ETCD_EXPIRY_CHECK_INTERVAL_MS`] = etcd 3.4's loop. See [`lessor`].
     pub expiry_check_interval_ms: i64,
+    /// Authentication with simple tokens (`None`: off, etcd's default). See [`auth`].
+    pub auth: Option<AuthConfig>,
 }
 
 impl Default for EtcdConfig {
@@ -73,6 +77,7 @@ impl Default for EtcdConfig {
             min_ttl_s: store::DEFAULT_MIN_TTL_S,
             election_timeout_ms: lessor::DEFAULT_ELECTION_TIMEOUT_MS,
             expiry_check_interval_ms: 0,
+            auth: None,
         }
     }
 }
@@ -89,6 +94,8 @@ pub enum EtcdError {
     Garbled,
     /// etcd returned an error.
     Store(StoreError),
+    /// etcd rejected the request's auth token (invalid, expired or missing; see [`auth`]).
+    Unauthenticated,
 }
 
 impl EtcdError {
@@ -139,6 +146,8 @@ pub enum Request {
     },
     /// Asks for the store's current and compacted revisions.
     Status,
+    /// Authenticates a user (the model has one, whose password clients know): a new token.
+    Authenticate,
     /// Opens a watch on a key or a prefix.
     Watch {
         /// The key, or the prefix with `prefix`.
@@ -163,6 +172,7 @@ impl Request {
             Request::TimeToLive { .. } => "lease-ttl",
             Request::Compact { .. } => "compact",
             Request::Status => "status",
+            Request::Authenticate => "authenticate",
             Request::Watch { .. } => "watch",
         }
     }
@@ -218,6 +228,11 @@ pub enum Response {
     },
     /// The watch is open; its messages arrive on the request's stream.
     Watch,
+    /// Answer to [`Request::Authenticate`].
+    Authenticate {
+        /// The new simple token.
+        token: u64,
+    },
 }
 
 type Reply = Result<Response, EtcdError>;
@@ -229,6 +244,8 @@ type Reply = Result<Response, EtcdError>;
 struct Envelope {
     req: Request,
     client_deadline_us: Option<u64>,
+    /// The session's auth token (the `Authorization` header), if it has one.
+    token: Option<u64>,
 }
 
 /// A message on a watch stream.
@@ -256,6 +273,8 @@ struct Shared {
     endpoint: Endpoint<Envelope, Reply>,
     booted: Cell<bool>,
     leases_changed: Notify,
+    /// Tokens assigned so far, by every process (a restarted server knows none of them).
+    tokens_assigned: Cell<u64>,
 }
 
 /// The simulated etcd service (cheap to clone).
@@ -276,6 +295,7 @@ impl Etcd {
             endpoint: Endpoint::tcp(node),
             booted: Cell::new(false),
             leases_changed: Notify::new(),
+            tokens_assigned: Cell::new(0),
         }));
         let e = etcd.clone();
         world.set_services(node, Rc::new(move |host: &Host| e.start(host)));
@@ -298,13 +318,19 @@ impl Etcd {
     }
 
     /// A client whose every request is bounded by `timeout` (a client library's configured
-    /// request timeout, e.g. networking-calico's `etcd_timeout`).
+    /// request timeout, e.g. networking-calico's `etcd_timeout`). With auth on, it has the
+    /// credentials and re-authenticates as Go's clientv3 does ([`Client::with_reauth`] changes
+    /// that).
     pub fn client_with_timeout(&self, proc: &Proc, timeout: Duration) -> Client {
         Client {
             endpoint: self.0.endpoint.clone(),
             proc: proc.clone(),
             timeout,
             session: session::Session::default(),
+            credentials: self.0.cfg.auth.map(|_| auth::Credentials {
+                reauth: Reauth::OnAuthError,
+                token: Rc::default(),
+            }),
         }
     }
 
@@ -328,6 +354,7 @@ impl Etcd {
             },
             proc: proc.clone(),
             held: Held::default(),
+            tokens: RefCell::default(),
         };
         let server = Rc::new(server);
         let s = server.clone();
@@ -393,6 +420,7 @@ struct HeldRequest {
     caller: Rc<str>,
     from: NodeIx,
     req: Request,
+    token: Option<u64>,
 }
 
 /// The requests a server holds ([`Fate::AppliedLate`]), applied by a `late` task started on first
@@ -422,6 +450,8 @@ struct Server {
     /// The etcd process (its tasks die with it).
     proc: Proc,
     held: Held,
+    /// The simple tokens this process assigned (see [`auth`]).
+    tokens: RefCell<auth::Tokens>,
 }
 
 impl Server {
@@ -443,6 +473,7 @@ impl Server {
                     Envelope {
                         req,
                         client_deadline_us,
+                        token,
                     },
                 reply,
             } = call;
@@ -458,16 +489,21 @@ impl Server {
             if let Some(deadline) = deadline {
                 match self.draw_fate() {
                     Fate::AppliedLate => {
-                        let held = HeldRequest { caller, from, req };
+                        let held = HeldRequest {
+                            caller,
+                            from,
+                            req,
+                            token,
+                        };
                         self.hold(held, deadline + LATE_APPLY_AFTER_DEADLINE_US);
                     }
-                    fate => self.apply_ambiguous(fate, &caller, from, req),
+                    fate => self.apply_ambiguous(fate, &caller, from, req, token),
                 }
                 reply.lose();
                 continue;
             }
             let garbled = self.chance(faults.garbled_percent);
-            let resp = self.handle(&caller, from, req);
+            let resp = self.handle(&caller, from, req, token);
             reply.send(if garbled {
                 Err(EtcdError::Garbled)
             } else {
@@ -490,10 +526,17 @@ impl Server {
 
     /// Applies (or not, if `fate` is [`Fate::Lost`]) a request whose client times out (its answer
     /// is never sent), and records the ambiguity.
-    fn apply_ambiguous(&self, fate: Fate, caller: &str, from: NodeIx, req: Request) {
+    fn apply_ambiguous(
+        &self,
+        fate: Fate,
+        caller: &str,
+        from: NodeIx,
+        req: Request,
+        token: Option<u64>,
+    ) {
         let op = req.name().to_string();
         if fate != Fate::Lost {
-            let _ = self.handle(caller, from, req);
+            let _ = self.handle(caller, from, req, token);
         }
         self.world.emit(
             self.node(),
@@ -527,7 +570,8 @@ impl Server {
                 Some(at) if at <= self.world.now_us() => {
                     let (_, held) = self.held.queue.borrow_mut().pop_first().expect("first");
                     self.expire_due();
-                    self.apply_ambiguous(Fate::AppliedLate, &held.caller, held.from, held.req);
+                    let h = held;
+                    self.apply_ambiguous(Fate::AppliedLate, &h.caller, h.from, h.req, h.token);
                 }
                 Some(at) => {
                     let sleep = crate::time::sleep_until(self.world.instant_at(at));
@@ -542,7 +586,11 @@ impl Server {
         self.etcd.lease_now(&self.world)
     }
 
-    fn handle(&self, caller: &str, from: NodeIx, req: Request) -> Reply {
+    fn handle(&self, caller: &str, from: NodeIx, req: Request, token: Option<u64>) -> Reply {
+        let req = match self.admit(req, token) {
+            Ok(req) => req,
+            Err(reply) => return reply,
+        };
         let now_ms = self.lease_now();
         let store_err = EtcdError::Store;
         match req {
@@ -577,6 +625,7 @@ impl Server {
                 })
             }
             Request::Compact { revision } => self.compact(caller, revision),
+            Request::Authenticate => Ok(self.authenticate()),
             Request::Status => {
                 let s = self.etcd.0.store.borrow();
                 Ok(Response::Status {
@@ -748,6 +797,8 @@ impl Server {
     }
 }
 
+#[cfg(test)]
+mod auth_tests;
 #[cfg(test)]
 mod connection_tests;
 #[cfg(test)]

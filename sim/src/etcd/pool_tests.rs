@@ -2,32 +2,10 @@
 //! first request on a connection kept from before the crash is reset by the rebooted host,
 //! while a restart of the etcd process alone leaves nothing stale (see the `session` module).
 
-use super::tests::service::{etcd_fault, note, run, Log};
+use super::tests::service::{etcd_crash, etcd_restart, note, run, Log};
 use super::{EtcdConfig, EtcdError};
-use crate::{FaultKind, Proc};
+use crate::Proc;
 use std::time::Duration;
-
-/// etcd's host down from 1 s to 2 s.
-fn host_crash() -> crate::Fault {
-    etcd_fault(
-        1_000,
-        1_000,
-        FaultKind::Crash {
-            node: "etcd".into(),
-        },
-    )
-}
-
-/// The etcd process down from 1 s to 2 s, its host up.
-fn process_restart() -> crate::Fault {
-    etcd_fault(
-        1_000,
-        1_000,
-        FaultKind::ServiceRestart {
-            node: "etcd".into(),
-        },
-    )
-}
 
 fn failed() -> String {
     format!("{:?}", Err::<i64, _>(EtcdError::Unavailable))
@@ -55,7 +33,7 @@ fn notes(run: &super::tests::service::Run) -> Vec<&str> {
 fn etcd_host_crash_resets_the_first_request_on_a_kept_connection_after_the_reboot() {
     let run = run(
         EtcdConfig::default(),
-        vec![host_crash()],
+        vec![etcd_crash(1_000, 1_000)],
         |p, etcd, log| async move {
             let c = etcd.client(&p);
             put(&c, &p, &log, "/before").await;
@@ -86,7 +64,7 @@ fn etcd_host_crash_resets_the_first_request_on_a_kept_connection_after_the_reboo
 fn etcd_restart_resets_no_kept_connection_left_idle() {
     let run = run(
         EtcdConfig::default(),
-        vec![process_restart()],
+        vec![etcd_restart(1_000, 1_000)],
         |p, etcd, log| async move {
             let c = etcd.client(&p);
             put(&c, &p, &log, "/before").await;
@@ -105,7 +83,7 @@ fn etcd_restart_resets_no_kept_connection_left_idle() {
 fn etcd_host_crash_leaves_a_buried_kept_connection_stale_until_concurrent_requests_reach_it() {
     let run = run(
         EtcdConfig::default(),
-        vec![host_crash()],
+        vec![etcd_crash(1_000, 1_000)],
         |p, etcd, log| async move {
             let c = etcd.client(&p);
             futures::join!(put(&c, &p, &log, "/a"), put(&c, &p, &log, "/b"));
@@ -138,7 +116,7 @@ fn etcd_host_crash_leaves_a_buried_kept_connection_stale_until_concurrent_reques
 fn etcd_host_crash_resets_a_watch_created_on_a_kept_connection() {
     let run = run(
         EtcdConfig::default(),
-        vec![host_crash()],
+        vec![etcd_crash(1_000, 1_000)],
         |p, etcd, log| async move {
             let c = etcd.client(&p);
             put(&c, &p, &log, "/before").await;
@@ -159,7 +137,7 @@ fn etcd_host_crash_resets_a_watch_created_on_a_kept_connection() {
 fn etcd_host_crash_spares_a_client_whose_watch_stopped_after_its_last_request() {
     let run = run(
         EtcdConfig::default(),
-        vec![host_crash()],
+        vec![etcd_crash(1_000, 1_000)],
         |p, etcd, log| async move {
             let c = etcd.client(&p);
             put(&c, &p, &log, "/before").await;
@@ -178,7 +156,7 @@ fn etcd_host_crash_spares_a_client_whose_watch_stopped_after_its_last_request() 
 fn etcd_host_crash_serves_a_new_connection_opened_while_it_is_down() {
     let run = run(
         EtcdConfig::default(),
-        vec![host_crash()],
+        vec![etcd_crash(1_000, 1_000)],
         |p, etcd, log| async move {
             p.sleep(Duration::from_millis(1_500)).await;
             put(&etcd.client(&p), &p, &log, "/during").await;

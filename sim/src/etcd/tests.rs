@@ -482,6 +482,31 @@ pub(super) mod service {
         }
     }
 
+    /// etcd's host crashes at `at_ms` and boots `dur_ms` later.
+    pub(in crate::etcd) fn etcd_crash(at_ms: u64, dur_ms: u64) -> Fault {
+        let node = "etcd".into();
+        etcd_fault(at_ms, dur_ms, FaultKind::Crash { node })
+    }
+
+    /// The etcd process restarts at `at_ms` and is back `dur_ms` later, its host up.
+    pub(in crate::etcd) fn etcd_restart(at_ms: u64, dur_ms: u64) -> Fault {
+        let node = "etcd".into();
+        etcd_fault(at_ms, dur_ms, FaultKind::ServiceRestart { node })
+    }
+
+    /// etcd serves every request 2 s late for the whole run (requests queue).
+    pub(in crate::etcd) fn slow_etcd() -> Fault {
+        let node = "etcd".into();
+        etcd_fault(
+            0,
+            600_000,
+            FaultKind::ServiceSlow {
+                node,
+                extra_ms: 2_000,
+            },
+        )
+    }
+
     /// An ambiguous timeout applies the request before the client's timeout fires or after it
     /// (the server gets to it late), or not at all; the client sees `Timeout` every time.
     #[test]
@@ -595,13 +620,7 @@ pub(super) mod service {
     /// as etcd 3.4's `Promote` gives it; without the reset it keeps its old deadline.
     #[test]
     fn a_restart_renews_leases_with_their_ttl_plus_the_election_timeout() {
-        let crash = etcd_fault(
-            30_000,
-            5_000,
-            FaultKind::Crash {
-                node: "etcd".into(),
-            },
-        );
+        let crash = etcd_crash(30_000, 5_000);
         let body = |p: Proc, etcd: Etcd, _log: Log| async move {
             let c = etcd.client(&p);
             let (lease, _) = c.grant(60).await.unwrap();

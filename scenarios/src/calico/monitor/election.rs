@@ -5,7 +5,7 @@
 //!
 //! Reads (observations only): the election key's puts and deletes in etcd (`EtcdPut`,
 //! `EtcdDelete` with its cause), lease expiries and compactions (`EtcdCompact`), and the model's
-//! `CalicoStamp`, `CalicoLost` (a refresh's answer that ends the mastership, reported as it
+//! `CalicoStamp`, `CalicoIsMaster` (for `stamp_age`), `CalicoLost` (a refresh's answer that ends the mastership, reported as it
 //! arrives), `CalicoStaleStamp`, `CalicoDeadPidCleanup`, `CalicoStepDown` and `CalicoMasterOnly`
 //! events. The holder is the key's value as etcd stores it; who may delete it
 //! and how long master-only work stays legitimate are derived here from the spec and the model's
@@ -63,6 +63,11 @@ impl CalicoMonitor {
             CalicoEvent::CalicoStamp { stamp_us } => {
                 self.stamps[node as usize] = *stamp_us;
                 self.on_stamp(node, *stamp_us, rec.t_us);
+                self.on_stamp_written(node, *stamp_us, rec.t_us);
+                None
+            }
+            CalicoEvent::CalicoIsMaster { pid } => {
+                self.on_is_master(node, *pid, rec.t_us);
                 None
             }
             CalicoEvent::CalicoLost { .. } => {
@@ -195,7 +200,9 @@ impl CalicoMonitor {
         let last = self.last_held_us.get(&node).copied();
         let legit = last.is_some_and(|l| t.saturating_sub(l) <= bound_us);
         if self.holds(node) || legit {
-            return self.check_work_stops(node, pid, worker, in_snapshot, t);
+            return self
+                .check_stamp_age(node, pid, worker, action, t)
+                .or_else(|| self.check_work_stops(node, pid, worker, in_snapshot, t));
         }
         let name = &self.names[node as usize];
         let held = match last {

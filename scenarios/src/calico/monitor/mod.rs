@@ -7,6 +7,7 @@
 //! | `master-only-work-legitimate` | safety | a host doing master-only work at true time t held the election key (with a live lease) at some time in `[t - bound, t]`. The bound is what upstream's code allows, from the model's constants (`etcd_timeout` T = 60 s): the stamp is taken when the refresh's put answers, at most T after the put was applied; `is_master()` trusts it for `MASTER_TIMEOUT` (60 s); a watcher acts on an answer up to one poll (5 s) old: 125 s for work dispatched from a watch. A stopped watcher still finishes a snapshot whose status and range reads (2 T) were in flight: 245 s. Compaction is recorded when it decides, right after its `is_master()`: 120 s |
 //! | `election-deletes-owned` | safety | a client deletes the election key only when it holds the value, or when the value names a dead process on its own host (dead-pid cleanup) |
 //! | `master-stable` | safety | the election key changes holder (is deleted) only when a fault that can end the holder's mastership touched the holder or etcd within the last 130 s (`etcd_timeout` + `MASTER_TIMEOUT` + one refresh interval): a pause, crash, isolation or cut between the holder and etcd, a graceful stop, a crash of its manager, a silent death or a stall of its elector, a watchdog exit of its process; an etcd crash, unavailability, ambiguity, slowness or garbling |
+//! | `master-only-work-on-fresh-stamp` | safety | while another host is master (holds the key, its process alive and its stamp set), a host does master-only work only on an `is_master()` yes given within `MASTER_TIMEOUT` (60 s) + 1 s (clock drift) of true time after its elector last wrote its stamp: `is_master()` trusts a stamp for 60 s by `time.time()`, which only a clock step can stretch beyond the lease the stamp confirmed |
 //! | `master-only-work-stops` | safety | once a host's elector had evidence that its mastership ended (a refresh that failed, or whose compare found the key changed or gone), or cleared its stamp, no process of that host does master-only work more than one poll (5 s) later until the stamp is set again (a snapshot whose reads were in flight: + 2 `etcd_timeout`); excused while the process's master-only loop was stalled or after it died |
 //! | `master-elected` | liveness | once faults stop, a master exists (the key names a live process whose host's stamp is set) within TTL 60 s + watch timeout 20 s + retry jitter 2 s + 3 s of round trips = 85 s |
 //! | `prompt-handover` | liveness | while no other fault is active, a master exists within 10 s of a graceful stop of the master's host services (when the master's elector process still runs: a dead one cannot step down, and when etcd's node has not crashed within `etcd_timeout` plus the retry jitter before: requests it held wait out their timeout), or of the master's manager being respawned on the same host (dead-pid cleanup) |
@@ -55,6 +56,7 @@ mod election;
 mod faults;
 mod felix_time;
 mod stability;
+mod stamp_age;
 mod status;
 
 pub use super::bounds::*;
@@ -184,6 +186,8 @@ pub struct CalicoMonitor {
     pending_warning: Option<PendingWarning>,
     /// Per agent-status watcher instance (node, pid) and host: the `time` it forwarded last.
     forwarded_time: BTreeMap<(NodeIx, u32, String), String>,
+    /// Stamp writes and `is_master()`'s answers on true time (`stamp_age.rs`).
+    stamp_trust: stamp_age::StampTrust,
     /// Per node: when its elector last cleared the stamp (None: set, or never cleared).
     stamp_cleared_us: Vec<Option<u64>>,
     /// Per node: when its elector's refresh first got an answer that ends the mastership (a
@@ -241,6 +245,7 @@ impl CalicoMonitor {
             agent_snapshot: BTreeSet::new(),
             pending_warning: None,
             forwarded_time: BTreeMap::new(),
+            stamp_trust: Default::default(),
             stamp_cleared_us: vec![None; n],
             loss_evidence_us: vec![None; n],
             fault_log: BTreeMap::new(),
@@ -300,6 +305,7 @@ impl CalicoMonitor {
             CalicoEvent::CalicoStamp { .. }
             | CalicoEvent::CalicoLost { .. }
             | CalicoEvent::CalicoStaleStamp { .. }
+            | CalicoEvent::CalicoIsMaster { .. }
             | CalicoEvent::CalicoDeadPidCleanup { .. }
             | CalicoEvent::CalicoStepDown { .. }
             | CalicoEvent::CalicoMasterOnly { .. } => self.on_election_event(rec, e),
