@@ -405,7 +405,12 @@ impl<S: ElectionStore> Elector<S> {
                 Err(e) => break format!("refresh failed: {e:?}"),
             }
             self.write_old_key(lease).await;
-            self.proc.sleep(self.timing.interval()).await;
+            let interval = if self.sw.mutant_refresh_every_half_ttl {
+                Duration::from_secs(self.timing.ttl_s as u64 / 2)
+            } else {
+                self.timing.interval()
+            };
+            self.proc.sleep(interval).await;
         };
         // The answer that ends the mastership is reported as it arrives, before the reaction to
         // it (the `finally` that clears the stamp, election.py lines 332-334 at 87c15906): the

@@ -157,6 +157,16 @@ pub struct Switches {
     /// Mutant `calico-mutant-felix-status-no-lease` (test-only): Felix writes its status key
     /// without its lease, so a dead Felix's last report never goes away.
     pub mutant_felix_status_no_lease: bool,
+    /// Mutant `calico-mutant-no-round-trip` (test-only): the watch canceller never writes the
+    /// round-trip key, so a quiet watch is cancelled and re-created every 10 s instead of being
+    /// kept alive by its own writes.
+    pub mutant_no_round_trip: bool,
+    /// Mutant `calico-mutant-resync-once` (test-only): the periodic resync loop goes on sleeping
+    /// its interval but resyncs only the first time.
+    pub mutant_resync_once: bool,
+    /// Mutant `calico-mutant-refresh-every-half-ttl` (test-only): the master refreshes its lease
+    /// and key every half TTL (30 s) instead of every refresh interval (10 s); it still keeps them.
+    pub mutant_refresh_every_half_ttl: bool,
 }
 
 /// Deployment options.

@@ -180,14 +180,19 @@ impl Server {
             Worker::Resync => {
                 let (p, interval) = (proc.clone(), self.cfg.resync_interval);
                 let prefix = self.cfg.felix_prefix();
+                let once = sw.mutant_resync_once;
                 proc.spawn("resync", async move {
+                    let mut first = true;
                     loop {
                         // A resync reads the Calico data and reconciles it with Neutron's.
-                        let keys = client
-                            .range(&prefix, true, 0)
-                            .await
-                            .map_or(0, |(kvs, _)| kvs.len() as u32);
-                        p.emit(CalicoEvent::CalicoResync { pid: p.pid(), keys });
+                        if first || !once {
+                            let keys = client
+                                .range(&prefix, true, 0)
+                                .await
+                                .map_or(0, |(kvs, _)| kvs.len() as u32);
+                            p.emit(CalicoEvent::CalicoResync { pid: p.pid(), keys });
+                        }
+                        first = false;
                         if interval.is_zero() {
                             return; // one-shot: this task is MEANT to finish
                         }

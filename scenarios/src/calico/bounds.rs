@@ -85,3 +85,29 @@ pub const AGENT_VIEW_BOUND_US: u64 =
 /// lease grant and trigger put: `check_request_etcd_compaction` and `write_compaction_keys`,
 /// lines 1413-1624), each a round trip of milliseconds while no fault is in force: 10 s for them.
 pub const COMPACTION_SLACK_US: u64 = us(MASTER_CHECK_INTERVAL) + 10 * S + TIMER_SLACK_US;
+/// `status-watch-round-trips`: the longest quiet time of a status watcher's round-trip key while
+/// its host is master and nothing disturbs it or etcd. The canceller writes it every
+/// `WATCH_TIMEOUT_SECS / 3` (etcdutils.py `_cancel_watch_if_broken`, lines 288-323 at
+/// 87c15906). A watcher that caught a connection failure sleeps 5 s before starting over
+/// (lines 181, 208); one that raised is forgotten at the master-only loop's next poll and replaced
+/// at the poll after (mech_calico.py `watch_status_updates`, lines 704-728: two 5 s polls); then
+/// its status read, snapshot read, watch creation and first write: 10 s for those round trips.
+pub const ROUND_TRIP_BOUND_US: u64 = us(ROUND_TRIP_INTERVAL)
+    + us(model::calico::watchers::RETRY)
+    + 2 * us(MASTER_CHECK_INTERVAL)
+    + 10 * S
+    + TIMER_SLACK_US;
+/// Slack of `resync-progresses` beyond the interval: a master-only resync loop polls
+/// `is_master()` every `MASTER_CHECK_INTERVAL_SECS` before its first resync (mech_calico.py
+/// `periodic_resync_thread`, lines 1261-1308 at 80d666fd13^), and a resync's reads are round
+/// trips of milliseconds while no fault is in force: 10 s for them.
+pub const RESYNC_SLACK_US: u64 = us(MASTER_CHECK_INTERVAL) + 10 * S + TIMER_SLACK_US;
+/// Slack of `election-refresh-progresses` beyond the refresh interval: a refresh is a lease
+/// keep-alive, the guarded put and the legacy key's put (election.py `_become_master`, lines
+/// 296-335 at 87c15906), round trips of milliseconds while no fault is in force, and the
+/// elector's sleep runs on the host's monotonic clock, whose rate the scenarios move by at most
+/// a few hundred ppm: 5 s for both.
+pub const REFRESH_SLACK_US: u64 = 5 * S + TIMER_SLACK_US;
+/// `election-refresh-progresses`: the longest time between two puts of the election key by its
+/// holder while nothing disturbs it or etcd.
+pub const REFRESH_BOUND_US: u64 = us(REFRESH_INTERVAL) + REFRESH_SLACK_US;

@@ -130,7 +130,11 @@ pub static FINDINGS: &[Finding] = &[
         scenario: "calico-swarm",
         seeds: &[85, 26],
         signature: Signature {
-            invariants: &["agent-view-converges", "port-status-converges"],
+            invariants: &[
+                "agent-view-converges",
+                "port-status-converges",
+                "status-watch-round-trips",
+            ],
             describe: "the master's watch canceller ended on an exception",
             test: |e| e.contains("watch-canceller of"),
         },

@@ -7,8 +7,9 @@
 
 use super::bounds::{
     AGENT_VIEW_BOUND_US, COMPACTION_SLACK_US, ELECTION_BOUND_US, HANDOVER_BOUND_US,
-    MASTER_STABLE_WINDOW_US, SILENT_AGENT_BOUND_US, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US,
-    STAMP_TRUST_BOUND_US, WATCH_WORK_BOUND_US, WORK_STOPS_BOUND_US,
+    MASTER_STABLE_WINDOW_US, REFRESH_BOUND_US, RESYNC_SLACK_US, ROUND_TRIP_BOUND_US,
+    SILENT_AGENT_BOUND_US, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US, STAMP_TRUST_BOUND_US,
+    WATCH_WORK_BOUND_US, WORK_STOPS_BOUND_US,
 };
 use crate::invariant::{Breach, Invariant};
 
@@ -141,6 +142,33 @@ pub const COMPACTION_PROGRESSES: Invariant = Invariant::liveness(
 .bound_us(2 * model::calico::COMPACTION_PERIOD.as_micros() as u64 + COMPACTION_SLACK_US)
 .upstream("the master's compaction loop checks once per period and a check that finds the trigger key gone rewrites it, with a lease of one period (mech_calico.py do_periodic_compaction, lines 1324-1351; check_request_etcd_compaction, 1413-1607; write_compaction_keys, 1610-1624)")
 .measure(Breach::Exceeds, "time since the last rewrite of the trigger key (or the master's start) with a master and no disturbance");
+/// The master refreshes its key every refresh interval.
+pub const ELECTION_REFRESH_PROGRESSES: Invariant = Invariant::liveness(
+    "election-refresh-progresses",
+    "the 10 s refresh interval + 5 s for a refresh's three round trips and the monotonic clock's rate = 15 s, from the last put of the key, the master's start, or the end of the last fault (or stall of its elector) + `etcd_timeout`",
+    "while a master exists and nothing disturbs it or etcd, its elector re-puts the election key (refreshing lease and stamp) at least once per refresh interval plus slack",
+)
+.bound_us(REFRESH_BOUND_US)
+.upstream("the master keeps the lease alive and re-puts the key (guarded by its value) every interval, setting the shared stamp after each (election.py Elector._become_master, lines 296-335; mech_calico.py is_master, 580-601)")
+.measure(Breach::Exceeds, "time since the holder's last put of the election key (or the master's start) with a master and no disturbance");
+/// The master's status watchers keep their watches alive with round trips.
+pub const STATUS_WATCH_ROUND_TRIPS: Invariant = Invariant::liveness(
+    "status-watch-round-trips",
+    "one `WATCH_TIMEOUT_SECS / 3` write interval (3.3 s) + a 5 s retry after a connection failure + two 5 s polls (a raised watcher is forgotten, then replaced) + 10 s of a new watch's round trips = 28.3 s, from the last write, the master's or the process's start, or the end of the last fault + `etcd_timeout`",
+    "while a master exists and nothing disturbs it or etcd, every status-watcher worker process (agent and endpoint status) on the master's host writes its round-trip key at least once per bound",
+)
+.bound_us(ROUND_TRIP_BOUND_US)
+.upstream("the master's status watchers run a watch each, and each watch's canceller writes the round-trip key every WATCH_TIMEOUT_SECS / 3 so that a working watch sees an event (etcdutils.py EtcdWatcher.start._cancel_watch_if_broken, lines 288-323; status.py StatusWatcher.__init__, line 80; mech_calico.py watch_status_updates, 678-728)")
+.measure(Breach::Exceeds, "time since the watcher process's last round-trip write (or the master's start) with a master and no disturbance");
+/// A periodic resync keeps happening on the master's host.
+pub const RESYNC_PROGRESSES: Invariant = Invariant::liveness(
+    "resync-progresses",
+    "one `resync_interval_secs` (the scenarios draw 30 to 300 s when it is periodic) + one 5 s `is_master()` poll + 10 s of a resync's round trips, from the last resync on the master's host, the master's start, or the end of the last fault + `etcd_timeout`",
+    "with a periodic resync configured, while a master exists and nothing disturbs it or etcd, the master's host resyncs at least once per `resync_interval_secs` plus slack",
+)
+.bound_us(300 * 1_000_000 + RESYNC_SLACK_US)
+.upstream("the periodic resync thread resyncs, then sleeps resync_interval_secs, while its host is master (mech_calico.py periodic_resync_thread, lines 1251-1308 at 80d666fd13^, the commit before upstream replaced it with a one-shot resync)")
+.measure(Breach::Exceeds, "time since the master's host last resynced (or the master's start) with a master and no disturbance");
 /// The watchdog exits only for a task that died.
 pub const WATCHDOG_RESTART_JUSTIFIED: Invariant = Invariant::safety(
     "watchdog-restart-justified",
@@ -193,6 +221,9 @@ pub static INVARIANTS: &[Invariant] = &[
     STALE_WARNING_JUSTIFIED,
     COMPACTION_ONCE_PER_PERIOD,
     COMPACTION_PROGRESSES,
+    ELECTION_REFRESH_PROGRESSES,
+    STATUS_WATCH_ROUND_TRIPS,
+    RESYNC_PROGRESSES,
     WATCHDOG_RESTART_JUSTIFIED,
     AGENT_VIEW_CONVERGES,
     SILENT_AGENT_NOT_REPORTED,

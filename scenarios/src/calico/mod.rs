@@ -477,6 +477,9 @@ pub fn switches(spec: &RunSpec) -> Switches {
         mutant_agent_dedup_by_host: has("calico-mutant-agent-dedup-by-host"),
         mutant_port_write_no_retry: has("calico-mutant-port-write-no-retry"),
         mutant_felix_status_no_lease: has("calico-mutant-felix-status-no-lease"),
+        mutant_no_round_trip: has("calico-mutant-no-round-trip"),
+        mutant_resync_once: has("calico-mutant-resync-once"),
+        mutant_refresh_every_half_ttl: has("calico-mutant-refresh-every-half-ttl"),
     }
 }
 
@@ -549,7 +552,8 @@ pub fn run(
         model_cfg.compaction_period,
         status_path,
         coverage,
-    );
+    )
+    .with_resync_interval(model_cfg.resync_interval);
     let hosts: Vec<NodeIx> = (0..h as NodeIx).collect();
     let felix: Vec<(NodeIx, FelixConfig)> = o
         .felix

@@ -183,6 +183,24 @@ pub static SWITCHES: &[Switch] = &[
         "a compaction loop that finds its host not master stops polling for good: a host that becomes master later never compacts",
     ),
     Switch::mutant::<Calico>(
+        "calico-mutant-refresh-every-half-ttl",
+        "calico-split-brain",
+        &super::invariants::ELECTION_REFRESH_PROGRESSES,
+        "the master refreshes its lease and key every half TTL (30 s) instead of every 10 s: it keeps them, with a third of the margin",
+    ),
+    Switch::mutant::<Calico>(
+        "calico-mutant-no-round-trip",
+        "calico-split-brain",
+        &super::invariants::STATUS_WATCH_ROUND_TRIPS,
+        "the watch canceller never writes the round-trip key: a quiet watch is cancelled and re-created every 10 s instead of being kept alive",
+    ),
+    Switch::mutant::<Calico>(
+        "calico-mutant-resync-once",
+        "calico-split-brain",
+        &super::invariants::RESYNC_PROGRESSES,
+        "the periodic resync loop goes on sleeping its interval but resyncs only the first time",
+    ),
+    Switch::mutant::<Calico>(
         "calico-mutant-watchdog-registers-watcher",
         "calico-watchdog",
         &super::invariants::WATCHDOG_RESTART_JUSTIFIED,

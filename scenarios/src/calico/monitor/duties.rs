@@ -60,17 +60,36 @@ impl CalicoMonitor {
         }
     }
 
-    /// When the last disturbance of compaction ended (`now` if one is in force): any fault of
-    /// the schedule (on etcd, the network or any host: the monitor does not try to tell which
-    /// can delay a check), or a stall or silent death of the master's compaction task (for good:
-    /// `u64::MAX`) or of its elector.
-    fn compaction_disturbed_until(&self, now: u64) -> u64 {
+    /// Since when a master has existed without a break (None: none now).
+    pub(super) fn master_since_us(&self) -> Option<u64> {
+        self.compaction_progress.master_since_us
+    }
+
+    /// When the last disturbance of a master's duty ended (`now` if one is in force): any fault
+    /// of the schedule (on etcd, the network or any host: the monitor does not try to tell which
+    /// can delay the duty), or a stall or silent death (for good: `u64::MAX`) of a task of the
+    /// master's host that `touches` names (the duty's own tasks and those it depends on).
+    pub(super) fn duty_disturbed_until(&self, now: u64, touches: impl Fn(&str) -> bool) -> u64 {
         let faults = self.fault_log.values().map(|f| f.end_us.unwrap_or(now));
-        let master = self.holder.as_ref().and_then(|h| Some((h.node?, h.pid)));
+        let node = self.holder.as_ref().and_then(|h| h.node);
         let tasks = self
             .task_faults
             .iter()
-            .filter(|f| master == Some((f.node, f.pid)))
+            .filter(|f| node == Some(f.node) && touches(&f.task))
+            .map(|f| f.end_us);
+        faults.chain(tasks).max().unwrap_or(0)
+    }
+
+    /// When the last disturbance of compaction ended: as [`Self::duty_disturbed_until`], for a
+    /// stall or silent death of the master's compaction task or of its elector.
+    fn compaction_disturbed_until(&self, now: u64) -> u64 {
+        let master = self.holder.as_ref().map(|h| h.pid);
+        let faults = self.fault_log.values().map(|f| f.end_us.unwrap_or(now));
+        let node = self.holder.as_ref().and_then(|h| h.node);
+        let tasks = self
+            .task_faults
+            .iter()
+            .filter(|f| node == Some(f.node) && master == Some(f.pid))
             .filter(|f| f.task == "compaction" || f.task == "elector")
             .map(|f| f.end_us);
         faults.chain(tasks).max().unwrap_or(0)

@@ -18,6 +18,9 @@
 //! | `stale-warning-justified` | safety | every stale warning is for a report whose `time` is more than 300 s behind the watcher's wall clock at the warning (the report is the one the same dispatch forwards, or, de-duplicated, the one this watcher forwarded last for that host) |
 //! | `compaction-once-per-period` | safety | compaction never runs twice within one compaction period (etcd itself refuses to go backwards) |
 //! | `compaction-progresses` | liveness | while a master exists, a compaction check rewrites the trigger key (or compacts) at least once every two compaction periods 2P plus slack (one 5 s `is_master()` poll + 10 s of a check's round trips): by the latest of the last rewrite, the master's start and the end of the last fault (or stall or death of the master's compaction task or elector) + `etcd_timeout`, plus 2P + slack (a check that reads the trigger key a few ms before its lease of one period runs out skips a period) |
+//! | `election-refresh-progresses` | liveness | while a master exists, its elector re-puts the election key at least once per 15 s (the 10 s refresh interval + 5 s for the refresh's round trips and the monotonic clock's rate), from the latest of the last put, the master's start and the end of the last fault (or stall or death of the master host's elector) + `etcd_timeout` |
+//! | `status-watch-round-trips` | liveness | while a master exists, every status-watcher worker process of its host writes its round-trip key at least once per 28.3 s (the 3.3 s write interval + a 5 s retry + two 5 s polls + 10 s of round trips), from the latest of its last write, the master's or the process's start and the end of the last fault (or stall or death of a task of the watchers or the elector on the master's host) + `etcd_timeout` |
+//! | `resync-progresses` | liveness | with a periodic resync, while a master exists, the master's host resyncs at least once per `resync_interval_secs` + one 5 s poll + 10 s of round trips, timed as `status-watch-round-trips` |
 //! | `watchdog-restart-justified` | safety | the watchdog exits a process only if the dead registered task died unexpectedly (not by finishing) |
 //! | `port-status-converges` (status scenarios) | liveness | 140 s after faults stop, every port whose Felix status has not changed for 30 s shows in Neutron as the spec maps it (up: ACTIVE, down: DOWN, anything else: ERROR) |
 //! | `agent-view-converges` | liveness | 140 s after faults stop (a master within 85 s, then one report interval and slack), Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs, and from no host whose Felix does not run |
@@ -55,6 +58,7 @@ mod duties;
 mod election;
 mod faults;
 mod felix_time;
+mod periodic;
 mod stability;
 mod stamp_age;
 mod status;
@@ -177,6 +181,7 @@ pub struct CalicoMonitor {
     compaction_period_us: u64,
     last_compaction_us: Option<u64>,
     compaction_progress: duties::CompactionProgress,
+    periodic: periodic::Periodic,
     /// Neutron's last receipt of a report, per agent host name (true time).
     heard_us: BTreeMap<String, u64>,
     /// Per Felix host name: true time of its last status put in etcd.
@@ -240,6 +245,7 @@ impl CalicoMonitor {
             compaction_period_us: compaction_period.as_micros() as u64,
             last_compaction_us: None,
             compaction_progress: Default::default(),
+            periodic: Default::default(),
             heard_us: BTreeMap::new(),
             report_put_us: BTreeMap::new(),
             agent_snapshot: BTreeSet::new(),
@@ -277,6 +283,13 @@ impl CalicoMonitor {
             catalog,
             now_us: 0,
         }
+    }
+
+    /// The same monitor, holding the deployment to a periodic resync every `interval` (zero:
+    /// one-shot, no periodic duty).
+    pub fn with_resync_interval(mut self, interval: std::time::Duration) -> Self {
+        self.periodic.resync_interval_us = interval.as_micros() as u64;
+        self
     }
 
     pub(super) fn node_of(&self, name: &str) -> Option<NodeIx> {
@@ -354,14 +367,17 @@ impl Monitor for CalicoMonitor {
             }
             Event::NodeCrash | Event::NodeBoot { .. } => {
                 self.on_node_reset(node, t);
+                self.periodic_process_gone(node, None);
                 None
             }
             Event::ProcessStart { pid, name } => {
                 self.on_process_start(node, *pid, name, t);
+                self.periodic_process_start(node, *pid, name, t);
                 None
             }
             Event::ProcessExit { pid, status, name } => {
                 self.on_process_exit(node, *pid, status, name);
+                self.periodic_process_gone(node, Some(*pid));
                 None
             }
             Event::TaskDeath { pid, task } => {
@@ -401,7 +417,10 @@ impl Monitor for CalicoMonitor {
             }
             Event::EtcdPut {
                 key, value, lease, ..
-            } if **key == *self.key => self.on_key_put(value, *lease, t),
+            } if **key == *self.key => {
+                self.on_election_put(t);
+                self.on_key_put(value, *lease, t)
+            }
             Event::EtcdDelete {
                 key,
                 prev_value,
@@ -415,6 +434,12 @@ impl Monitor for CalicoMonitor {
                 self.status_put_us.insert(*rev, t);
                 let host = key[self.felix_prefix.len()..key.len() - "/status".len()].to_string();
                 self.report_put_us.insert(host, t);
+                None
+            }
+            Event::EtcdPut { key, client, .. }
+                if key.strip_prefix(self.felix_prefix.as_str()) == Some("round-trip-check") =>
+            {
+                self.on_round_trip(client, t);
                 None
             }
             Event::EtcdPut { key, .. } if **key == *model::calico::COMPACTION_TRIGGER_KEY => {
@@ -448,6 +473,15 @@ impl Monitor for CalicoMonitor {
             return Some(f);
         }
         if let Some(f) = self.compaction_overdue(now_us) {
+            return Some(f);
+        }
+        if let Some(f) = self.refresh_overdue(now_us) {
+            return Some(f);
+        }
+        if let Some(f) = self.round_trips_overdue(now_us) {
+            return Some(f);
+        }
+        if let Some(f) = self.resync_overdue(now_us) {
             return Some(f);
         }
         if let Some(d) = self.agent_view_deadline.filter(|&d| now_us >= d) {

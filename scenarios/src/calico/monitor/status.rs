@@ -84,6 +84,7 @@ impl CalicoMonitor {
                 host, rev, time, ..
             } => self.on_forward(rec, host, *rev, time),
             CalicoEvent::CalicoResync { pid, .. } => {
+                self.on_resync(node, rec.t_us);
                 if !self.resyncs.insert((node, *pid)) {
                     self.reach("periodic-resync");
                 }
