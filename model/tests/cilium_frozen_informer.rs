@@ -49,6 +49,7 @@ fn run(informer_stop_s: u64) -> Run {
         enis: 1,
         eni_capacity: 32,
         seeded: vec![],
+        seeded_release: vec![],
         run_for_s: 200,
     };
     let life = Lifecycle {

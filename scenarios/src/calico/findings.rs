@@ -77,7 +77,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A dead master-only loop never stops its watcher",
         scenario: "calico-silent-task-death",
-        seeds: &[17, 246],
+        seeds: &[33, 246],
         signature: Signature {
             invariants: &["master-only-work-legitimate"],
             describe: "the acting host's agent-status or endpoint-status loop is silently dead",
@@ -159,7 +159,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Port statuses left stale across a mastership change are never corrected",
         scenario: "calico-status-backlog",
-        seeds: &[45, 127],
+        seeds: &[56, 127],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "a diverged port was written last by a host that is not the master (and no watch canceller died)",
@@ -191,7 +191,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two writers of one process write the same port at once and the older status commits last",
         scenario: "calico-swarm",
-        seeds: &[71, 542],
+        seeds: &[71, 99],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of the same process",

@@ -65,8 +65,8 @@ pub static FINDINGS: &[Finding] = &[
         id: "cilium-unknown-unassign-aborted",
         system: "cilium",
         title: "An unassign whose answer is lost is later aborted, and the agent hands out the IP",
-        scenario: "cilium-swarm",
-        seeds: &[],
+        scenario: "cilium-clock-skew",
+        seeds: &[18368],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased an entry that was not 'released'",
@@ -76,7 +76,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("was deposed")
             },
         },
-        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths. Re-pinned from seed 8485, whose aborting passes ran while a failed full resync had left the instances API not ready, which upstream refuses: MaintainIPPool, node.go:985-990. Its next pin, seed 2291, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it in cilium-swarm 0-9,999, nor in 100,000-120,999 (`faultline hunt`), so it has none pinned until one is.)",
+        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths. Re-pinned from seed 8485, whose aborting passes ran while a failed full resync had left the instances API not ready, which upstream refuses: MaintainIPPool, node.go:985-990. Its next pin, seed 2291, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it in cilium-swarm 0-9,999, nor in 100,000-120,999 (`faultline hunt`). Once EC2's eventually consistent describes were modelled, none showed it in cilium-swarm 0-19,999, but cilium-clock-skew 18368 (of 0-19,999) does; nothing in it needs a skewed clock, and the finding moved there with 18368 pinned.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.handleIPRelease (error keeps the state)", "863-895"),
             cilium("pkg/ipam/node.go", "Node.handleIPRelease (not in the list: state deleted)", "826-832"),
@@ -98,7 +98,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A deposed operator, lingering in its graceful shutdown, acts on IPs beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[2672, 2997],
+        seeds: &[5367, 5547],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator's leadership had ended and it was lingering in its graceful shutdown",
@@ -128,7 +128,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A paused operator resumes and unassigns an IP a pod uses, beside the new leader",
         scenario: "cilium-split-brain",
-        seeds: &[7982, 9706],
+        seeds: &[3137],
         signature: Signature {
             invariants: &["agent-allocates-from-pool", "no-release-in-use"],
             describe: "the unassigning operator was deposed but had not yet seen it (no graceful shutdown involved)",
@@ -155,7 +155,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "A restarted agent answers ready-for-release for an IP a pod still uses",
         scenario: "cilium-silent-task-death",
-        seeds: &[1495, 110],
+        seeds: &[1495, 301],
         signature: Signature {
             invariants: &["agent-answers-truthfully", "no-release-in-use"],
             describe: "a restarted agent answered ready-for-release for an IP a pod holds, or (when that answer is not seen first) the status the operator decided from was written by a restarted agent, and the operator still led",
@@ -183,7 +183,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "The operator drops its own released entry while the spec still lists the IP",
         scenario: "cilium-split-brain",
-        seeds: &[120877],
+        seeds: &[49, 2275],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased the released entry, not for the IP being back in the pool (the #39981 clean-up)",
@@ -194,7 +194,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("was deposed")
             },
         },
-        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.) (Its first pinned seeds, cilium-clock-skew 4579 and 8348, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. Once endpoint creation took its time and a deposed operator's shutdown lasted as the hive's stop, no seed of cilium-clock-skew 0-9,999 showed it, and one of cilium-split-brain 0-9,999 did, 7029: nothing in it needs a skewed clock, so the finding moved there. With the node manager's triggers concurrent as well, 7029 no longer shows it and no seed of cilium-split-brain 0-9,999 does; `faultline hunt` found 120877 in 100,000-120,999, which is pinned. Its drawn schedule shrinks only to 7 faults, so its report's replay is constructed: a hand-written schedule of two slow services, an API server answering 1 s late and a cloud API taking 3 s more per request, shows it at seeds 287 and 821 of 0-999 of that schedule; the slow API server widens the window between the status write and the spec write from milliseconds to about a second.)",
+        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.) (Its first pinned seeds, cilium-clock-skew 4579 and 8348, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. Once endpoint creation took its time and a deposed operator's shutdown lasted as the hive's stop, no seed of cilium-clock-skew 0-9,999 showed it, and one of cilium-split-brain 0-9,999 did, 7029: nothing in it needs a skewed clock, so the finding moved there. With the node manager's triggers concurrent as well, 7029 no longer shows it and no seed of cilium-split-brain 0-9,999 does; `faultline hunt` found 120877 in 100,000-120,999. Once EC2's eventually consistent describes were modelled (the cloud-stale-reads fault), seeds 49, 2275, 6124 and 7868 of cilium-split-brain 0-9,999 show it; 49 and 2275 are pinned.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.handleIPRelease", "797-898"),
             cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),
@@ -215,14 +215,14 @@ pub static FINDINGS: &[Finding] = &[
         id: "cilium-new-leader-wipes-release-ips",
         system: "cilium",
         title: "A new operator leader wipes release-ips while the spec still lists released IPs",
-        scenario: "cilium-swarm",
-        seeds: &[],
+        scenario: "cilium-silent-task-death",
+        seeds: &[6632],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "another operator process than the unassigning one erased the entry, and the unassigning one still led when it acted",
             test: |e| erased_by_other_operator(e) == Some(true) && !e.contains("was deposed"),
         },
-        summary: "The leader unassigns X, then dies or loses the lease before the status write that says 'released' or the spec write that removes X from the pool. The new leader starts with empty handshake state; its first status write rebuilds release-ips from that empty state, dropping X's entry, and goes before its spec write. In between (or until the next sync if the spec write fails), the agent sees X in its pool with no entry and hands it to a pod, though the cloud no longer holds it. The new leader's first write of a node is not immediate: it starts its CiliumNode informer only after the Pod store has listed every pod, once its interval controller's first resync has begun, and Upsert neither resyncs nor writes a node it sees for the first time, so the wipe comes with its next resync, up to a minute after it won the Lease, or sooner when a maintainer pass on any node allocates or fails and its instance sync resyncs every node. (Its pinned seeds, cilium-swarm 1647 and 2320, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. With endpoint creation taking its time and a deposed operator's shutdown lasting as the hive's stop, no seed shows it in cilium-swarm 0-9,999, nor in 0-15,999 with every other Cilium fix on; once a new leader first wrote a node at its next resync, as upstream's does, none showed it in cilium-swarm 0-7,999 with every other Cilium fix on (nor, on the model before that change, in 100,000-116,999 with `faultline hunt`), so it has none pinned until one is.)",
+        summary: "The leader unassigns X, then dies or loses the lease before the status write that says 'released' or the spec write that removes X from the pool. The new leader starts with empty handshake state; its first status write rebuilds release-ips from that empty state, dropping X's entry, and goes before its spec write. In between (or until the next sync if the spec write fails), the agent sees X in its pool with no entry and hands it to a pod, though the cloud no longer holds it. The new leader's first write of a node is not immediate: it starts its CiliumNode informer only after the Pod store has listed every pod, once its interval controller's first resync has begun, and Upsert neither resyncs nor writes a node it sees for the first time, so the wipe comes with its next resync, up to a minute after it won the Lease, or sooner when a maintainer pass on any node allocates or fails and its instance sync resyncs every node. (Its pinned seeds, cilium-swarm 1647 and 2320, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. With endpoint creation taking its time and a deposed operator's shutdown lasting as the hive's stop, no seed shows it in cilium-swarm 0-9,999, nor in 0-15,999 with every other Cilium fix on; once a new leader first wrote a node at its next resync, as upstream's does, none showed it in cilium-swarm 0-7,999 with every other Cilium fix on (nor, on the model before that change, in 100,000-116,999 with `faultline hunt`). Once EC2's eventually consistent describes were modelled, none showed it in cilium-swarm 0-19,999, but cilium-silent-task-death 6632 (of 0-9,999) does, where the leader's tasks die; the finding moved there and 6632 is pinned.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.PopulateIPReleaseStatus", "1013-1031"),
             cilium("pkg/ipam/node_manager.go", "NodeManager.Upsert (no resync or write of a new node)", "284-387"),
@@ -246,7 +246,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "An IP the cloud gives back to the same node stays 'released' and is never used (cilium/cilium#39981)",
         scenario: "cilium-clock-skew",
-        seeds: &[6752],
+        seeds: &[5, 442],
         signature: Signature {
             invariants: &["released-entries-clear"],
             describe: "a released entry remains for an IP the cloud gave back to the same node, and the operators run no #39981 clean-up",
@@ -272,7 +272,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "Newer upstream's #39981 clean-up drops a fresh 'released' entry while the spec still lists the IP",
         scenario: "cilium-clock-skew",
-        seeds: &[],
+        seeds: &[4015, 5064],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
             describe: "the unassigning operator itself, still the leader, erased the released entry after dropping its 'released' state for the IP being in the pool it checked",
@@ -283,7 +283,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("was deposed")
             },
         },
-        summary: "With newer upstream's fix for #39981, abortNoLongerExcessIPs drops a 'released' entry whose IP is in the observed CiliumNode's spec pool. But right after a release the spec still lists the IP: the operator writes the spec from its cloud cache, which keeps the IP until the instance sync. So the first pass after the release in which the IP is not on the release list drops the fresh 'released' entry; the status write that omits it goes before the spec write that removes the IP, and in between the agent hands the IP, gone from the cloud, to a pod. Shown with --fix cilium-readd-released-ip (the newer behaviour); checking the cloud, not the spec, after a describe that started after the release closes it. (Its pinned seed, 12695, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it with --fix cilium-readd-released-ip in cilium-clock-skew 0-4,999 or 100,000-115,999 (`faultline hunt`) or cilium-swarm 0-2,285, so it has none pinned until one is.)",
+        summary: "With newer upstream's fix for #39981, abortNoLongerExcessIPs drops a 'released' entry whose IP is in the observed CiliumNode's spec pool. But right after a release the spec still lists the IP: the operator writes the spec from its cloud cache, which keeps the IP until the instance sync. So the first pass after the release in which the IP is not on the release list drops the fresh 'released' entry; the status write that omits it goes before the spec write that removes the IP, and in between the agent hands the IP, gone from the cloud, to a pod. Shown with --fix cilium-readd-released-ip (the newer behaviour); checking the cloud, not the spec, after a describe that started after the release closes it. (Its pinned seed, 12695, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it with --fix cilium-readd-released-ip in cilium-clock-skew 0-4,999 or 100,000-115,999 (`faultline hunt`) or cilium-swarm 0-2,285. Once EC2's eventually consistent describes were modelled, cilium-clock-skew 4015, 5064, 9010, 12185 and 19008 of 0-19,999 show it; 4015 and 5064 are pinned.)",
         upstream: &[
             Citation {
                 repo: CILIUM,
@@ -309,7 +309,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "cilium",
         title: "Newer upstream's #39981 clean-up skips an IP that is excess again: its 'released' entry stays, and the IP can be neither used nor released",
         scenario: "cilium-swarm",
-        seeds: &[],
+        seeds: &[11821],
         signature: Signature {
             invariants: &["released-entries-clear"],
             describe: "the operators run the #39981 clean-up, and every released entry that remains is for an IP the cloud gave back to the same node and that is on its node's release list again",
@@ -320,7 +320,7 @@ pub static FINDINGS: &[Finding] = &[
                     && stuck.all(|s| s.ends_with(EXCESS_AGAIN))
             },
         },
-        summary: "The operator releases X; in the same round the node needs IPs again (its pool fell below min-allocate) and the cloud, which picks any free address of the subnet, gives X back to the node. The agent drops its 'released' entry once the spec pool (written from the refreshed cache) lacks X, but the operator still holds 'released' for X and writes it again beside a spec pool that lists X. Newer upstream's clean-up for #39981 would drop it, but abortNoLongerExcessIPs skips every IP on the pass's release list before it reaches the #39981 branch: once pods leave and X is excess again, X is on the list, the agent never answers for a 'released' entry and handleIPReleaseResponse never marks an IP that has an entry. X stays 'released' and unusable for as long as it stays on the list, and the excess it stands for is never released. Only the newer behaviour (--fix cilium-readd-released-ip) is needed; the pinned seeds run with every other Cilium fix on as well because no seed of a few thousand showed it first with that one alone (the other findings fire first or the world never reissues a listed IP). The model's safe clean-up (cilium-readd-after-resync) has the same gap. (Its pinned seeds, cilium-swarm 16180864 and 57722070, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. With endpoint creation taking its time and a deposed operator's shutdown lasting as the hive's stop, no seed showed it in cilium-swarm 0-13,999 with the finding's switches, nor, with the node manager's triggers concurrent as well, in 0-4,999 or 100,000-116,999 (`faultline hunt`), so it has none pinned until one is.)",
+        summary: "The operator releases X; in the same round the node needs IPs again (its pool fell below min-allocate) and the cloud, which picks any free address of the subnet, gives X back to the node. The agent drops its 'released' entry once the spec pool (written from the refreshed cache) lacks X, but the operator still holds 'released' for X and writes it again beside a spec pool that lists X. Newer upstream's clean-up for #39981 would drop it, but abortNoLongerExcessIPs skips every IP on the pass's release list before it reaches the #39981 branch: once pods leave and X is excess again, X is on the list, the agent never answers for a 'released' entry and handleIPReleaseResponse never marks an IP that has an entry. X stays 'released' and unusable for as long as it stays on the list, and the excess it stands for is never released. Only the newer behaviour (--fix cilium-readd-released-ip) is needed; the pinned seeds run with every other Cilium fix on as well because no seed of a few thousand showed it first with that one alone (the other findings fire first or the world never reissues a listed IP). The model's safe clean-up (cilium-readd-after-resync) has the same gap. (Its pinned seeds, cilium-swarm 16180864 and 57722070, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. With endpoint creation taking its time and a deposed operator's shutdown lasting as the hive's stop, no seed showed it in cilium-swarm 0-13,999 with the finding's switches, nor, with the node manager's triggers concurrent as well, in 0-4,999 or 100,000-116,999 (`faultline hunt`). Once EC2's eventually consistent describes were modelled, cilium-swarm 11821 (of 0-19,999, with the finding's switches) shows it and is pinned.)",
         upstream: &[
             Citation {
                 repo: CILIUM,
