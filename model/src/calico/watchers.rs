@@ -199,6 +199,15 @@ impl Driver {
     }
 
     /// `on_felix_alive`: an RPC cast to Neutron (sent, not awaited).
+    ///
+    /// Known deviation: the model has no message broker, so the cast never blocks. Upstream's
+    /// cast (`use_call=False`, mech_calico.py lines 730-740 at projectcalico/calico 87c15906)
+    /// runs on the status watcher's greenlet, and while RabbitMQ is unreachable oslo.messaging
+    /// retries it for ever (`retry=None`: impl_rabbit.py `ensure`, lines 1054-1055 and 1109-1112
+    /// at openstack/oslo.messaging 8ea2d5b486b5; `rpc/client.py` lines 354-356), waiting 1, 3,
+    /// ..., 31 s and then 31 s between attempts plus the 1 s `kombu_reconnect_delay` (kombu
+    /// 9ee8595b `retry_over_time`, functional.py lines 251-335), so a broker outage would stall
+    /// that watcher's reads for its length.
     fn on_felix_alive(&self, host: String, first_update: bool) {
         let n = self.casts.get() + 1;
         self.casts.set(n);

@@ -130,7 +130,7 @@ pub static SWITCHES: &[Switch] = &[
     ),
     Switch::mutant::<Calico>(
         "calico-mutant-watcher-not-stopped",
-        "calico-split-brain",
+        "calico-restart",
         &super::invariants::MASTER_ONLY_WORK_STOPS,
         "the master-only loop does not stop its watcher when is_master() turns false",
     ),

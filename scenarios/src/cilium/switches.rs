@@ -65,7 +65,7 @@ pub static SWITCHES: &[Switch] = &[
     Switch::mutant::<Cilium>(
         "cilium-mutant-no-delay",
         "cilium-swarm",
-        &super::invariants::RELEASE_ACKNOWLEDGED,
+        &super::invariants::RELEASE_AFTER_DELAY,
         "the operator's excess-ip-release-delay is zero: it marks and releases IPs as soon as they are excess",
     ),
     Switch::mutant::<Cilium>(

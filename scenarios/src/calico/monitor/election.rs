@@ -242,7 +242,12 @@ impl CalicoMonitor {
                 sim::clock::format_rfc3339(rec.local_us),
                 self.fault_note(node)
             ),
-            measured: last.and_then(|l| Measured::bounded(t - l, bound_us)),
+            // A host that never held the key has no time since; its measure is the run's time
+            // so far, which no bound applies to.
+            measured: last.map_or_else(
+                || Measured::unbounded(t),
+                |l| Measured::bounded(t - l, bound_us),
+            ),
         })
     }
 
