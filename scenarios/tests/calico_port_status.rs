@@ -88,13 +88,13 @@ fn late_commits(rec: &Recording, cuts: &[(String, u64, u64)]) -> Vec<(String, St
     late
 }
 
-/// Seed 1896 (found by searching seeds 0-2,999 with every other fix on): without the deadline,
-/// a port-status write the master h2 sent just before h2 was isolated commits when the cut
-/// heals, over the next master's newer status; with it, no write held up by the cut commits
-/// (the writer gave up). The cut's window comes from the seed's schedule.
+/// Seed 7541 (found by searching calico-swarm seeds 0-11,999 with every other fix on): without
+/// the deadline, a port-status write the master sent just before it was isolated commits when
+/// the cut heals, over the next master's newer status; with it, no write held up by the cut
+/// commits (the writer gave up). The cut's window comes from the seed's schedule.
 #[test]
 fn a_write_held_up_by_a_partition_never_commits_under_the_deadline() {
-    let seed = 1896;
+    let seed = 7541;
     let cuts = isolations(seed);
     assert!(!cuts.is_empty(), "seed {seed} isolates no host");
     let without: Vec<String> = every_fix()

@@ -126,7 +126,7 @@ fn bad_input_gets_one_line_and_status_2() {
 
 #[test]
 fn run_json_and_exit_status() {
-    let o = faultline(&["run", "calico-split-brain", "--seed", "0x2a", "--json"]);
+    let o = faultline(&["run", "calico-split-brain", "--seed", "0x2b", "--json"]);
     assert_eq!(o.status.code(), Some(0));
     let j = last_json(&o);
     for k in [
@@ -143,15 +143,15 @@ fn run_json_and_exit_status() {
     ] {
         assert!(j.get(k).is_some(), "missing {k} in {j}");
     }
-    assert_eq!(j["seed"], 42);
+    assert_eq!(j["seed"], 43);
     assert_eq!(j["outcome"], "pass");
     // The trace file it writes hashes back to the same trace hash.
-    let trace = tmp("run-42.jsonl");
+    let trace = tmp("run-43.jsonl");
     let o = faultline(&[
         "run",
         "calico-split-brain",
         "--seed",
-        "0x2a",
+        "0x2b",
         "--trace",
         trace.to_str().unwrap(),
         "--json",

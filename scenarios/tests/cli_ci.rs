@@ -263,8 +263,8 @@ fn junit_output_parses_and_names_the_replay_command() {
 }
 
 /// A report of a violation headlines the violated invariant's own measure with its bound: a
-/// master-only-work violation shows how long after losing the key the work was done (here past the
-/// 125 s bound), not the overlap of two masters.
+/// master-only-work violation on a stale stamp shows the stamp's true age when `is_master()`
+/// last said yes (here past the 61 s bound), not the overlap of two masters.
 #[test]
 fn a_violation_report_headlines_its_invariants_measure() {
     let dir = tmp("headline");
@@ -282,17 +282,20 @@ fn a_violation_report_headlines_its_invariants_measure() {
     assert_eq!(o.status.code(), Some(0));
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
-    assert_eq!(r["violation"]["invariant"], "master-only-work-legitimate");
+    assert_eq!(
+        r["violation"]["invariant"],
+        "master-only-work-on-fresh-stamp"
+    );
     let h = &r["headline"];
     assert!(
         h["name"]
             .as_str()
             .unwrap()
-            .contains("last holding the election key"),
+            .contains("true age of the acting host's stamp"),
         "{h}"
     );
-    assert!(h["value"].as_f64().unwrap() > 125.0, "{h}");
-    assert!(h["bound"].as_str().unwrap().contains("125 s"), "{h}");
+    assert!(h["value"].as_f64().unwrap() > 61.0, "{h}");
+    assert!(h["bound"].as_str().unwrap().starts_with("61.000 s"), "{h}");
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("(bound: "), "{md}");
 }

@@ -13,7 +13,7 @@ pub static SWITCHES: &[Switch] = &[
     ),
     Switch::fix::<Cilium>(
         "cilium-adopt-release-ips",
-        "cilium-swarm",
+        "cilium-silent-task-death",
         "a new leader takes the release-ips it finds as its own handshake state instead of rebuilding the map from nothing, which wipes released entries (and agent answers) while the spec still lists the IPs",
     ),
     Switch::fix::<Cilium>(
@@ -28,7 +28,7 @@ pub static SWITCHES: &[Switch] = &[
     ),
     Switch::fix::<Cilium>(
         "cilium-hold-unknown-release",
-        "cilium-swarm",
+        "cilium-clock-skew",
         "after an unassign with no answer, hold the IP's handshake state until a cloud describe that started later shows whether the cloud still holds the IP (gone: released), instead of dropping it once the IP leaves the release list",
     ),
     Switch::fix::<Cilium>(

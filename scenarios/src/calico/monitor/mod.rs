@@ -334,7 +334,6 @@ impl Monitor for CalicoMonitor {
     fn on_event(&mut self, rec: &Record) -> Option<Failure> {
         let t = rec.t_us;
         self.now_us = t;
-        let node = rec.node;
         if !self.computes.is_empty() {
             self.ports.observe(&self.felix_prefix, t, &rec.event);
         }
@@ -343,63 +342,18 @@ impl Monitor for CalicoMonitor {
         }
         let out = match &rec.event {
             // Faults, nodes, processes and tasks (faults.rs).
-            Event::FaultStart { id, fault, dur_ms } => self.on_fault_start(*id, *dur_ms, fault, t),
-            Event::FaultEnd { id } => {
-                self.faults.remove(id);
-                if let Some(span) = self.fault_log.get_mut(id) {
-                    span.end_us = Some(t);
-                }
-                None
-            }
-            Event::LivenessPhase => {
-                self.on_liveness_phase(t);
-                None
-            }
-            Event::NodePause => {
-                self.paused_since[node as usize] = Some(t);
-                None
-            }
-            Event::NodeResume => {
-                if let Some(a) = self.paused_since[node as usize].take() {
-                    self.last_pause[node as usize] = Some((a, t));
-                }
-                None
-            }
-            Event::NodeCrash | Event::NodeBoot { .. } => {
-                self.on_node_reset(node, t);
-                self.periodic_process_gone(node, None);
-                None
-            }
-            Event::ProcessStart { pid, name } => {
-                self.on_process_start(node, *pid, name, t);
-                self.periodic_process_start(node, *pid, name, t);
-                None
-            }
-            Event::ProcessExit { pid, status, name } => {
-                self.on_process_exit(node, *pid, status, name);
-                self.periodic_process_gone(node, Some(*pid));
-                None
-            }
-            Event::TaskDeath { pid, task } => {
-                self.dead_tasks[node as usize].push((t, *pid, task.clone()));
-                self.on_task_fault(node, *pid, task, t, u64::MAX);
-                None
-            }
-            Event::TaskStall {
-                pid,
-                task,
-                until_ms,
-            } => {
-                self.on_task_fault(node, *pid, task, t, until_ms * 1000);
-                None
-            }
-            Event::TaskEnd { pid, task } => {
-                if task == "resync" {
-                    self.reach("oneshot-resync-finished");
-                }
-                self.ended.insert((node, *pid, task.clone()));
-                None
-            }
+            Event::FaultStart { .. }
+            | Event::FaultEnd { .. }
+            | Event::LivenessPhase
+            | Event::NodePause
+            | Event::NodeResume
+            | Event::NodeCrash
+            | Event::NodeBoot { .. }
+            | Event::ProcessStart { .. }
+            | Event::ProcessExit { .. }
+            | Event::TaskDeath { .. }
+            | Event::TaskStall { .. }
+            | Event::TaskEnd { .. } => self.on_lifecycle(rec),
             // etcd and the election key (election.rs).
             Event::EtcdAmbiguous { applied, .. } => {
                 self.reach(if *applied {
@@ -499,5 +453,72 @@ impl Monitor for CalicoMonitor {
             .iter()
             .map(|p| (*p, self.reached.contains(p)))
             .collect()
+    }
+}
+
+impl CalicoMonitor {
+    /// Faults, nodes, processes and tasks: the world's own events.
+    fn on_lifecycle(&mut self, rec: &Record) -> Option<Failure> {
+        let (t, node) = (rec.t_us, rec.node);
+        match &rec.event {
+            Event::FaultStart { id, fault, dur_ms } => self.on_fault_start(*id, *dur_ms, fault, t),
+            Event::FaultEnd { id } => {
+                self.faults.remove(id);
+                if let Some(span) = self.fault_log.get_mut(id) {
+                    span.end_us = Some(t);
+                }
+                None
+            }
+            Event::LivenessPhase => {
+                self.on_liveness_phase(t);
+                None
+            }
+            Event::NodePause => {
+                self.paused_since[node as usize] = Some(t);
+                None
+            }
+            Event::NodeResume => {
+                if let Some(a) = self.paused_since[node as usize].take() {
+                    self.last_pause[node as usize] = Some((a, t));
+                }
+                None
+            }
+            Event::NodeCrash | Event::NodeBoot { .. } => {
+                self.on_node_reset(node, t);
+                self.periodic_process_gone(node, None);
+                None
+            }
+            Event::ProcessStart { pid, name } => {
+                self.on_process_start(node, *pid, name, t);
+                self.periodic_process_start(node, *pid, name, t);
+                None
+            }
+            Event::ProcessExit { pid, status, name } => {
+                self.on_process_exit(node, *pid, status, name);
+                self.periodic_process_gone(node, Some(*pid));
+                None
+            }
+            Event::TaskDeath { pid, task } => {
+                self.dead_tasks[node as usize].push((t, *pid, task.clone()));
+                self.on_task_fault(node, *pid, task, t, u64::MAX);
+                None
+            }
+            Event::TaskStall {
+                pid,
+                task,
+                until_ms,
+            } => {
+                self.on_task_fault(node, *pid, task, t, until_ms * 1000);
+                None
+            }
+            Event::TaskEnd { pid, task } => {
+                if task == "resync" {
+                    self.reach("oneshot-resync-finished");
+                }
+                self.ended.insert((node, *pid, task.clone()));
+                None
+            }
+            _ => None,
+        }
     }
 }
