@@ -5,22 +5,10 @@
 //! shown by the rolled-back write or the absent race in their traces.
 
 mod common;
-use common::all_fixes;
+use common::{calico_every_fix as every_fix, run_calico_swarm as run};
 use model::calico::CalicoEvent;
-use scenarios::{run_spec, scenario, RunSpec};
+use scenarios::{scenario, RunSpec};
 use sim::event::Recording;
-
-fn every_fix() -> Vec<String> {
-    all_fixes("calico").iter().map(|s| s.to_string()).collect()
-}
-
-fn run(seed: u64, fixes: &[String]) -> (Option<sim::Violation>, Recording) {
-    let sc = scenario("calico-swarm").unwrap();
-    let mut spec = RunSpec::from_seed(sc, seed, &[], fixes);
-    spec.keep_trace = true;
-    let out = run_spec(spec);
-    (out.violation, out.records.expect("kept"))
-}
 
 fn calico_events(rec: &Recording) -> impl Iterator<Item = (u64, CalicoEvent)> + '_ {
     rec.records

@@ -50,3 +50,20 @@ pub fn all_fixes(system: &str) -> Vec<&'static str> {
         .map(|s| s.name)
         .collect()
 }
+
+/// Every Calico fix switch, owned.
+pub fn calico_every_fix() -> Vec<String> {
+    all_fixes("calico").iter().map(|s| s.to_string()).collect()
+}
+
+/// One calico-swarm seed with `fixes` on: its violation, if any, and its kept trace.
+pub fn run_calico_swarm(
+    seed: u64,
+    fixes: &[String],
+) -> (Option<sim::Violation>, sim::event::Recording) {
+    let sc = scenarios::scenario("calico-swarm").unwrap();
+    let mut spec = scenarios::RunSpec::from_seed(sc, seed, &[], fixes);
+    spec.keep_trace = true;
+    let out = scenarios::run_spec(spec);
+    (out.violation, out.records.expect("kept"))
+}

@@ -156,7 +156,7 @@ fn index_html_renders_in_headless_chromium() {
         let dom = String::from_utf8_lossy(&dom.stdout);
         if dir == &single {
             // The bound's Markdown code spans are rendered as code.
-            assert!(dom.contains("<code>etcd_timeout</code>"), "{url}");
+            assert!(dom.contains("<code>MASTER_TIMEOUT</code>"), "{url}");
         }
         assert!(
             dom.contains(r#"data-errors="0""#),

@@ -67,7 +67,7 @@ pub struct CalicoOptions {
     pub compaction_period_min: u64,
     /// etcd auth on (`etcd_username` and `etcd_password` set, etcd's `--auth-token-ttl` at its
     /// default): the drivers' clients re-authenticate and post again after any etcd error. Drawn
-    /// from a stream of its own ([`draw_auth`]), so it moves no other draw.
+    /// from a stream of its own (`draw_auth`), so it moves no other draw.
     #[serde(default)]
     pub etcd_auth: bool,
 }

@@ -8,7 +8,7 @@
 //! `UnassignPrivateIpAddresses` returned may still show the interfaces as they were before it.
 //!
 //! The cloud keeps the views its changes replaced, each with the true time until which it was
-//! the present ([`History`]). While a [`crate::FaultKind::StaleReads`] fault is in force on the
+//! the present (`History`). While a [`crate::FaultKind::StaleReads`] fault is in force on the
 //! cloud's node, each describe draws an age from 0 to the fault's lag and answers with the view
 //! that was the present that long ago (all instances from one moment); writes always act on the
 //! present. Reads are not monotonic: each draws its age afresh, so a describe may show an older
