@@ -9,11 +9,11 @@
 //!   `retry_interval=0.5`, `inc_retry_interval=True`, `jitter=True` and oslo.db's default
 //!   `max_retry_interval=10` (openstack/oslo.db `oslo_db/api.py` lines 113-198 at 5530cb96):
 //!   the first retry sleeps 0.5 s, each next one a uniform draw below twice the last bound,
-//!   capped at 10 s; after 20 retries the error goes to the caller. `is_retriable` (lines
-//!   109-122) retries `DBDeadlock`, `StaleDataError` and `DBConnectionError`, the three
+//!   capped at 10 s; after 20 retries the error goes to the caller. neutron-lib's `is_retriable`
+//!   (`neutron_lib/db/api.py` lines 109-122 at 6cd671a8) retries `DBDeadlock`, `StaleDataError` and `DBConnectionError`, the three
 //!   [`DbError`]s.
 //! * An attempt reads the port in a reader transaction (`get_port_db_objects`), and
-//!   `_update_individual_port_db_status` (lines 2469-2507) compares the status READ with the one
+//!   `_update_individual_port_db_status` (`neutron/plugins/ml2/plugin.py` lines 2469-2507) compares the status READ with the one
 //!   to store: equal, it writes nothing; different, its writer transaction stores it (see
 //!   [`super::neutron`] for the row lock and the revision check).
 //!

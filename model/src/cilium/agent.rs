@@ -40,7 +40,8 @@ use std::rc::Rc;
 /// interface, then creates the endpoint with `SyncBuildEndpoint` (cmd.go:693-699): the agent
 /// answers once the endpoint's first regeneration is done (`createEndpoint`,
 /// daemon/cmd/endpoint.go:524-570). The endpoint reaches the disk (its state directory, which
-/// `restoreOldEndpoints` reads, pkg/endpoint/restore.go:48-103) only during that regeneration.
+/// `ReadEPsFromDirNames` reads at a restart, pkg/endpoint/restore.go:48-103) only during that
+/// regeneration.
 /// Until then the allocation is only in the agent's memory: an agent that dies leaves nothing to
 /// restore, the CNI ADD fails (and its release of the IP, cmd.go:529-534, finds no agent), the
 /// kubelet tears the sandbox down and retries the pod after its backoff. (A crash after the

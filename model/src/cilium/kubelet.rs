@@ -98,7 +98,7 @@ impl Pods {
 
 /// The operators' Pod store, for the surge allocation's count of a node's pending pods
 /// (`getPendingPodCount`, cilium/cilium pkg/ipam/node.go:307-325 at ed90dd5ea4c7: pods of the
-/// node in phase `Pending`, read from the leader's Pod informer, operator/cmd/root.go:664-671).
+/// node in phase Pending, read from the leader's Pod informer, operator/cmd/root.go:664-671).
 ///
 /// Known difference: the model keeps no Pod objects in the API server, so the store reads each
 /// node's kubelet directly: the informer's view without its watch delay, and current even while

@@ -99,7 +99,7 @@ pub const ROUND_TRIP_BOUND_US: u64 = us(ROUND_TRIP_INTERVAL)
     + TIMER_SLACK_US;
 /// Slack of `resync-progresses` beyond the interval: a master-only resync loop polls
 /// `is_master()` every `MASTER_CHECK_INTERVAL_SECS` before its first resync (mech_calico.py
-/// `periodic_resync_thread`, lines 1261-1308 at 80d666fd13^), and a resync's reads are round
+/// `periodic_resync_thread`, lines 1251-1308 at 5acc5f9806, the parent of 80d666fd13), and a resync's reads are round
 /// trips of milliseconds while no fault is in force: 10 s for them.
 pub const RESYNC_SLACK_US: u64 = us(MASTER_CHECK_INTERVAL) + 10 * S + TIMER_SLACK_US;
 /// Slack of `election-refresh-progresses` beyond the refresh interval: a refresh is a lease

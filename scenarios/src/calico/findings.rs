@@ -206,7 +206,7 @@ pub static FINDINGS: &[Finding] = &[
             Citation {
                 repo: "openstack/neutron",
                 path: "neutron/plugins/ml2/plugin.py",
-                function: "Ml2Plugin.update_port_statuses, _update_individual_port_db_status",
+                function: "Ml2Plugin.update_port_statuses and _update_individual_port_db_status",
                 lines: Lines::At("2442-2507"),
                 commit: "2131d26f73262ec89a5d3e3e0d65521df4908e65",
             },

@@ -7,9 +7,10 @@
 //! memory only (`simpleTokens`, a map the TTL keeper prunes), so a restart of etcd, or a crash of
 //! its host, forgets every one. A token lives `--auth-token-ttl` (default 300 s,
 //! `server/embed/config.go` lines 540 and 732) after it was assigned
-//! or last used: every request that presents it resets its deadline (`info`, lines 202-213, and
-//! `resetSimpleToken`, lines 67-71), on the server's monotonic clock (Go's `time.Now()`). The
-//! keeper deletes expired tokens once a second (lines 77-99; the model rejects a token from the
+//! or last used: every request that presents it resets its deadline (`server/auth/simple_token.go`
+//! `info`, lines 202-213, and `resetSimpleToken`, lines 67-71), on the server's monotonic clock
+//! (Go's `time.Now()`). The keeper deletes expired tokens once a second (simple_token.go lines
+//! 77-99; the model rejects a token from the
 //! instant its deadline passes). A request with an unknown or expired token fails with
 //! `etcdserver: invalid auth token` (`ErrInvalidAuthToken`, `server/auth/store.go` lines
 //! 1056-1084; gRPC `Unauthenticated`, `api/v3rpc/rpctypes/error.go` line 73), one with none with

@@ -16,7 +16,7 @@
 //!   (`Retry(0, read=False)`, adapters.py lines 205-209, and urllib3's `Retry.increment` raises
 //!   a `ProtocolError` at once when reads may not be retried, `src/urllib3/util/retry.py` lines
 //!   464-467); it becomes `requests.ConnectionError` (adapters.py lines 710-711), which etcd3gw
-//!   turns into `ConnectionFailedError` (`etcd3gw/client.py` lines 133-134, 2.4.2 30567b4c).
+//!   turns into `ConnectionFailedError` (`etcd3gw/client.py` lines 134-135 at 30567b4c, release 2.4.2).
 //! - A watch's connection stays with its stream; stopping the watch (`Watcher.stop`,
 //!   `etcd3gw/watch.py` lines 69-79) calls `close()` on the response's `connection`, which is
 //!   the session's adapter (adapters.py line 399), and `HTTPAdapter.close` clears the whole

@@ -8,8 +8,8 @@
 //!   `h.Run` returns and `log.Fatal` ends the process (`root.go:292-294`).
 //! * The operator's own stop hook stops the leader lifecycle first (`registerOperatorHooks`,
 //!   `root.go:342-349`), whose hooks run in reverse order too (`cell.DefaultLifecycle.Stop`,
-//!   `vendor/github.com/cilium/hive/cell/lifecycle.go:122-159`). Among them, `legacy.onStop`
-//!   cancels `legacy.ctx` and waits for its goroutines (`root.go:515-522`): that stops the
+//!   `vendor/github.com/cilium/hive/cell/lifecycle.go:122-159`). Among them, `onStop`
+//!   (`root.go:515-522`) cancels the leader's context and waits for its goroutines: that stops the
 //!   CiliumNode informer (`ciliumNodeSynchronizer.Start(legacy.ctx, ...)`, `root.go:673`), so
 //!   from then on the node manager's copies of the CiliumNodes are frozen.
 //! * The IPAM itself is **not** stopped by any hook. The node manager's

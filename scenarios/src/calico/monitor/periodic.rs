@@ -17,7 +17,7 @@
 //!   disturbs it or etcd, the master's host resyncs at least once per `resync_interval_secs` plus
 //!   [`RESYNC_SLACK_US`]. Upstream's periodic resync thread resynced while its host was master
 //!   and slept the interval after each (mech_calico.py `periodic_resync_thread`, lines 1251-1308 at
-//!   80d666fd13^; that commit replaced it with the one-shot resync 87c15906 runs). Holding the
+//!   5acc5f9806, the parent of 80d666fd13; that commit replaced it with the one-shot resync 87c15906 runs). Holding the
 //!   master's host to it holds a deployment that resyncs on every host as well.
 //!
 //! Each duty is timed from the latest of its last progress, the master's start (the stretch of
