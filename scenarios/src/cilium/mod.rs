@@ -51,121 +51,6 @@ use sim::runtime::simulate;
 use sim::{Fault, FaultKind, NodeIx, NodeSpec, Outcome, Schedule, Short};
 use std::collections::BTreeMap;
 
-/// Length of the fault window (ms).
-pub const FAULT_WINDOW_MS: u64 = 600_000;
-/// Length of the liveness phase (ms).
-pub const LIVENESS_MS: u64 = PODS_BOUND_US / 1000 + 30_000;
-/// Interfaces' capacity.
-pub const ENI_CAPACITY: u32 = 10;
-/// One second (µs).
-const S: u64 = 1_000_000;
-/// A new leader's take-over after faults stop: the lease duration, the widest acquire wait, one
-/// request (client-go's `acquire` loop, sim::leaderelection).
-pub const TAKEOVER_US: u64 = {
-    use sim::leaderelection::{LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD};
-    (LEASE_DURATION.as_micros()
-        + RETRY_PERIOD.as_micros() * 22 / 10
-        + RENEW_DEADLINE.as_micros() / 2) as u64
-};
-/// An informer whose watch stream died in a partition re-watches within this after it heals: its
-/// idle timer, then a health ping that gets no ack (`sim::kube::run_informer`).
-pub const REWATCH_US: u64 =
-    (model::cilium::INFORMER_IDLE.as_micros() + sim::kube::PING_TIMEOUT.as_micros()) as u64;
-/// The longest a node's pool maintainer waits after its last failed pass (node_manager.go:312-330).
-const BACKOFF_US: u64 = model::cilium::operator::ipam::BACKOFF_MAX_US;
-/// The operator's resync period (µs).
-const RESYNC_US: u64 = model::cilium::OPERATOR_RESYNC.as_micros() as u64;
-/// The agent's status write period (µs).
-const AGENT_WRITE_US: u64 = model::cilium::AGENT_UPDATE_RATE.as_micros() as u64;
-
-/// Bound of `leader-runs-ipam` after faults stop: the longest the Lease can name an operator
-/// without running IPAM. Its IPAM start is one blocking cloud resync whose failure exits the
-/// process (root.go:575-578, node_manager.go:221-225 @ed90dd5): at most one cloud request
-/// timeout; an exited holder stops renewing, and a candidate takes the Lease over within
-/// [`TAKEOVER_US`] of the last renewal it saw; 10 s for the requests between.
-pub const IPAM_GAP_BOUND_US: u64 =
-    sim::cloud::REQUEST_TIMEOUT.as_micros() as u64 + TAKEOVER_US + 10 * S;
-
-/// Bound of `pods-get-ips` after faults stop.
-///
-/// Derived from the code's constants, the longest chain after faults stop: a new leader takes
-/// over (lease duration, the widest acquire wait, one request), a node's maintainer waits out
-/// its longest backoff (a failing cloud leaves it at 5 min, node_manager.go:312-330), then the
-/// next resync, the operator's writes, the agent's start poll and restore, its rate-limited
-/// status write, and the pod's next sandbox attempt (the kubelet's pod-sync backoff with its
-/// jitter: a pod that found no IP is not served the instant one appears); 20 s for the requests
-/// between.
-pub const PODS_BOUND_US: u64 = {
-    let agent = 5 * S + 3 * S + AGENT_WRITE_US;
-    let kubelet = model::cilium::kubelet::POD_RETRY_MAX_US;
-    TAKEOVER_US + BACKOFF_US + RESYNC_US + agent + kubelet + 20 * S
-};
-
-/// Bound of `handshake-entries-clear` after faults stop (or after the entry is due to go, if
-/// later): the longer of the informers' re-watch and the operator's chain (a take-over, the
-/// maintainer's longest backoff, then the resync whose pass releases, aborts or drops the entry
-/// and whose writes carry it away), then the agent's rate-limited write (it removes a released
-/// entry once the pool lost the IP); 20 s for the requests between.
-pub const CLEANUP_BOUND_US: u64 = {
-    let operator = TAKEOVER_US + BACKOFF_US + RESYNC_US;
-    let slowest = if REWATCH_US > operator {
-        REWATCH_US
-    } else {
-        operator
-    };
-    slowest + AGENT_WRITE_US + 20 * S
-};
-
-/// Bound of `handshake-aborted-when-not-excess`, counted from the later of faults stopping and
-/// the entry's IP leaving its node's release candidates: the longer of the informers' re-watch
-/// and the operator's chain up to a pass (a take-over, the maintainer's longest backoff), the
-/// agent's rate-limited status write (the operator counts `used` from it), then the resync whose
-/// pass aborts the handshake (`abortNoLongerExcessIPs`, node.go:735-755, runs only in a pool
-/// maintainer pass, and `releaseNeeded` asks for one while `release-ips` is not empty) and
-/// whose write drops the entry; 20 s for the requests between.
-pub const ABORT_BOUND_US: u64 = {
-    let operator = TAKEOVER_US + BACKOFF_US;
-    let slowest = if REWATCH_US > operator {
-        REWATCH_US
-    } else {
-        operator
-    };
-    slowest + AGENT_WRITE_US + RESYNC_US + 20 * S
-};
-
-/// After faults stop, the operator and the agent act on current state within this: the longer of
-/// a Lease take-over and an informer's re-watch.
-pub const RECOVERY_US: u64 = if REWATCH_US > TAKEOVER_US {
-    REWATCH_US
-} else {
-    TAKEOVER_US
-};
-
-/// How long after an IP becomes a release candidate (once the operator and agent work, see
-/// [`RECOVERY_US`]) it is unassigned: the agent's status write shows the pods' IPs (15 s), the
-/// next resync times it (60 s), the release delay (180 s) runs out and the first resync after
-/// it marks it (60 s), the agent answers within its write period (15 s, before the next
-/// resync), the next resync releases it (60 s); 10 s for requests (node.go:797-898,
-/// node_manager.go:231-249).
-pub const RELEASE_PIPELINE_US: u64 = AGENT_WRITE_US
-    + RESYNC_US
-    + model::cilium::RELEASE_DELAY.as_micros() as u64
-    + RESYNC_US
-    + RESYNC_US
-    + 10 * S;
-
-// Every liveness bound runs out within the liveness phase (the checks happen in it).
-const _: () = assert!(
-    CLEANUP_BOUND_US < LIVENESS_MS * 1000
-        && EXCESS_BOUND_US < LIVENESS_MS * 1000
-        && ABORT_BOUND_US < LIVENESS_MS * 1000
-);
-
-/// Bound of `excess-released` after faults stop: [`RECOVERY_US`] + [`RELEASE_PIPELINE_US`]
-/// (counted from a later start when the IP became a candidate later, the node's addresses
-/// changed, or a fault could have left the maintainer in its backoff).
-pub const EXCESS_BOUND_US: u64 = RECOVERY_US + RELEASE_PIPELINE_US;
-
 /// The options a seed draws for a Cilium scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CiliumOptions {
@@ -792,6 +677,8 @@ pub fn run(
     })
 }
 
+mod bounds;
+pub use bounds::*;
 pub mod fault_choice;
 pub mod findings;
 pub mod invariants;
