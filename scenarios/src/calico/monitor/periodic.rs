@@ -33,6 +33,10 @@
 
 use super::{secs, CalicoMonitor, REFRESH_BOUND_US, RESYNC_SLACK_US, ROUND_TRIP_BOUND_US};
 use crate::calico::bounds::us;
+use crate::calico::invariants::{
+    ELECTION_REFRESH_PROGRESSES, RESYNC_PROGRESSES, STATUS_WATCH_ROUND_TRIPS,
+};
+use crate::invariant::Invariant;
 use model::calico::ETCD_TIMEOUT;
 use sim::{Failure, Kind, Measured, NodeIx};
 use std::collections::BTreeMap;
@@ -151,23 +155,16 @@ impl CalicoMonitor {
             return None;
         }
         self.periodic.refresh.reported = true;
-        let since = last.max(m);
-        Some(Failure {
-            invariant: crate::calico::invariants::ELECTION_REFRESH_PROGRESSES.name,
-            kind: Kind::Liveness,
-            node: Some(node),
-            explanation: format!(
-                "{} has been master since {} and nothing disturbed it or etcd after {}, but the election key was last put at {} ({} ago; due by {}){}",
-                h.value,
-                secs(m),
-                secs(d),
-                secs(last),
-                secs(now - since),
-                secs(due),
-                self.fault_note(node)
-            ),
-            measured: Measured::bounded(now - since, due - since),
-        })
+        let what = "the election key was last put at".to_string();
+        let who = h.value.clone();
+        let o = Overdue {
+            m,
+            d,
+            last,
+            due,
+            now,
+        };
+        Some(self.overdue(&ELECTION_REFRESH_PROGRESSES, node, &who, &what, o, ""))
     }
 
     /// `status-watch-round-trips`, checked every simulated second.
@@ -185,23 +182,18 @@ impl CalicoMonitor {
             .filter(|(_, p)| !p.reported)
             .find_map(|(&(_, pid), p)| Some((pid, p.last_us, overdue(p)?)))?;
         self.periodic.round_trips.get_mut(&(node, pid))?.reported = true;
-        let since = last.max(m);
-        let name = &self.names[node as usize];
-        Some(Failure {
-            invariant: crate::calico::invariants::STATUS_WATCH_ROUND_TRIPS.name,
-            kind: Kind::Liveness,
-            node: Some(node),
-            explanation: format!(
-                "{name} has been master since {} and nothing disturbed it or etcd after {}, but its status-watcher process {name}:{pid} has not written the round-trip key since {} ({} ago; due by {}){}",
-                secs(m),
-                secs(d),
-                secs(last),
-                secs(now - since),
-                secs(due),
-                self.fault_note(node)
-            ),
-            measured: Measured::bounded(now - since, due - since),
-        })
+        let name = self.names[node as usize].clone();
+        let what = format!(
+            "its status-watcher process {name}:{pid} has not written the round-trip key since"
+        );
+        let o = Overdue {
+            m,
+            d,
+            last,
+            due,
+            now,
+        };
+        Some(self.overdue(&STATUS_WATCH_ROUND_TRIPS, node, &name, &what, o, ""))
     }
 
     /// `resync-progresses`, checked every simulated second (only with a periodic resync).
@@ -223,23 +215,61 @@ impl CalicoMonitor {
             return None;
         }
         self.periodic.resyncs.get_mut(&node)?.reported = true;
-        let since = last.max(m);
-        let name = &self.names[node as usize];
-        Some(Failure {
-            invariant: crate::calico::invariants::RESYNC_PROGRESSES.name,
+        let name = self.names[node as usize].clone();
+        let extra = format!(", interval {}", secs(interval));
+        let o = Overdue {
+            m,
+            d,
+            last,
+            due,
+            now,
+        };
+        Some(self.overdue(
+            &RESYNC_PROGRESSES,
+            node,
+            &name,
+            "it has not resynced since",
+            o,
+            &extra,
+        ))
+    }
+
+    /// The failure of an overdue periodic duty of the master `who` on `node`: what it last did
+    /// (`what`, followed by when), and `extra` after the due time.
+    fn overdue(
+        &self,
+        inv: &Invariant,
+        node: NodeIx,
+        who: &str,
+        what: &str,
+        o: Overdue,
+        extra: &str,
+    ) -> Failure {
+        let since = o.last.max(o.m);
+        Failure {
+            invariant: inv.name,
             kind: Kind::Liveness,
             node: Some(node),
             explanation: format!(
-                "{name} has been master since {} and nothing disturbed it or etcd after {}, but it has not resynced since {} ({} ago; due by {}, interval {}){}",
-                secs(m),
-                secs(d),
-                secs(last),
-                secs(now - since),
-                secs(due),
-                secs(interval),
+                "{who} has been master since {} and nothing disturbed it or etcd after {}, but {what} {} ({} ago; due by {}{extra}){}",
+                secs(o.m),
+                secs(o.d),
+                secs(o.last),
+                secs(o.now - since),
+                secs(o.due),
                 self.fault_note(node)
             ),
-            measured: Measured::bounded(now - since, due - since),
-        })
+            measured: Measured::bounded(o.now - since, o.due - since),
+        }
     }
+}
+
+/// The times an overdue duty is judged by: master since `m`, undisturbed since `d`, last progress
+/// at `last`, due at `due`, and now.
+struct Overdue {
+    m: u64,
+    d: u64,
+    last: u64,
+    due: u64,
+    now: u64,
 }
