@@ -110,3 +110,30 @@ fn a_dropped_snapshot_ends_the_replay() {
         "no live warning on h4 after the dropped snapshot"
     );
 }
+
+/// The start of the soak range from 2,200,000 (docs/soak.md): with every fix on, the four Calico
+/// scenarios soaked there pass under both profiles.
+#[test]
+fn the_soak_from_2_200_000_starts_clean() {
+    use scenarios::faults::Profile;
+    use scenarios::{run_spec, scenario, RunSpec};
+    for name in [
+        "calico-swarm",
+        "calico-restart",
+        "calico-clock-skew",
+        "calico-split-brain",
+    ] {
+        let sc = scenario(name).expect("built in");
+        for profile in [Profile::Adversarial, Profile::Realistic] {
+            for seed in 2_200_000..2_200_010 {
+                let spec = RunSpec::from_seed_in(sc, seed, &[], &every_fix(), profile);
+                let v = run_spec(spec).violation;
+                assert!(
+                    v.is_none(),
+                    "{name} seed {seed} ({}): {v:?}",
+                    profile.name()
+                );
+            }
+        }
+    }
+}
