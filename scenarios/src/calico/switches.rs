@@ -48,7 +48,7 @@ pub static SWITCHES: &[Switch] = &[
     ),
     Switch::fix::<Calico>(
         "calico-monotonic-stamp",
-        "calico-clock-skew",
+        "calico-swarm",
         "stamp mastership with the host's monotonic clock, so a backward wall-clock step cannot extend a stale stamp",
     ),
     Switch::fix::<Calico>(
