@@ -7,6 +7,10 @@
 //!   calls with the count it first won with (0), older than operator-2's (1), so the cloud
 //!   refused every resync for good and no pass ever dropped n1's `do-not-release` entry. The
 //!   fence now carries the term the leader holds.
+//! * 2207390 (realistic): a monitor error of `released-entries-clear`. Long after faults stopped
+//!   the leader released two IPs of n3 and the cloud gave both back at once (the #39981 path);
+//!   the check, counted only from faults stopping, took entries 14 s old as stuck. Its bound now
+//!   runs from the later of faults stopping and the IP's return.
 //! * 16180864 and 57722070: `released-entries-clear` once failed here with every fix on; they
 //!   pass under both profiles.
 
@@ -119,4 +123,31 @@ fn released_entry_seeds_pass_with_every_fix_under_both_profiles() {
             assert_eq!(v, None, "seed {seed}, {profile:?}");
         }
     }
+}
+
+/// Seed 2207390: IPs released and given back to their node 14 s before the `pods-get-ips`
+/// deadline are not yet stuck: with every fix the run passes under both profiles, and the
+/// give-back happened (the cloud assigned an IP to n3 that it had unassigned from n3 20 ms
+/// before), after faults stopped.
+#[test]
+fn ips_given_back_late_have_their_own_bound() {
+    let every = all_fixes("cilium");
+    let (v, trace) = run(2207390, &every, Profile::Realistic);
+    assert_eq!(v, None);
+    let ev = events(&trace);
+    let unassigned: Vec<(u64, String)> = ev
+        .iter()
+        .filter(|(_, e)| e["type"] == "cloud-unassign" && e["instance"] == "n3")
+        .map(|(t, e)| (*t, e["ip"].as_str().unwrap().to_string()))
+        .collect();
+    let given_back = ev.iter().any(|(t, e)| {
+        e["type"] == "cloud-assign"
+            && e["instance"] == "n3"
+            && unassigned
+                .iter()
+                .any(|(u, ip)| e["ip"] == ip.as_str() && *u < *t && *t < u + 1_000_000)
+            && *t > scenarios::cilium::FAULT_WINDOW_MS * 1000
+    });
+    assert!(given_back, "no IP of n3 given back after faults stopped");
+    assert_eq!(run(2207390, &every, Profile::Adversarial).0, None);
 }
