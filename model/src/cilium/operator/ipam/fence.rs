@@ -26,6 +26,7 @@ pub(super) struct Fence {
 }
 
 impl Fence {
+    /// The fence of the leader elected by `elector`, starting at the term it won with.
     pub(super) fn new(elector: &LeaderElector) -> Fence {
         let fence = Fence {
             elector: elector.clone(),
