@@ -98,6 +98,15 @@ fn hunt_json_is_one_line_and_no_match_is_exit_0() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
     let found = v["matching_seeds"].as_array().expect("matching_seeds");
     assert_eq!(o.status.code(), Some(if found.is_empty() { 0 } else { 1 }));
+    // Exactly the fields docs/json.md lists for `hunt`.
+    let mut got: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+    got.sort();
+    let mut documented: Vec<String> = scenarios::cli::fields::of("hunt")
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    documented.sort();
+    assert_eq!(got, documented, "hunt: its JSON fields and docs/json.md's");
 }
 
 #[test]

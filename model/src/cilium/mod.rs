@@ -101,8 +101,9 @@ pub struct Switches {
     /// the cloud gave back that is excess again keeps its `released` entry: the agent never
     /// answers for it and the operator never marks it again, for as long as it stays excess.
     pub readd_excess_ip: bool,
-    /// Fix `cilium-fence-cloud`: every cloud call carries the Lease transition count the
-    /// operator won with, and the cloud refuses one older than it has seen (`sim::cloud::Fence`;
+    /// Fix `cilium-fence-cloud`: every cloud call carries the Lease transition count of the term
+    /// the operator holds (the count it won with, or took the Lease back with in a renewal), and
+    /// the cloud refuses one older than it has seen (`sim::cloud::Fence`;
     /// real cloud APIs offer nothing like it, client-go's documentation says no fencing is given,
     /// `leaderelection.go` @cg l. 17-20).
     pub fence_cloud: bool,

@@ -80,12 +80,12 @@ pub const HANDSHAKE_ABORTED_WHEN_NOT_EXCESS: Invariant = Invariant::liveness(
 /// Released entries clear once their IP came back.
 pub const RELEASED_ENTRIES_CLEAR: Invariant = Invariant::liveness(
     "released-entries-clear",
-    "as `pods-get-ips`",
+    "as `pods-get-ips`, counted from the IP's return to its node if later",
     "no agent holds a `released` entry for an IP the cloud has given back to its node (cilium/cilium#39981)",
 )
 .bound_us(PODS_BOUND_US)
 .upstream("newer operator/pkg/ipam/nodemanager/node.go abortNoLongerExcessIPs @35b06d5a: a released entry whose IP is back in the pool is removed (cilium/cilium#39981, PR #42276)")
-.measure(Breach::Exceeds, "time after faults stopped with a released entry for an IP back in its node's pool");
+.measure(Breach::Exceeds, "time a released entry for an IP back in its node's pool has stood since the later of faults stopping and the IP's return");
 /// The Lease holder runs IPAM.
 pub const LEADER_RUNS_IPAM: Invariant = Invariant::liveness(
     "leader-runs-ipam",

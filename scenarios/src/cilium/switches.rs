@@ -34,7 +34,7 @@ pub static SWITCHES: &[Switch] = &[
     Switch::fix::<Cilium>(
         "cilium-fence-cloud",
         "cilium-split-brain",
-        "every cloud call of the operator carries the Lease transition count it won with, and the cloud refuses a count older than one it has seen (real cloud APIs have no such fence)",
+        "every cloud call of the operator carries the Lease transition count of the term it holds (won, or taken back in a renewal), and the cloud refuses a count older than one it has seen (real cloud APIs have no such fence)",
     ),
     Switch::fix::<Cilium>(
         "cilium-exit-on-lost-lead",

@@ -98,6 +98,20 @@ pub const ALL: &[Fields] = &[
         ],
     },
     Fields {
+        command: "hunt",
+        fields: &[
+            ("finding", "the finding hunted"),
+            ("scenario", "the scenario its seeds ran (the schedule file's with --schedule)"),
+            ("with", "the switches it ran with: the finding's `shown_with`"),
+            ("profile", "the fault profile the seeds drew with: `adversarial` or `realistic`"),
+            ("first_seed", "the first seed of the range"),
+            ("seeds", "how many seeds it ran (--seeds)"),
+            ("schedule", "whether each seed ran the --schedule file's schedule instead of its own draw"),
+            ("matching_seeds", "the seeds whose violation is the finding (as `run --json` names it), ascending"),
+            ("other_failures", "the other failing seeds, counted by name: another finding's id, `<invariant> (no finding)`, or why the run could not run or crashed"),
+        ],
+    },
+    Fields {
         command: "check-determinism",
         fields: &[
             ("scenario", "the scenario's name"),

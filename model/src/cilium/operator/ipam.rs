@@ -47,9 +47,12 @@ use sim::Proc;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+mod fence;
 mod pass;
 mod trigger;
 
+use fence::Fence;
+use sim::leaderelection::LeaderElector;
 use trigger::Trigger;
 
 /// The pool maintainer's backoff after a failed pass: from 1 s, doubling, at most 5 min
@@ -169,6 +172,9 @@ pub struct Ipam {
     proc: Proc,
     kube: KubeClient,
     cloud: CloudClient,
+    /// Fix `cilium-fence-cloud`: the elector whose term the cloud calls carry (see
+    /// [`Ipam::cloud`]).
+    fence: Option<Fence>,
     cfg: Rc<OperatorConfig>,
     state: RefCell<State>,
     /// `legacy.ctx` (operator/cmd/root.go:488, 515-522 @ed90dd5): once notified, cancelled, and
@@ -221,25 +227,20 @@ fn pool_of(ifs: &Interfaces) -> BTreeMap<Short, Short> {
 }
 
 impl Ipam {
-    /// The node manager of a leader whose election won with Lease transition count `fence`.
+    /// The node manager of the leader elected by `elector`.
     pub fn new(
         proc: &Proc,
         kube: &Kube,
         cloud: &Cloud,
         cfg: Rc<OperatorConfig>,
-        fence: i32,
+        elector: &LeaderElector,
     ) -> Rc<Ipam> {
-        let mut client = cloud.client(proc);
-        if cfg.switches.fence_cloud {
-            client = client.fenced(sim::cloud::Fence {
-                lock: sim::leaderelection::CILIUM_OPERATOR_LOCK.into(),
-                token: fence.max(0) as u64,
-            });
-        }
+        let fence = cfg.switches.fence_cloud.then(|| Fence::new(elector));
         Rc::new(Ipam {
             proc: proc.clone(),
             kube: kube.client(proc),
-            cloud: client,
+            cloud: cloud.client(proc),
+            fence,
             cfg,
             state: RefCell::default(),
             legacy_ctx: Notify::new(),
@@ -248,6 +249,15 @@ impl Ipam {
 
     fn now(&self) -> u64 {
         self.proc.mono_us()
+    }
+
+    /// The client for one cloud call: with fix `cilium-fence-cloud`, fenced with the term the
+    /// leader holds now.
+    fn cloud(&self) -> CloudClient {
+        match &self.fence {
+            Some(f) => self.cloud.fenced(f.now()),
+            None => self.cloud.clone(),
+        }
     }
 
     /// `NodeManager.Start`: the blocking resync of every instance (false: it failed, and the
@@ -428,7 +438,7 @@ impl Ipam {
     /// answered.
     async fn instances_resync(&self) -> Option<u64> {
         let start = self.now();
-        let Ok(all) = self.cloud.describe_all().await else {
+        let Ok(all) = self.cloud().describe_all().await else {
             // `SetInstancesAPIReadiness(success)`: a failed resync blocks every pass until one
             // succeeds.
             self.state.borrow_mut().ready = false;
@@ -452,7 +462,7 @@ impl Ipam {
     /// (node_manager.go:301-308 @ed90dd5; it runs only while the API is ready).
     async fn instance_sync(&self, node: Short, new: bool) -> Option<u64> {
         let start = self.now();
-        let Ok(ifs) = self.cloud.describe(&node).await else {
+        let Ok(ifs) = self.cloud().describe(&node).await else {
             if new {
                 self.state.borrow_mut().ready = false;
             }

@@ -26,9 +26,9 @@
 //! Two operators act at once only through the gaps client-go's documentation names (no fencing,
 //! leaderelection.go:17-20): a paused leader, renew answers that come late, a candidate whose
 //! monotonic clock runs fast, and the graceful shutdown's lingering. Fix `cilium-fence-cloud`
-//! closes the gap for cloud calls: the leader's calls carry the Lease transition count it won
-//! with, and the cloud refuses a count older than one it has seen (real cloud APIs offer
-//! nothing like it).
+//! closes the gap for cloud calls: the leader's calls carry the Lease transition count of the
+//! term it holds (the count it won with, or took the Lease back with in a renewal), and the
+//! cloud refuses a count older than one it has seen (real cloud APIs offer nothing like it).
 
 pub mod ipam;
 pub mod shutdown;
@@ -144,7 +144,7 @@ fn start(proc: &Proc, kube: &Kube, cloud: &Cloud, cfg: &Rc<OperatorConfig>) {
         if c.switches.mutant_ipam_stalls {
             return std::future::pending().await;
         }
-        let ipam = ipam::Ipam::new(&p, &k, &cl, c, transitions);
+        let ipam = ipam::Ipam::new(&p, &k, &cl, c, &le2);
         *slot.borrow_mut() = Some(ipam.clone());
         if !ipam.start(&identity).await {
             p.exit(1); // log.Fatalf("Unable to start ... allocator")

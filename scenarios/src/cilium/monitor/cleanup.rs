@@ -99,11 +99,11 @@ impl CiliumMonitor {
         if let Some(f) = self.handshakes_not_aborted(l, now_us) {
             return Some(f);
         }
+        if let Some(f) = self.stuck_released(l, now_us) {
+            return Some(f);
+        }
         if !self.pods_checked && now_us >= l + PODS_BOUND_US {
             self.pods_checked = true;
-            if let Some(f) = self.stuck_released(now_us - l) {
-                return Some(f);
-            }
             if let Some(f) = self.pods_waiting(now_us) {
                 return Some(f);
             }
@@ -226,20 +226,29 @@ impl CiliumMonitor {
 
     /// `released-entries-clear`: an agent's `released` entry for an IP the cloud holds for that
     /// node again (it gave the address back after the release) never clears while the IP stays in
-    /// the pool, and the IP can never be used (upstream issue #39981). Checked once, at the
-    /// liveness deadline, on nodes whose agent and the operators run all their tasks.
+    /// the pool, and the IP can never be used (upstream issue #39981). Checked on nodes whose agent
+    /// and the operators run all their tasks, for each entry once the bound has run from the later
+    /// of faults stopping and the cloud's last assignment of the IP to the node (the clean-up can
+    /// act only once the IP is back); measured for the entry that has waited longest.
     ///
     /// Each IP is told as a release candidate again ([`EXCESS_AGAIN`]) when, by the monitor's own
     /// excess count, it is on its node's release list now: newer upstream's clean-up skips such
     /// an IP.
-    fn stuck_released(&self, since_stop_us: u64) -> Option<Failure> {
+    fn stuck_released(&self, l: u64, now_us: u64) -> Option<Failure> {
         let mut stuck = Vec::new();
+        let mut longest = 0;
         for (i, v) in self.nodes.iter().enumerate() {
             if !self.all_tasks_run(i) {
                 continue;
             }
             for (ip, (s, _)) in &v.agent_state {
-                if s.as_str() == RELEASED && v.assigned.contains_key(ip) {
+                let back = self.assigned.last(self.names[i], *ip).unwrap_or(0);
+                let since = back.max(l);
+                if s.as_str() == RELEASED
+                    && v.assigned.contains_key(ip)
+                    && now_us >= since + PODS_BOUND_US
+                {
+                    longest = longest.max(now_us - since);
                     // By the monitor's own count: is the IP on its node's release list again?
                     let again = match self.progress.not_candidate_since(i, ip) {
                         None => format!(" {EXCESS_AGAIN}"),
@@ -252,12 +261,12 @@ impl CiliumMonitor {
         (!stuck.is_empty()).then(|| liveness(
             &RELEASED_ENTRIES_CLEAR,
             format!(
-                "{} after faults stopped, released entries remain for IPs the cloud has given back to the same node, which the agents therefore never use: {}{}",
+                "{} after faults stopped (or after the cloud gave the IP back, if later), released entries remain for IPs the cloud has given back to the same node, which the agents therefore never use: {}{}",
                 secs(PODS_BOUND_US),
                 stuck.join(", "),
                 if self.cleans_readded { CLEAN_UP_RUNS } else { "" }
             ),
-            since_stop_us,
+            longest,
             PODS_BOUND_US,
         ))
     }

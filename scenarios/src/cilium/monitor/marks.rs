@@ -55,6 +55,11 @@ impl Assigned {
     pub(super) fn boot(&mut self, i: usize, t_us: u64) {
         self.booted.insert(i, t_us);
     }
+
+    /// When the cloud last assigned `ip` to `node` (true µs; none: not since the start).
+    pub(super) fn last(&self, node: Short, ip: Short) -> Option<u64> {
+        self.at.get(&(node, ip)).map(|a| a.0)
+    }
 }
 
 impl CiliumMonitor {

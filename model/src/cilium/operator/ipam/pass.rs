@@ -268,7 +268,7 @@ impl Ipam {
                 handshake: !self.cfg.switches.no_handshake,
             });
         }
-        match self.cloud.unassign(&node, &eni, sent).await {
+        match self.cloud().unassign(&node, &eni, sent).await {
             Ok(()) => {
                 if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
                     if self.cfg.switches.no_handshake {
@@ -319,7 +319,7 @@ impl Ipam {
         let pending = self.cfg.pods.pending(node.as_str());
         let max = max_ips_to_allocate(needed, self.cfg.limits.max_above_watermark, Some(pending));
         let count = max.min(cap - held.len());
-        match self.cloud.assign(&node, eni, count as u32).await {
+        match self.cloud().assign(&node, eni, count as u32).await {
             Ok(_) => Pass::Mutated,
             Err(_) => Pass::Failed,
         }

@@ -1,0 +1,153 @@
+//! The cilium-swarm seeds found failing with every fix on, each judged and settled (docs/soak.md):
+//!
+//! * 2101351 (adversarial): an artefact of fix `cilium-fence-cloud`. The leader was paused while
+//!   operator-2 won the Lease; operator-2 then restarted cleanly and released it, and the paused
+//!   leader's next renew round took the Lease back (`leaderTransitions` 0 -> 2) without ever
+//!   stopping to lead, as client-go's `tryAcquireOrRenew` does. Its IPAM went on fencing its cloud
+//!   calls with the count it first won with (0), older than operator-2's (1), so the cloud
+//!   refused every resync for good and no pass ever dropped n1's `do-not-release` entry. The
+//!   fence now carries the term the leader holds.
+//! * 2207390 (realistic): a monitor error of `released-entries-clear`. Long after faults stopped
+//!   the leader released two IPs of n3 and the cloud gave both back at once (the #39981 path);
+//!   the check, counted only from faults stopping, took entries 14 s old as stuck. Its bound now
+//!   runs from the later of faults stopping and the IP's return.
+//! * 16180864 and 57722070: `released-entries-clear` once failed here with every fix on; they
+//!   pass under both profiles.
+
+mod common;
+use common::all_fixes;
+use scenarios::faults::Profile;
+use scenarios::{run_spec, scenario, RunSpec};
+
+/// One cilium-swarm seed: its violation's invariant (if any) and its trace (JSON lines).
+fn run(seed: u64, fixes: &[&str], profile: Profile) -> (Option<String>, String) {
+    let sc = scenario("cilium-swarm").unwrap();
+    let fixes: Vec<String> = fixes.iter().map(|f| f.to_string()).collect();
+    let mut spec = RunSpec::from_seed_in(sc, seed, &[], &fixes, profile);
+    spec.keep_trace = true;
+    let out = run_spec(spec);
+    let trace = String::from_utf8(out.trace.expect("kept")).unwrap();
+    (out.violation.map(|v| v.invariant.to_string()), trace)
+}
+
+/// The trace's events: (t_us, event object).
+fn events(trace: &str) -> Vec<(u64, serde_json::Value)> {
+    trace
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            (r["t_us"].as_u64().unwrap(), r["ev"].clone())
+        })
+        .collect()
+}
+
+/// The Lease writes: (t_us, holder, leaseTransitions).
+fn lease_writes(ev: &[(u64, serde_json::Value)]) -> Vec<(u64, String, u64)> {
+    ev.iter()
+        .filter(|(_, e)| e["type"] == "kube-write" && e["kind"] == "Lease")
+        .map(|(t, e)| {
+            let spec = &e["object"]["spec"];
+            (
+                *t,
+                spec["holderIdentity"].as_str().unwrap_or("").to_string(),
+                spec["leaseTransitions"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// The cloud calls refused by the fence, by client: (t_us, client).
+fn fenced(ev: &[(u64, serde_json::Value)]) -> Vec<(u64, String)> {
+    ev.iter()
+        .filter(|(_, e)| e["type"] == "cloud-fenced")
+        .map(|(t, e)| (*t, e["client"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// Seed 2101351: the first leader takes the Lease back in a renewal after the other operator
+/// released it; with every fix on the run passes, and once it holds the Lease again under the
+/// newer term the cloud refuses none of its calls. Without the fence the run passed before
+/// too: the entry was the fence's doing, not upstream's.
+#[test]
+fn a_leader_that_takes_the_lease_back_in_a_renewal_fences_with_its_new_term() {
+    let seed = 2101351;
+    let every = all_fixes("cilium");
+    let (v, trace) = run(seed, &every, Profile::Adversarial);
+    assert_eq!(v, None, "seed {seed} with every fix");
+    let ev = events(&trace);
+    let leases = lease_writes(&ev);
+    let first = leases.first().expect("a Lease write").1.clone();
+    // The first leader's holder writes: a later one under a term above the one it won with.
+    let mine: Vec<&(u64, String, u64)> = leases.iter().filter(|l| l.1 == first).collect();
+    let won = mine[0].2;
+    let back = mine
+        .iter()
+        .find(|l| l.2 > won)
+        .unwrap_or_else(|| panic!("{first} never holds the Lease under a newer term"));
+    let released = leases
+        .iter()
+        .any(|l| l.1.is_empty() && l.0 < back.0 && l.2 > won);
+    assert!(
+        released,
+        "another operator released the Lease before {first} took it back"
+    );
+    // The same process all along: its identity is `host-pid`, its client `host:pid`.
+    let (host, pid) = first.rsplit_once('-').unwrap();
+    let client = format!("{host}:{pid}");
+    let refused_after: Vec<u64> = fenced(&ev)
+        .into_iter()
+        .filter(|(t, c)| *c == client && *t > back.0)
+        .map(|(t, _)| t)
+        .collect();
+    assert!(
+        refused_after.is_empty(),
+        "{client}'s calls refused after it took the Lease back at {} µs: {refused_after:?}",
+        back.0
+    );
+    // Without the fence the seed passes too.
+    let without: Vec<&str> = every
+        .iter()
+        .copied()
+        .filter(|f| *f != "cilium-fence-cloud")
+        .collect();
+    assert_eq!(run(seed, &without, Profile::Adversarial).0, None);
+}
+
+/// Seeds that once failed `released-entries-clear` with every fix on pass under both profiles.
+#[test]
+fn released_entry_seeds_pass_with_every_fix_under_both_profiles() {
+    let every = all_fixes("cilium");
+    for seed in [16180864, 57722070] {
+        for profile in [Profile::Adversarial, Profile::Realistic] {
+            let (v, _) = run(seed, &every, profile);
+            assert_eq!(v, None, "seed {seed}, {profile:?}");
+        }
+    }
+}
+
+/// Seed 2207390: IPs released and given back to their node 14 s before the `pods-get-ips`
+/// deadline are not yet stuck: with every fix the run passes under both profiles, and the
+/// give-back happened (the cloud assigned an IP to n3 that it had unassigned from n3 20 ms
+/// before), after faults stopped.
+#[test]
+fn ips_given_back_late_have_their_own_bound() {
+    let every = all_fixes("cilium");
+    let (v, trace) = run(2207390, &every, Profile::Realistic);
+    assert_eq!(v, None);
+    let ev = events(&trace);
+    let unassigned: Vec<(u64, String)> = ev
+        .iter()
+        .filter(|(_, e)| e["type"] == "cloud-unassign" && e["instance"] == "n3")
+        .map(|(t, e)| (*t, e["ip"].as_str().unwrap().to_string()))
+        .collect();
+    let given_back = ev.iter().any(|(t, e)| {
+        e["type"] == "cloud-assign"
+            && e["instance"] == "n3"
+            && unassigned
+                .iter()
+                .any(|(u, ip)| e["ip"] == ip.as_str() && *u < *t && *t < u + 1_000_000)
+            && *t > scenarios::cilium::FAULT_WINDOW_MS * 1000
+    });
+    assert!(given_back, "no IP of n3 given back after faults stopped");
+    assert_eq!(run(2207390, &every, Profile::Adversarial).0, None);
+}
