@@ -80,6 +80,12 @@ pub enum CiliumEvent {
         /// fixes has the traces it had before the field existed.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         back_in_pool: bool,
+        /// The operator's own state for the IP was `released` (its unassign had answered) and
+        /// went because the IP was no longer on the pass's release list (`handleIPRelease`'s
+        /// `deleteLocalReleaseStatus`, cilium/cilium pkg/ipam/node.go:826-832 at ed90dd5), so
+        /// no status write after it can carry the `released` entry. Serialized only when true.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        released: bool,
     },
     /// The operator decided to unassign an IP (`state_seen`: the handshake state it saw).
     CiliumRelease {

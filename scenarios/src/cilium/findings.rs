@@ -1,7 +1,7 @@
 //! Cilium's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
-use super::monitor::{CLEAN_UP_RUNS, EXCESS_AGAIN};
+use super::monitor::{CLEAN_UP_RUNS, DROPPED_RELEASED, EXCESS_AGAIN};
 use crate::findings::{Citation, Finding, Lines, Realism, RetiredFinding, Signature, Status};
 
 const CILIUM: &str = "cilium/cilium";
@@ -65,18 +65,19 @@ pub static FINDINGS: &[Finding] = &[
         id: "cilium-unknown-unassign-aborted",
         system: "cilium",
         title: "An unassign whose answer is lost is later aborted, and the agent hands out the IP",
-        scenario: "cilium-clock-skew",
+        scenario: "cilium-swarm",
         seeds: &[],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
-            describe: "the unassigning operator itself, still the leader, erased an entry that was not 'released'",
+            describe: "the unassigning operator itself, still the leader, erased an entry that was not 'released', never having held the IP as released (it did not learn that the unassign succeeded)",
             test: |e| {
                 erased_by_other_operator(e) == Some(false)
                     && !e.contains("'released' entry")
+                    && !e.contains(DROPPED_RELEASED)
                     && !e.contains("was deposed")
             },
         },
-        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths. Re-pinned from seed 8485, whose aborting passes ran while a failed full resync had left the instances API not ready, which upstream refuses: MaintainIPPool, node.go:985-990. Its next pin, seed 2291, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it in cilium-swarm 0-9,999, nor in 100,000-120,999 (`faultline hunt`). Once EC2's eventually consistent describes were modelled, none showed it in cilium-swarm 0-19,999, but cilium-clock-skew 18368 (of 0-19,999) shows its signature; nothing in it needs a skewed clock, so the finding moved there. There its fix, cilium-hold-unknown-release, does not remove the violation, which is not yet judged (another path with the same signature, or one the fix misses), so it has none pinned until one is.)",
+        summary: "The cloud applies an unassign of X but the answer is lost (a timeout). handleIPRelease returns the error and keeps X's local state and time; nothing marks X released. Once the cloud's interface list no longer shows X, X leaves the release list and the pass deletes its time and state (deleteLocalReleaseStatus). The next status write omits X's entry, ahead of the spec write that drops X from the pool, so the agent sees X in its pool with no entry and hands it out, though the cloud no longer holds it. (Retired once as a model artefact when the model aborted from its own state; the faithful model reaches it through upstream's own paths. Re-pinned from seed 8485, whose aborting passes ran while a failed full resync had left the instances API not ready, which upstream refuses: MaintainIPPool, node.go:985-990. Its next pin, seed 2291, stopped showing it when the node manager's pool maintainer, API sync and instance sync became concurrent triggers as upstream's are (the sync triggered with a pass writes while its cloud call is out, and the instance sync after an unassign refreshes the cache within milliseconds); no seed shows it in cilium-swarm 0-9,999, nor in 100,000-120,999 (`faultline hunt`). Once EC2's eventually consistent describes were modelled, none showed it in cilium-swarm 0-19,999, but cilium-clock-skew 18368 (of 0-19,999) showed its signature, and the finding moved there. Judged: 18368 is cilium-released-state-dropped's path, not this one. Its unassign answered and the operator held X as released; the pass after it put X back on the release list (the observed interfaces still listed X) and timed it, and the pass after that, once the refreshed interfaces dropped X, deleted X's time with its 'released' state (deleteLocalReleaseStatus) before any status write had carried 'released', so the entry the agent last saw was its own ready-for-release. cilium-keep-released removes it; cilium-hold-unknown-release, which holds only IPs whose unassign got no answer, rightly does not. The monitor now says when the unassigning operator dropped its own 'released' state, which tells the two findings apart, and 18368 is named cilium-released-state-dropped. cilium-clock-skew draws no fault that loses a cloud answer, so the finding moved back to cilium-swarm, which draws cloud-ambiguous; with the narrower signature no seed shows it in cilium-clock-skew 0-9,999 or cilium-swarm 20,000-22,999 (where 15 seeds lose an unassign's answer), nor did the broader one in cilium-swarm 0-19,999, so it has none pinned until one is.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.handleIPRelease (error keeps the state)", "863-895"),
             cilium("pkg/ipam/node.go", "Node.handleIPRelease (not in the list: state deleted)", "826-832"),
@@ -86,7 +87,7 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "A pod is given an IP address the cloud no longer assigns to its node: its traffic is dropped.",
         preconditions: &[
-            "the cloud applies an unassign but its answer is lost (an EC2 API timeout)",
+            "the cloud applies an unassign but its answer is lost (an EC2 API timeout: the cloud-ambiguous fault, which cilium-swarm alone draws)",
             "the instances API stays ready through the following passes (upstream blocks pool passes after a failed resync)",
             "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
@@ -186,15 +187,15 @@ pub static FINDINGS: &[Finding] = &[
         seeds: &[49, 2275],
         signature: Signature {
             invariants: &["agent-allocates-from-pool"],
-            describe: "the unassigning operator itself, still the leader, erased the released entry, not for the IP being back in the pool (the #39981 clean-up)",
+            describe: "the unassigning operator itself, still the leader, erased the entry after dropping its own 'released' state (the entry the agent last saw may be its ready-for-release, when no status write carried 'released' in between), not for the IP being back in the pool (the #39981 clean-up)",
             test: |e| {
                 erased_by_other_operator(e) == Some(false)
-                    && e.contains("'released' entry")
+                    && (e.contains("'released' entry") || e.contains(DROPPED_RELEASED))
                     && !e.contains(BACK_IN_POOL)
                     && !e.contains("was deposed")
             },
         },
-        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.) (Its first pinned seeds, cilium-clock-skew 4579 and 8348, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. Once endpoint creation took its time and a deposed operator's shutdown lasted as the hive's stop, no seed of cilium-clock-skew 0-9,999 showed it, and one of cilium-split-brain 0-9,999 did, 7029: nothing in it needs a skewed clock, so the finding moved there. With the node manager's triggers concurrent as well, 7029 no longer shows it and no seed of cilium-split-brain 0-9,999 does; `faultline hunt` found 120877 in 100,000-120,999. Once EC2's eventually consistent describes were modelled (the cloud-stale-reads fault), seeds 49, 2275, 6124 and 7868 of cilium-split-brain 0-9,999 show it; 49 and 2275 are pinned.)",
+        summary: "After unassigning X the operator's cloud cache still lists X until the instance sync, so its status write lists X on the interface and as free; the next pass puts X on its release list again (timed), and once the refreshed interfaces drop X the pass deletes X's time and its local state, 'released' included (deleteLocalReleaseStatus). The status write that follows omits X's entry and goes before the spec write that removes X from the pool: in between, the agent sees X in its pool with no handshake entry and hands it to a pod, though the cloud no longer holds it. (handleIPRelease read at cilium/cilium 0013798761eec0dda0217042f6ee3ccfa857f7ff; the lines are those of the pinned commit.) (Its first pinned seeds, cilium-clock-skew 4579 and 8348, stopped showing it when a waiting pod became a kubelet retry every 10-15 s instead of an allocation at the next CiliumNode event. Once endpoint creation took its time and a deposed operator's shutdown lasted as the hive's stop, no seed of cilium-clock-skew 0-9,999 showed it, and one of cilium-split-brain 0-9,999 did, 7029: nothing in it needs a skewed clock, so the finding moved there. With the node manager's triggers concurrent as well, 7029 no longer shows it and no seed of cilium-split-brain 0-9,999 does; `faultline hunt` found 120877 in 100,000-120,999. Once EC2's eventually consistent describes were modelled (the cloud-stale-reads fault), seeds 49, 2275, 6124 and 7868 of cilium-split-brain 0-9,999 show it; 49 and 2275 are pinned. cilium-clock-skew 18368 shows it too, with no status write carrying 'released' between the unassign's answer and the drop, so the agent's last entry was its ready-for-release: it was first taken for cilium-unknown-unassign-aborted.)",
         upstream: &[
             cilium("pkg/ipam/node.go", "Node.handleIPRelease", "797-898"),
             cilium("pkg/ipam/node.go", "Node.syncToAPIServer (status before spec)", "1043-1117"),

@@ -28,7 +28,7 @@ pub static SWITCHES: &[Switch] = &[
     ),
     Switch::fix::<Cilium>(
         "cilium-hold-unknown-release",
-        "cilium-clock-skew",
+        "cilium-swarm",
         "after an unassign with no answer, hold the IP's handshake state until a cloud describe that started later shows whether the cloud still holds the IP (gone: released), instead of dropping it once the IP leaves the release list",
     ),
     Switch::fix::<Cilium>(

@@ -150,9 +150,11 @@ struct State {
     cache: BTreeMap<Short, Rc<Interfaces>>,
     cache_at: BTreeMap<Short, u64>,
     /// `InstancesAPIIsReady` (`stableInstancesAPI`): set by every full resync to whether it
-    /// answered (`instancesAPIResync`, pkg/ipam/node_manager.go), and cleared when a new node's
-    /// describe fails (`Upsert`); while false every pool maintainer pass is refused
-    /// (`MaintainIPPool`, pkg/ipam/node.go:985-990 @ed90dd5).
+    /// answered (`instancesAPIResync`, pkg/ipam/node_manager.go:212-217 @ed90dd5; the first, in
+    /// `Start`, must answer or the IPAM does not start), and by a new node's describe in
+    /// `Upsert` (l. 301-308), which runs only while it is ready; the per-node instance sync
+    /// (`instanceAPISync`) leaves it alone. While false every pool maintainer pass is refused
+    /// ([`Ipam::maintain`]; `MaintainIPPool`, pkg/ipam/node.go:985-990).
     ready: bool,
     nodes: BTreeMap<Short, NodeState>,
     /// When the IPAM started (monotonic µs; mutant `cilium-mutant-delay-from-start`).
@@ -514,9 +516,13 @@ impl Ipam {
     }
 
     /// The maintainer trigger's run: `MaintainIPPool` (node.go:982-1010), then the backoff if it
-    /// failed. Nothing mutates before the instances API is ready (the retry trigger asks again a
-    /// minute later); after a successful pass a resync is required before the next decision;
-    /// after a mutation or a failure the instance sync is triggered.
+    /// failed. While the instances API is not ready the pass is refused before it decides
+    /// anything (node.go:985-990): it fires the retry trigger (a minute apart, its first run at
+    /// once) and fails, without `poolMaintenanceComplete`, `recalculate` or the instance sync,
+    /// so the node stays waiting and only the retry trigger (or, for a handshake in progress, a
+    /// resync) runs it again. After a successful pass a resync is required before the next
+    /// decision; after a mutation or a failure the instance sync is triggered. The backoff is
+    /// simpler than upstream's (docs/upstream/cilium.md §3.3).
     async fn maintain(&self, node: Short) {
         let (ready, triggers) = {
             let st = self.state.borrow();

@@ -39,6 +39,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// again by the monitor's own excess count.
 pub(crate) const EXCESS_AGAIN: &str = "(on its node's release list again)";
 
+/// In an `agent-allocates-from-pool` sentence: the operator that unassigned the IP was told the
+/// unassign succeeded, then dropped its `released` state for it (`deleteLocalReleaseStatus`).
+pub(crate) const DROPPED_RELEASED: &str = "dropped its own 'released' state";
+
 /// What a `released-entries-clear` sentence ends with when the operators run newer upstream's
 /// #39981 clean-up (they said so when their IPAM started).
 pub(crate) const CLEAN_UP_RUNS: &str = "; the operators run the #39981 clean-up";
@@ -124,6 +128,9 @@ pub struct CiliumMonitor {
     /// (node, ip) -> (time, operator) when an operator last dropped its `released` state because
     /// the IP was back in the pool it checked (the #39981 clean-up).
     back_in_pool: BTreeMap<NodeIp, (u64, Short)>,
+    /// (node, ip) -> (time, operator) when an operator last dropped its own `released` state
+    /// for the IP no longer being on its release list (`deleteLocalReleaseStatus`).
+    released_dropped: BTreeMap<NodeIp, (u64, Short)>,
     /// The operator process that won the Lease last ("host:pid") and when its IPAM started.
     leader: Option<(String, u64)>,
     /// Operator processes whose leadership ended (OnStoppedLeading) and when.
@@ -178,6 +185,7 @@ impl CiliumMonitor {
             unassigned: BTreeMap::new(),
             entry_removed: BTreeMap::new(),
             back_in_pool: BTreeMap::new(),
+            released_dropped: BTreeMap::new(),
             dead_tasks: BTreeSet::new(),
             operator_procs: BTreeSet::new(),
             agents: vec![None; n],
@@ -497,12 +505,16 @@ impl CiliumMonitor {
                 node: n,
                 ip,
                 back_in_pool,
+                released,
             } => {
                 let key = (short(n), short(ip));
                 self.marked.remove(&key);
+                let op = self.names[rec.node as usize];
                 if *back_in_pool {
-                    let op = self.names[rec.node as usize];
                     self.back_in_pool.insert(key, (rec.t_us, op));
+                }
+                if *released {
+                    self.released_dropped.insert(key, (rec.t_us, op));
                 }
                 self.on_abort(rec, key);
                 None

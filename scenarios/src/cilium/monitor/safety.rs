@@ -6,7 +6,7 @@
 //! operator's monotonic clock is followed from its rate changes. Reads the model's events and
 //! state-string constants and `RELEASE_DELAY`; calls no model function.
 
-use super::{short, CiliumMonitor, NodeIp};
+use super::{short, CiliumMonitor, NodeIp, DROPPED_RELEASED};
 use crate::cilium::invariants::{
     AGENT_ALLOCATES_FROM_POOL, AGENT_ANSWERS_TRUTHFULLY, NO_RELEASE_IN_USE, OPERATOR_MARKS_UNUSED,
     RELEASE_ACKNOWLEDGED,
@@ -15,6 +15,7 @@ use model::cilium::{MARKED, READY, RELEASED, RELEASE_DELAY};
 use sim::event::Record;
 use sim::units::show_secs as secs;
 use sim::{Failure, Kind, Measured, NodeIx, Short};
+use std::collections::BTreeMap;
 
 /// A failure of `invariant` about `node`, with its measure (these invariants have no bound, save
 /// `release-acknowledged`, which gives its own).
@@ -111,10 +112,21 @@ impl CiliumMonitor {
                     // The operator's own reason, when it dropped a `released` state for being
                     // back in the pool after the unassign (newer upstream's #39981 clean-up).
                     let unassigned_us = self.unassigned.get(&key).map_or(0, |u| u.0);
-                    let why = match self.back_in_pool.get(&key) {
-                        Some((tb, op)) if *tb >= unassigned_us && tb <= te => format!(
+                    let after = |m: &BTreeMap<NodeIp, (u64, Short)>| {
+                        m.get(&key)
+                            .filter(|(tb, _)| *tb >= unassigned_us && tb <= te)
+                            .copied()
+                    };
+                    let why = match (after(&self.back_in_pool), after(&self.released_dropped)) {
+                        (Some((tb, op)), _) => format!(
                             ", after {op} dropped its 'released' state at {} for the IP being in the pool it checked (the #39981 clean-up)",
-                            secs(*tb)
+                            secs(tb)
+                        ),
+                        // The operator learned the unassign succeeded, then dropped what it
+                        // learned before a status write carried it.
+                        (None, Some((tb, op))) => format!(
+                            ", after {op} {DROPPED_RELEASED} at {} for the IP no longer being on its release list",
+                            secs(tb)
                         ),
                         _ => String::new(),
                     };

@@ -99,7 +99,7 @@ impl Ipam {
             return Pass::Idle;
         }
         let (eni, list) = release.clone().unwrap_or_default();
-        let mut step = {
+        let step = {
             let mut st = self.state.borrow_mut();
             let started_us = st.started_us;
             let n = st.nodes.get_mut(&node).expect("checked");
@@ -115,6 +115,13 @@ impl Ipam {
                 }
             }
             let before = sw.mutant_never_abort.then(|| n.release.status.clone());
+            let released_before: BTreeSet<Short> = n
+                .release
+                .status
+                .iter()
+                .filter(|(_, s)| s.as_str() == RELEASED)
+                .map(|(ip, _)| *ip)
+                .collect();
             let mut step = n.release.handle_ip_release(
                 release.as_ref().map(|r| r.1.as_slice()),
                 &observed,
@@ -131,14 +138,15 @@ impl Ipam {
                     n.release.status.remove(&ip);
                 }
             }
-            step
+            (step, released_before)
         };
+        let (mut step, released_before) = step;
         if self.cfg.switches.mutant_release_unacked {
             let marked = step.marked.iter().map(|ip| (*ip, MARKED.to_string(), 0));
             step.to_release.extend(marked.collect::<Vec<_>>());
         }
         for ip in &step.aborted {
-            self.emit_abort(node, *ip, false);
+            self.emit_abort(node, *ip, false, released_before.contains(ip));
         }
         let (available, counted_rv) = self.state.borrow().nodes[&node].counted;
         for ip in &step.marked {
@@ -231,15 +239,17 @@ impl Ipam {
                 .collect::<Vec<_>>()
         };
         for (ip, back_in_pool) in aborted {
-            self.emit_abort(node, ip, back_in_pool);
+            self.emit_abort(node, ip, back_in_pool, false);
         }
     }
 
-    fn emit_abort(&self, node: Short, ip: Short, back_in_pool: bool) {
+    /// `released`: the dropped local state was `released` (see [`CiliumEvent::CiliumAbort`]).
+    fn emit_abort(&self, node: Short, ip: Short, back_in_pool: bool, released: bool) {
         self.proc.emit(CiliumEvent::CiliumAbort {
             node: node.into(),
             ip: ip.into(),
             back_in_pool,
+            released,
         });
     }
 
