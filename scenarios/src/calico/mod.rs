@@ -226,9 +226,11 @@ pub fn draw_in(family: Family, seed: u64, profile: Profile) -> (CalicoOptions, S
     // topology `get_workers`' docstring suggests). It takes the place of the draw of the
     // pre-80d666fd13 `resync_interval_secs`, with as many draws, so the later draws keep their
     // values.
-    let startup_resync_on = rng
-        .random_bool(0.5)
-        .then(|| rng.random_range(0..u64::from(hosts)));
+    let startup_resync_on = if rng.random_bool(0.5) {
+        None
+    } else {
+        Some(rng.random_range(0..u64::from(hosts)))
+    };
     let compaction_period_min = if status_focus {
         rng.random_range(1..=10u64)
     } else {
