@@ -128,7 +128,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A watch canceller killed by an etcd timeout leaves the master's watcher hung",
         scenario: "calico-swarm",
-        seeds: &[85, 26],
+        seeds: &[43, 26],
         signature: Signature {
             invariants: &[
                 "agent-view-converges",
@@ -138,7 +138,7 @@ pub static FINDINGS: &[Finding] = &[
             describe: "the master's watch canceller ended on an exception",
             test: |e| e.contains("watch-canceller of"),
         },
-        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (ConnectionTimeoutError after etcd_timeout, 60 s), an HTTP 500 (InternalServerError) or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream ends for any reason (etcd3gw's reader thread just stops, it puts nothing on the queue), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and while the host stays master no Felix report (agent-status watcher) or port status (endpoint-status watcher) reaches Neutron. A restart of the etcd process does not trigger it: the host's kernel resets the write's connection and etcd3gw raises ConnectionFailedError, which the canceller catches. A timeout does: in the pinned seeds the write was sent while etcd's host was down (seeds 85 and 26: crashes of about 104 s; TCP's retransmissions, backing off from 200 ms, reached the rebooted host only past etcd_timeout), and a master cut off from etcd for over 60 s times it out the same way. The same outage also fails the elector's refresh, so the host loses the key; but the stamp is shared by the host's workers, and once any worker of the host wins again the dead canceller's watcher counts as the master's. After an etcd reboot the first request on each connection a process kept from before the crash is reset (ConnectionFailedError, caught by the canceller); only a write already waiting when the host went down can time out.",
+        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (ConnectionTimeoutError after etcd_timeout, 60 s), an HTTP 500 (InternalServerError) or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream ends for any reason (etcd3gw's reader thread just stops, it puts nothing on the queue), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and while the host stays master no Felix report (agent-status watcher) or port status (endpoint-status watcher) reaches Neutron. A restart of the etcd process does not trigger it: the host's kernel resets the write's connection and etcd3gw raises ConnectionFailedError, which the canceller catches. A timeout does: in seed 26 the write was sent while etcd's host was down (a crash of about 104 s; TCP's retransmissions, backing off from 200 ms, reached the rebooted host only past etcd_timeout), and in seed 43 etcd garbled its reply to the write (an undecodable reply), and a master cut off from etcd for over 60 s times it out the same way. The same outage also fails the elector's refresh, so the host loses the key; but the stamp is shared by the host's workers, and once any worker of the host wins again the dead canceller's watcher counts as the master's. After an etcd reboot the first request on each connection a process kept from before the crash is reset (ConnectionFailedError, caught by the canceller); only a write already waiting when the host went down can time out.",
         upstream: &[
             calico(ETCDUTILS, "EtcdWatcher.start._cancel_watch_if_broken", "286-328"),
             calico(ETCDV3, "Etcd3AuthClient.watch (iterator, cancel)", "561-623"),
@@ -159,7 +159,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Port statuses left stale across a mastership change are never corrected",
         scenario: "calico-status-backlog",
-        seeds: &[56, 127],
+        seeds: &[56, 171],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "a diverged port was written last by a host that is not the master (and no watch canceller died)",
@@ -226,7 +226,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A write held up by a partition or a DB outage commits after the next master's newer write",
         scenario: "calico-swarm",
-        seeds: &[1193, 4493],
+        seeds: &[1193, 1896],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of another process",
