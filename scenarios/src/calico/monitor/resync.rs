@@ -37,11 +37,19 @@ const RESYNC_TASK: &str = "resync";
 /// The nodes a resync talks to besides its own host.
 const PEERS: [&str; 2] = ["etcd", "neutron-db"];
 
+/// A resync still owed by one worker process.
+#[derive(Clone, Copy)]
+struct Owed {
+    /// The process's start.
+    start_us: u64,
+    /// When its resync failed (None: not yet ended).
+    failed_us: Option<u64>,
+}
+
 /// Startup resyncs still owed, per worker process (node, pid).
 #[derive(Default)]
 pub(super) struct StartupResyncs {
-    /// The process's start, and when its resync failed (None: not yet ended).
-    owed: BTreeMap<(NodeIx, u32), (u64, Option<u64>)>,
+    owed: BTreeMap<(NodeIx, u32), Owed>,
 }
 
 /// Whether `fault` can fail or delay the resync of a worker on `host`, which sends requests to
@@ -74,7 +82,11 @@ impl CalicoMonitor {
     /// A process started: a startup-resync worker owes one resync.
     pub(super) fn resync_worker_start(&mut self, node: NodeIx, pid: u32, name: &str, t: u64) {
         if name == RESYNC_WORKER {
-            self.startup_resyncs.owed.insert((node, pid), (t, None));
+            let owed = Owed {
+                start_us: t,
+                failed_us: None,
+            };
+            self.startup_resyncs.owed.insert((node, pid), owed);
         }
     }
 
@@ -90,7 +102,7 @@ impl CalicoMonitor {
         if ok {
             self.startup_resyncs.owed.remove(&(node, pid));
         } else if let Some(owed) = self.startup_resyncs.owed.get_mut(&(node, pid)) {
-            owed.1 = Some(t);
+            owed.failed_us = Some(t);
         }
     }
 
@@ -113,14 +125,15 @@ impl CalicoMonitor {
     /// `startup-resync-completes`, checked every simulated second: the first worker past its
     /// deadline whose resync was not disturbed fails it; a disturbed one owes nothing more.
     pub(super) fn startup_resync_overdue(&mut self, now: u64) -> Option<Failure> {
-        let late: Vec<((NodeIx, u32), (u64, Option<u64>))> = self
+        let late: Vec<((NodeIx, u32), Owed)> = self
             .startup_resyncs
             .owed
             .iter()
-            .filter(|(_, (start, _))| now > start + STARTUP_RESYNC_BOUND_US)
-            .map(|(&k, &v)| (k, v))
+            .filter(|(_, o)| now > o.start_us + STARTUP_RESYNC_BOUND_US)
+            .map(|(&k, &o)| (k, o))
             .collect();
-        for ((node, pid), (start, failed)) in late {
+        for ((node, pid), o) in late {
+            let (start, failed) = (o.start_us, o.failed_us);
             self.startup_resyncs.owed.remove(&(node, pid));
             let due = start + STARTUP_RESYNC_BOUND_US;
             if self.resync_disturbed(node, pid, start, due) {
