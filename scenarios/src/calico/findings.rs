@@ -314,13 +314,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Electors blocked for ever creating a watch that etcd's crashed host never answers",
         scenario: "calico-swarm",
-        seeds: &[],
+        seeds: &[2026671, 2033172],
         signature: Signature {
             invariants: &["master-elected"],
             describe: "no master after faults stop, the election key gone",
             test: |e| e.contains("the election key is absent"),
         },
-        summary: "A non-master elector waits for the key to change with etcdv3.watch_once (election.py 196-214), which creates an etcd3gw Watcher before its 20 s timeout starts; the Watcher posts its create request through the requests session with stream=True and no timeout (etcd3gw watch.py 61-63), unlike every other call, which networking-calico bounds by etcd_timeout because of an etcd hang (etcdv3.py 530-541). urllib3 sets no TCP keepalive, and the kernel times out only unacknowledged data, so a create request etcd's host had received when it crashed is never answered and never fails: the elector's greenlet waits for ever, with nothing logged. Each etcd host crash that catches electors mid-creation disables them for good; when the master then loses its key, nobody campaigns again. It showed at calico-swarm seed 2004702, where etcd was slow (2 s per request, requests queued) when its host crashed, holding the create requests of every elector, and after the master's refresh failed on garbled replies no host ever became master; that seed drew a periodic resync, which the model dropped because upstream no longer has one, and its run changed. calico-swarm seeds 2,000,000-2,023,999 with its remedies on show none since, so it has none pinned until one is.",
+        summary: "A non-master elector waits for the key to change with etcdv3.watch_once (election.py 196-214), which creates an etcd3gw Watcher before its 20 s timeout starts; the Watcher posts its create request through the requests session with stream=True and no timeout (etcd3gw watch.py 61-63), unlike every other call, which networking-calico bounds by etcd_timeout because of an etcd hang (etcdv3.py 530-541). urllib3 sets no TCP keepalive, and the kernel times out only unacknowledged data, so a create request etcd's host had received when it crashed is never answered and never fails: the elector's greenlet waits for ever, with nothing logged. Each etcd host crash that catches electors mid-creation disables them for good; when the master then loses its key, nobody campaigns again. In seed 2026671 etcd's host crashed three times (at 57 s, 442 s and 516 s), each while etcd was slow or just after (by 0.1 to 2.3 s a request, requests queued), and after the last crash no host ever became master again. (It was first seen at seed 2004702, whose run changed when the model dropped the periodic resync upstream no longer has.)",
         upstream: &[
             calico(ELECTION, "Elector._vote", "196-214"),
             calico(ETCDV3, "watch_once", "387-396"),
