@@ -13,6 +13,12 @@
 //! Once the Calico scenarios drew etcd auth, 2006909 no longer stops a watcher mid-snapshot;
 //! 2006060 (found by tracing seeds 2,006,000-2,006,060 with every fix on) does, on h4, and its
 //! test takes that seed.
+//!
+//! Once the model lost the periodic resync upstream no longer has, 2003251's run changed and no
+//! longer shows the late write; 2001293, one of the five seeds of 2,000,000-2,005,999 that show it
+//! with every fix but the deadline, does: the former master
+//! h2's write, sent at 587 s, commits after the write h3 sends at 600 s, 1.1 s after winning the
+//! key h2's expired lease freed at 598.9 s. Its test takes that seed.
 
 mod common;
 use common::{calico_every_fix as every_fix, run_calico_swarm as run};
@@ -30,12 +36,12 @@ fn calico_events(rec: &Recording) -> Vec<(u64, String, CalicoEvent)> {
         .collect()
 }
 
-/// Without the deadline the former master h1's write, sent before the handover, commits after
+/// Without the deadline the former master h2's write, sent before the handover, commits after
 /// the next master's; with every fix the run passes, and no host's endpoint-status watcher that
 /// starts as master sends a write within the deadline of its start.
 #[test]
 fn a_write_in_flight_across_a_quick_handover_commits_before_the_next_master_writes() {
-    let seed = 2003251;
+    let seed = 2001293;
     let without: Vec<String> = every_fix()
         .into_iter()
         .filter(|f| f != "calico-port-status-write-deadline")
@@ -45,7 +51,7 @@ fn a_write_in_flight_across_a_quick_handover_commits_before_the_next_master_writ
         .expect("the late write shows without the deadline")
         .explanation;
     assert!(
-        e.contains("it overtook a newer write of another process") && e.contains("h1:1002"),
+        e.contains("it overtook a newer write of another process") && e.contains("h2:1003"),
         "{e}"
     );
     let (v, rec) = run(seed, &every_fix());

@@ -174,12 +174,14 @@ pub enum CalicoEvent {
         /// The registered task found dead.
         task: String,
     },
-    /// A resync cycle ran.
+    /// The startup resync ended (`ok` false: it failed and is abandoned, as upstream's).
     CalicoResync {
         /// The neutron-server worker process.
         pid: u32,
         /// Keys read under the Felix prefix (0 if the read failed).
         keys: u32,
+        /// Whether it succeeded.
+        ok: bool,
     },
     /// A port-status writer sends a write to Neutron: the status it read from its cache just
     /// before. `write` numbers the writes of one process (Neutron's record of the write, if it

@@ -9,7 +9,8 @@
 //! The parent respawns a worker that exits (1 s later, new pid). A graceful stop (SIGTERM) stops
 //! every worker; the manager stops its elector first, whose cleanup steps down.
 //!
-//! * `neutron-server/resync`: the startup resync (one-shot when `resync_interval_secs` is 0).
+//! * `neutron-server/resync`: the one-shot startup resync ([`resync`]), on the hosts whose
+//!   `startup_resync` is `always`.
 //!
 //! Felix agents on compute hosts ([`felix`]) write status reports that the watchers ([`watchers`])
 //! forward to Neutron ([`neutron`]); the stale-update warning is in [`status`]; the optional mutual
@@ -25,6 +26,7 @@ pub mod master;
 pub mod ml2;
 pub mod neutron;
 pub mod port_status;
+pub mod resync;
 pub mod status;
 mod watchdog;
 pub mod watchers;
@@ -161,9 +163,10 @@ pub struct Switches {
     /// round-trip key, so a quiet watch is cancelled and re-created every 10 s instead of being
     /// kept alive by its own writes.
     pub mutant_no_round_trip: bool,
-    /// Mutant `calico-mutant-resync-once` (test-only): the periodic resync loop goes on sleeping
-    /// its interval but resyncs only the first time.
-    pub mutant_resync_once: bool,
+    /// Mutant `calico-mutant-resync-waits-for-master` (test-only): the startup resync waits
+    /// until its host is master, as the periodic resync before upstream 80d666fd13 did, so a host
+    /// that is not master never resyncs.
+    pub mutant_resync_waits_for_master: bool,
     /// Mutant `calico-mutant-refresh-every-half-ttl` (test-only): the master refreshes its lease
     /// and key every half TTL (30 s) instead of every refresh interval (10 s); it still keeps them.
     pub mutant_refresh_every_half_ttl: bool,
@@ -178,8 +181,9 @@ pub struct Config {
     pub switches: Switches,
     /// Run the mutual watchdog of PR 12456 in every worker.
     pub watchdog: bool,
-    /// `resync_interval_secs` (0: one resync at start).
-    pub resync_interval: Duration,
+    /// `[calico] startup_resync` on each host (`resync_interval_secs` has no effect at
+    /// 87c15906: see [`resync`]).
+    pub startup_resync: resync::StartupResync,
     /// `etcd_compaction_period_mins`.
     pub compaction_period: Duration,
 }
@@ -190,7 +194,7 @@ impl Default for Config {
             region: "no-region".into(),
             switches: Switches::default(),
             watchdog: false,
-            resync_interval: Duration::ZERO,
+            startup_resync: resync::StartupResync::Everywhere,
             compaction_period: COMPACTION_PERIOD,
         }
     }

@@ -4,7 +4,7 @@
 //! and the resync monitor (every 30 s), each registered too so that they watch each other, look for
 //! a registered task that is dead and then exit the process with status 1 so that its supervisor
 //! respawns it. The elector is not registered (upstream: it has its own mechanism). A task that is
-//! MEANT to finish (the one-shot resync when `resync_interval_secs == 0`) must not be registered;
+//! MEANT to finish (the one-shot startup resync) must not be registered;
 //! `calico-watchdog-counts-oneshot` registers it anyway.
 
 use crate::calico::CalicoEvent;

@@ -2,7 +2,8 @@
 //! networking-calico asks Neutron for them: `CalicoMechanismDriver.get_workers` and
 //! `post_fork_initialize` (plugins/ml2/drivers/calico/mech_calico.py lines 478-578 at
 //! projectcalico/calico 87c15906): a manager worker (elector and compaction), the agent- and
-//! endpoint-status watcher workers, and the startup-resync worker, each its own process.
+//! endpoint-status watcher workers, and the startup-resync worker (see `resync`), each its own
+//! process.
 
 use super::elector::Elector;
 use super::master::Shared;
@@ -10,7 +11,6 @@ use super::neutron::Neutron;
 use super::port_status::PORT_WRITERS;
 use super::watchers::{Driver, Kind};
 use super::*;
-use crate::calico::CalicoEvent;
 use sim::etcd::{Etcd, Reauth};
 use sim::sync::Notify;
 use sim::Proc;
@@ -57,12 +57,10 @@ pub(super) fn start_neutron_server(host: &Host, etcd: &Etcd, neutron: &Neutron, 
         stopping: Cell::new(false),
         children: RefCell::new(BTreeMap::new()),
     });
-    for w in [
-        Worker::Manager,
-        Worker::AgentStatus,
-        Worker::EndpointStatus,
-        Worker::Resync,
-    ] {
+    // `get_workers` leaves the startup-resync worker out where `startup_resync = never`.
+    let resync = cfg.startup_resync.runs_on(host.node());
+    let workers = [Worker::Manager, Worker::AgentStatus, Worker::EndpointStatus];
+    for w in workers.into_iter().chain(resync.then_some(Worker::Resync)) {
         let s = server.clone();
         parent.spawn(&format!("supervise-{}", w.name()), async move {
             s.supervise(w).await
@@ -178,28 +176,17 @@ impl Server {
                 self.spawn_exit_on_terminate(&proc);
             }
             Worker::Resync => {
-                let (p, interval) = (proc.clone(), self.cfg.resync_interval);
                 let prefix = self.cfg.felix_prefix();
-                let once = sw.mutant_resync_once;
-                proc.spawn("resync", async move {
-                    let mut first = true;
-                    loop {
-                        // A resync reads the Calico data and reconciles it with Neutron's.
-                        if first || !once {
-                            let keys = client
-                                .range(&prefix, true, 0)
-                                .await
-                                .map_or(0, |(kvs, _)| kvs.len() as u32);
-                            p.emit(CalicoEvent::CalicoResync { pid: p.pid(), keys });
-                        }
-                        first = false;
-                        if interval.is_zero() {
-                            return; // one-shot: this task is MEANT to finish
-                        }
-                        p.sleep(interval).await;
-                    }
-                });
-                if !interval.is_zero() || sw.watchdog_counts_oneshot {
+                let run = super::resync::run(
+                    proc.clone(),
+                    client,
+                    prefix,
+                    self.shared.clone(),
+                    sw.clone(),
+                );
+                proc.spawn("resync", run);
+                // The one-shot resync is MEANT to finish: only the bug registers it.
+                if sw.watchdog_counts_oneshot {
                     registered.push("resync".into());
                 }
                 self.spawn_exit_on_terminate(&proc);

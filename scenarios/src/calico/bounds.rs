@@ -97,11 +97,13 @@ pub const ROUND_TRIP_BOUND_US: u64 = us(ROUND_TRIP_INTERVAL)
     + 2 * us(MASTER_CHECK_INTERVAL)
     + 10 * S
     + TIMER_SLACK_US;
-/// Slack of `resync-progresses` beyond the interval: a master-only resync loop polls
-/// `is_master()` every `MASTER_CHECK_INTERVAL_SECS` before its first resync (mech_calico.py
-/// `periodic_resync_thread`, lines 1251-1308 at 5acc5f9806, the parent of 80d666fd13), and a resync's reads are round
-/// trips of milliseconds while no fault is in force: 10 s for them.
-pub const RESYNC_SLACK_US: u64 = us(MASTER_CHECK_INTERVAL) + 10 * S + TIMER_SLACK_US;
+/// `startup-resync-completes`: the longest time from a startup-resync worker's start to the end
+/// of its one resync while nothing disturbs it, etcd or the Neutron DB. The worker resyncs as soon
+/// as it starts (mech_calico.py `post_fork_initialize` and `_do_startup_resync`, lines 533-578 and
+/// 1284-1322 at 87c15906), and a resync is a handful of etcd and Neutron DB round trips per
+/// resource kind (syncer.py `ResourceSyncer.resync`, lines 109-339), milliseconds each while no
+/// fault is in force with the scenarios' few ports and subnets: 10 s for them.
+pub const STARTUP_RESYNC_BOUND_US: u64 = 10 * S + TIMER_SLACK_US;
 /// Slack of `election-refresh-progresses` beyond the refresh interval: a refresh is a lease
 /// keep-alive, the guarded put and the legacy key's put (election.py `_become_master`, lines
 /// 296-335 at 87c15906), round trips of milliseconds while no fault is in force, and the

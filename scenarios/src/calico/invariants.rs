@@ -7,8 +7,8 @@
 
 use super::bounds::{
     AGENT_VIEW_BOUND_US, COMPACTION_SLACK_US, ELECTION_BOUND_US, HANDOVER_BOUND_US,
-    MASTER_STABLE_WINDOW_US, REFRESH_BOUND_US, RESYNC_SLACK_US, ROUND_TRIP_BOUND_US,
-    SILENT_AGENT_BOUND_US, STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US, STAMP_TRUST_BOUND_US,
+    MASTER_STABLE_WINDOW_US, REFRESH_BOUND_US, ROUND_TRIP_BOUND_US, SILENT_AGENT_BOUND_US,
+    STALE_THRESHOLD_US, STALE_WARN_INTERVAL_US, STAMP_TRUST_BOUND_US, STARTUP_RESYNC_BOUND_US,
     WATCH_WORK_BOUND_US, WORK_STOPS_BOUND_US,
 };
 use crate::invariant::{Breach, Invariant};
@@ -160,15 +160,15 @@ pub const STATUS_WATCH_ROUND_TRIPS: Invariant = Invariant::liveness(
 .bound_us(ROUND_TRIP_BOUND_US)
 .upstream("the master's status watchers run a watch each, and each watch's canceller writes the round-trip key every WATCH_TIMEOUT_SECS / 3 so that a working watch sees an event (etcdutils.py EtcdWatcher.start._cancel_watch_if_broken, lines 288-323; status.py StatusWatcher.__init__, line 80; mech_calico.py watch_status_updates, 678-728)")
 .measure(Breach::Exceeds, "time since the watcher process's last round-trip write (or the master's start) with a master and no disturbance");
-/// A periodic resync keeps happening on the master's host.
-pub const RESYNC_PROGRESSES: Invariant = Invariant::liveness(
-    "resync-progresses",
-    "one `resync_interval_secs` (the scenarios draw 30 to 300 s when it is periodic) + one 5 s `is_master()` poll + 10 s of a resync's round trips, from the last resync on the master's host, the master's start, or the end of the last fault + `etcd_timeout`",
-    "with a periodic resync configured, while a master exists and nothing disturbs it or etcd, the master's host resyncs at least once per `resync_interval_secs` plus slack",
+/// Every startup-resync worker resyncs once, soon after it starts.
+pub const STARTUP_RESYNC_COMPLETES: Invariant = Invariant::liveness(
+    "startup-resync-completes",
+    "10 s of a resync's etcd and Neutron DB round trips from the start of the startup-resync worker process",
+    "a startup-resync worker process (on every host whose `startup_resync` is `always`, master or not) ends its one resync successfully within the bound of its start, unless a fault that can fail or delay it (its host paused, cut or slowed; etcd or the Neutron DB down, cut from it, unavailable, ambiguous, slow or garbling; a stall or death of the resync task) was in force from `etcd_timeout` before its start to the bound: upstream abandons a failed resync",
 )
-.bound_us(300 * 1_000_000 + RESYNC_SLACK_US)
-.upstream("the periodic resync thread resyncs, then sleeps resync_interval_secs, while its host is master (mech_calico.py periodic_resync_thread, lines 1251-1308 at 80d666fd13^, the commit before upstream replaced it with a one-shot resync)")
-.measure(Breach::Exceeds, "time since the master's host last resynced (or the master's start) with a master and no disturbance");
+.bound_us(STARTUP_RESYNC_BOUND_US)
+.upstream("each neutron-server with startup_resync = always forks a CalicoStartupResyncWorker whose post-fork hook runs one resync at once, on every such host, not gated on is_master(); a failure is logged and not retried (mech_calico.py get_workers, lines 478-531; post_fork_initialize, 533-578; _do_startup_resync, 1284-1322; resync/scope.py Scope.run, 130-192). Upstream 80d666fd13 replaced the periodic resync thread with it")
+.measure(Breach::Exceeds, "time from the resync worker's start with no disturbance");
 /// The watchdog exits only for a task that died.
 pub const WATCHDOG_RESTART_JUSTIFIED: Invariant = Invariant::safety(
     "watchdog-restart-justified",
@@ -223,7 +223,7 @@ pub static INVARIANTS: &[Invariant] = &[
     COMPACTION_PROGRESSES,
     ELECTION_REFRESH_PROGRESSES,
     STATUS_WATCH_ROUND_TRIPS,
-    RESYNC_PROGRESSES,
+    STARTUP_RESYNC_COMPLETES,
     WATCHDOG_RESTART_JUSTIFIED,
     AGENT_VIEW_CONVERGES,
     SILENT_AGENT_NOT_REPORTED,

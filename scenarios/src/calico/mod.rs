@@ -23,6 +23,7 @@ use schedule::schedule;
 
 use crate::scenario::RunSpec;
 use model::calico::felix::FelixConfig;
+use model::calico::resync::StartupResync;
 use model::calico::status::TimeFormat;
 use model::calico::{Config, Switches};
 use rand::seq::IndexedRandom;
@@ -61,8 +62,10 @@ pub struct CalicoOptions {
     pub compute_offset_ms: Vec<i64>,
     /// The mutual watchdog of PR 12456 (on with `--fix calico-watchdog`, or drawn by the scenario).
     pub watchdog: bool,
-    /// `resync_interval_secs`.
-    pub resync_interval_s: u64,
+    /// The one host whose `[calico] startup_resync` is `always` (the others' `never`); None:
+    /// `always` on every host, the default. `resync_interval_secs` has no effect upstream
+    /// (see `model::calico::resync`).
+    pub startup_resync_on: Option<u64>,
     /// `etcd_compaction_period_mins`.
     pub compaction_period_min: u64,
     /// etcd auth on (`etcd_username` and `etcd_password` set, etcd's `--auth-token-ttl` at its
@@ -85,6 +88,8 @@ impl CalicoOptions {
         o.clock_offset_ms.push(etcd_offset);
         o.drift_ppm.push(etcd_drift);
         o.hosts = hosts;
+        // A resync host that is no longer there: the default, every host.
+        o.startup_resync_on = self.startup_resync_on.filter(|&r| r < u64::from(hosts));
         o
     }
 
@@ -217,10 +222,14 @@ pub fn draw_in(family: Family, seed: u64, profile: Profile) -> (CalicoOptions, S
         Family::Swarm => rng.random_bool(0.5),
         _ => false,
     };
-    let resync_interval_s = if rng.random_bool(0.5) {
-        0
+    // Half the deployments resync on every host (the default), half on one host only (the
+    // topology `get_workers`' docstring suggests). It takes the place of the draw of the
+    // pre-80d666fd13 `resync_interval_secs`, with as many draws, so the later draws keep their
+    // values.
+    let startup_resync_on = if rng.random_bool(0.5) {
+        None
     } else {
-        rng.random_range(30..=300u64)
+        Some(rng.random_range(0..u64::from(hosts)))
     };
     let compaction_period_min = if status_focus {
         rng.random_range(1..=10u64)
@@ -238,7 +247,7 @@ pub fn draw_in(family: Family, seed: u64, profile: Profile) -> (CalicoOptions, S
         felix,
         compute_offset_ms,
         watchdog,
-        resync_interval_s,
+        startup_resync_on,
         compaction_period_min,
         etcd_auth: false,
     };
@@ -478,7 +487,7 @@ pub fn switches(spec: &RunSpec) -> Switches {
         mutant_port_write_no_retry: has("calico-mutant-port-write-no-retry"),
         mutant_felix_status_no_lease: has("calico-mutant-felix-status-no-lease"),
         mutant_no_round_trip: has("calico-mutant-no-round-trip"),
-        mutant_resync_once: has("calico-mutant-resync-once"),
+        mutant_resync_waits_for_master: has("calico-mutant-resync-waits-for-master"),
         mutant_refresh_every_half_ttl: has("calico-mutant-refresh-every-half-ttl"),
     }
 }
@@ -534,7 +543,10 @@ pub fn run(
     let model_cfg = Config {
         switches: sw,
         watchdog,
-        resync_interval: std::time::Duration::from_secs(o.resync_interval_s),
+        startup_resync: match o.startup_resync_on {
+            None => StartupResync::Everywhere,
+            Some(h) => StartupResync::OnlyOn(h as NodeIx),
+        },
         compaction_period: std::time::Duration::from_secs(o.compaction_period_min * 60),
         ..Config::default()
     };
@@ -552,8 +564,7 @@ pub fn run(
         model_cfg.compaction_period,
         status_path,
         coverage,
-    )
-    .with_resync_interval(model_cfg.resync_interval);
+    );
     let hosts: Vec<NodeIx> = (0..h as NodeIx).collect();
     let felix: Vec<(NodeIx, FelixConfig)> = o
         .felix

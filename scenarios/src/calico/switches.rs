@@ -195,10 +195,10 @@ pub static SWITCHES: &[Switch] = &[
         "the watch canceller never writes the round-trip key: a quiet watch is cancelled and re-created every 10 s instead of being kept alive",
     ),
     Switch::mutant::<Calico>(
-        "calico-mutant-resync-once",
+        "calico-mutant-resync-waits-for-master",
         "calico-split-brain",
-        &super::invariants::RESYNC_PROGRESSES,
-        "the periodic resync loop goes on sleeping its interval but resyncs only the first time",
+        &super::invariants::STARTUP_RESYNC_COMPLETES,
+        "the startup resync waits until its host is master (the gating of the periodic resync before upstream 80d666fd13): a host that is not master never resyncs",
     ),
     Switch::mutant::<Calico>(
         "calico-mutant-watchdog-registers-watcher",

@@ -20,7 +20,7 @@
 //! | `compaction-progresses` | liveness | while a master exists, a compaction check rewrites the trigger key (or compacts) at least once every two compaction periods 2P plus slack (one 5 s `is_master()` poll + 10 s of a check's round trips): by the latest of the last rewrite, the master's start and the end of the last fault (or stall or death of the master's compaction task or elector) + `etcd_timeout`, plus 2P + slack (a check that reads the trigger key a few ms before its lease of one period runs out skips a period) |
 //! | `election-refresh-progresses` | liveness | while a master exists, its elector re-puts the election key at least once per 15 s (the 10 s refresh interval + 5 s for the refresh's round trips and the monotonic clock's rate), from the latest of the last put, the master's start and the end of the last fault (or stall or death of the master host's elector) + `etcd_timeout` |
 //! | `status-watch-round-trips` | liveness | while a master exists, every status-watcher worker process of its host writes its round-trip key at least once per 28.3 s (the 3.3 s write interval + a 5 s retry + two 5 s polls + 10 s of round trips), from the latest of its last write, the master's or the process's start and the end of the last fault (or stall or death of a task of the watchers or the elector on the master's host) + `etcd_timeout` |
-//! | `resync-progresses` | liveness | with a periodic resync, while a master exists, the master's host resyncs at least once per `resync_interval_secs` + one 5 s poll + 10 s of round trips, timed as `status-watch-round-trips` |
+//! | `startup-resync-completes` | liveness | every startup-resync worker process (on each host whose `startup_resync` is `always`, master or not) ends its one resync successfully within 10 s of its start, unless a fault that can fail or delay it (its host paused, cut or slowed; etcd or the Neutron DB down, cut, failing or slow; a stall or death of its resync task) was in force from `etcd_timeout` before its start to then: upstream abandons a failed resync |
 //! | `watchdog-restart-justified` | safety | the watchdog exits a process only if the dead registered task died unexpectedly (not by finishing) |
 //! | `port-status-converges` (status scenarios) | liveness | 140 s after faults stop, every port whose Felix status has not changed for 30 s shows in Neutron as the spec maps it (up: ACTIVE, down: DOWN, anything else: ERROR) |
 //! | `agent-view-converges` | liveness | 140 s after faults stop (a master within 85 s, then one report interval and slack), Neutron has heard within `agent_down_time` (75 s) from every compute host whose Felix runs, and from no host whose Felix does not run |
@@ -59,6 +59,7 @@ mod election;
 mod faults;
 mod felix_time;
 mod periodic;
+mod resync;
 mod stability;
 mod stamp_age;
 mod status;
@@ -82,7 +83,6 @@ pub const ALL_POINTS: &[&str] = &[
     "unparsable-time-skipped",
     "watchdog-restart",
     "oneshot-resync-finished",
-    "periodic-resync",
     "port-write-failed",
     "handover",
     "elector-died-while-master",
@@ -177,11 +177,11 @@ pub struct CalicoMonitor {
     snapshots: BTreeSet<(NodeIx, u32)>,
     ended: BTreeSet<(NodeIx, u32, String)>,
     crashed: BTreeSet<(NodeIx, u32, String)>,
-    resyncs: BTreeSet<(NodeIx, u32)>,
     compaction_period_us: u64,
     last_compaction_us: Option<u64>,
     compaction_progress: duties::CompactionProgress,
     periodic: periodic::Periodic,
+    startup_resyncs: resync::StartupResyncs,
     /// Neutron's last receipt of a report, per agent host name (true time).
     heard_us: BTreeMap<String, u64>,
     /// Per Felix host name: true time of its last status put in etcd.
@@ -241,11 +241,11 @@ impl CalicoMonitor {
             snapshots: BTreeSet::new(),
             ended: BTreeSet::new(),
             crashed: BTreeSet::new(),
-            resyncs: BTreeSet::new(),
             compaction_period_us: compaction_period.as_micros() as u64,
             last_compaction_us: None,
             compaction_progress: Default::default(),
             periodic: Default::default(),
+            startup_resyncs: Default::default(),
             heard_us: BTreeMap::new(),
             report_put_us: BTreeMap::new(),
             agent_snapshot: BTreeSet::new(),
@@ -283,13 +283,6 @@ impl CalicoMonitor {
             catalog,
             now_us: 0,
         }
-    }
-
-    /// The same monitor, holding the deployment to a periodic resync every `interval` (zero:
-    /// one-shot, no periodic duty).
-    pub fn with_resync_interval(mut self, interval: std::time::Duration) -> Self {
-        self.periodic.resync_interval_us = interval.as_micros() as u64;
-        self
     }
 
     pub(super) fn node_of(&self, name: &str) -> Option<NodeIx> {
@@ -435,7 +428,7 @@ impl Monitor for CalicoMonitor {
         if let Some(f) = self.round_trips_overdue(now_us) {
             return Some(f);
         }
-        if let Some(f) = self.resync_overdue(now_us) {
+        if let Some(f) = self.startup_resync_overdue(now_us) {
             return Some(f);
         }
         if let Some(d) = self.agent_view_deadline.filter(|&d| now_us >= d) {
@@ -486,16 +479,19 @@ impl CalicoMonitor {
             Event::NodeCrash | Event::NodeBoot { .. } => {
                 self.on_node_reset(node, t);
                 self.periodic_process_gone(node, None);
+                self.resync_worker_gone(node, None);
                 None
             }
             Event::ProcessStart { pid, name } => {
                 self.on_process_start(node, *pid, name, t);
                 self.periodic_process_start(node, *pid, name, t);
+                self.resync_worker_start(node, *pid, name, t);
                 None
             }
             Event::ProcessExit { pid, status, name } => {
                 self.on_process_exit(node, *pid, status, name);
                 self.periodic_process_gone(node, Some(*pid));
+                self.resync_worker_gone(node, Some(*pid));
                 None
             }
             Event::TaskDeath { pid, task } => {

@@ -13,12 +13,6 @@
 //!   `<status dir>/round-trip-check` every `WATCH_TIMEOUT_SECS / 3` (etcdutils.py lines 288-323 at
 //!   87c15906), so a watch that works sees an event at least that often; a watcher that stopped
 //!   writing either has no watch or a canceller that no longer runs.
-//! * `resync-progresses`: with a periodic resync configured, while a master exists and nothing
-//!   disturbs it or etcd, the master's host resyncs at least once per `resync_interval_secs` plus
-//!   [`RESYNC_SLACK_US`]. Upstream's periodic resync thread resynced while its host was master
-//!   and slept the interval after each (mech_calico.py `periodic_resync_thread`, lines 1251-1308 at
-//!   5acc5f9806, the parent of 80d666fd13; that commit replaced it with the one-shot resync 87c15906 runs). Holding the
-//!   master's host to it holds a deployment that resyncs on every host as well.
 //!
 //! Each duty is timed from the latest of its last progress, the master's start (the stretch of
 //! `duties.rs`), the start of the process that does it, and the end of the last disturbance plus
@@ -27,15 +21,13 @@
 //! runs in or depends on (its loop, its greenlets, the elector that keeps the stamp set).
 //!
 //! Reads (observations only): the round-trip key's puts in etcd and their writing process
-//! (`EtcdPut`), the model's `CalicoResync` events, which processes run (`ProcessStart`, with the
+//! (`EtcdPut`), which processes run (`ProcessStart`, with the
 //! worker names upstream's `get_workers` gives them), whether a master exists (`election.rs`),
 //! the schedule's faults and the world's task faults. Calls no model function.
 
-use super::{secs, CalicoMonitor, REFRESH_BOUND_US, RESYNC_SLACK_US, ROUND_TRIP_BOUND_US};
+use super::{secs, CalicoMonitor, REFRESH_BOUND_US, ROUND_TRIP_BOUND_US};
 use crate::calico::bounds::us;
-use crate::calico::invariants::{
-    ELECTION_REFRESH_PROGRESSES, RESYNC_PROGRESSES, STATUS_WATCH_ROUND_TRIPS,
-};
+use crate::calico::invariants::{ELECTION_REFRESH_PROGRESSES, STATUS_WATCH_ROUND_TRIPS};
 use crate::invariant::Invariant;
 use model::calico::ETCD_TIMEOUT;
 use sim::{Failure, Kind, Measured, NodeIx};
@@ -46,10 +38,8 @@ const WATCHER_WORKERS: [&str; 2] = [
     "neutron-server/agent-status",
     "neutron-server/endpoint-status",
 ];
-/// The resync worker's process name.
-const RESYNC_WORKER: &str = "neutron-server/resync";
 
-/// One duty's progress in one process (a watcher worker) or on one host (resync).
+/// One duty's progress in one process (a watcher worker).
 #[derive(Default)]
 pub(super) struct Progress {
     /// True time of the last progress, or of the process's start.
@@ -63,12 +53,8 @@ pub(super) struct Progress {
 pub(super) struct Periodic {
     /// Live status-watcher worker processes: their round-trip writes.
     round_trips: BTreeMap<(NodeIx, u32), Progress>,
-    /// Per host: its last resync (or its resync worker's start).
-    resyncs: BTreeMap<NodeIx, Progress>,
     /// The election key's last put (a campaign or a refresh).
     refresh: Progress,
-    /// `resync_interval_secs` (0: one-shot, no periodic duty).
-    pub(super) resync_interval_us: u64,
 }
 
 impl Progress {
@@ -91,20 +77,13 @@ fn touches_refresh(task: &str) -> bool {
     task == "elector"
 }
 
-/// Whether a task touches the resync: its loop, or the elector.
-fn touches_resync(task: &str) -> bool {
-    task == "resync" || task == "elector"
-}
-
 impl CalicoMonitor {
-    /// A process started: a status watcher or a resync worker starts its duty's clock.
+    /// A process started: a status watcher starts its duty's clock.
     pub(super) fn periodic_process_start(&mut self, node: NodeIx, pid: u32, name: &str, t: u64) {
         if WATCHER_WORKERS.contains(&name) {
             self.periodic
                 .round_trips
                 .insert((node, pid), Progress::at(t));
-        } else if name == RESYNC_WORKER {
-            self.periodic.resyncs.insert(node, Progress::at(t));
         }
     }
 
@@ -127,11 +106,6 @@ impl CalicoMonitor {
     /// The election key was put (campaign or refresh).
     pub(super) fn on_election_put(&mut self, t: u64) {
         self.periodic.refresh = Progress::at(t);
-    }
-
-    /// A resync ran on `node`.
-    pub(super) fn on_resync(&mut self, node: NodeIx, t: u64) {
-        self.periodic.resyncs.insert(node, Progress::at(t));
     }
 
     /// When a duty that progressed last at `last` is due, with the master since `m` and the last
@@ -164,7 +138,7 @@ impl CalicoMonitor {
             due,
             now,
         };
-        Some(self.overdue(&ELECTION_REFRESH_PROGRESSES, node, &who, &what, o, ""))
+        Some(self.overdue(&ELECTION_REFRESH_PROGRESSES, node, &who, &what, o))
     }
 
     /// `status-watch-round-trips`, checked every simulated second.
@@ -193,65 +167,19 @@ impl CalicoMonitor {
             due,
             now,
         };
-        Some(self.overdue(&STATUS_WATCH_ROUND_TRIPS, node, &name, &what, o, ""))
-    }
-
-    /// `resync-progresses`, checked every simulated second (only with a periodic resync).
-    pub(super) fn resync_overdue(&mut self, now: u64) -> Option<Failure> {
-        let interval = self.periodic.resync_interval_us;
-        if interval == 0 {
-            return None;
-        }
-        let m = self.master_since_us()?;
-        let node = self.holder.as_ref()?.node?;
-        let d = self.duty_disturbed_until(now, touches_resync);
-        let p = self.periodic.resyncs.get(&node)?;
-        if p.reported {
-            return None;
-        }
-        let last = p.last_us;
-        let due = Self::due_us(last, m, d, now, interval + RESYNC_SLACK_US)?;
-        if now <= due {
-            return None;
-        }
-        self.periodic.resyncs.get_mut(&node)?.reported = true;
-        let name = self.names[node as usize].clone();
-        let extra = format!(", interval {}", secs(interval));
-        let o = Overdue {
-            m,
-            d,
-            last,
-            due,
-            now,
-        };
-        Some(self.overdue(
-            &RESYNC_PROGRESSES,
-            node,
-            &name,
-            "it has not resynced since",
-            o,
-            &extra,
-        ))
+        Some(self.overdue(&STATUS_WATCH_ROUND_TRIPS, node, &name, &what, o))
     }
 
     /// The failure of an overdue periodic duty of the master `who` on `node`: what it last did
-    /// (`what`, followed by when), and `extra` after the due time.
-    fn overdue(
-        &self,
-        inv: &Invariant,
-        node: NodeIx,
-        who: &str,
-        what: &str,
-        o: Overdue,
-        extra: &str,
-    ) -> Failure {
+    /// (`what`, followed by when).
+    fn overdue(&self, inv: &Invariant, node: NodeIx, who: &str, what: &str, o: Overdue) -> Failure {
         let since = o.last.max(o.m);
         Failure {
             invariant: inv.name,
             kind: Kind::Liveness,
             node: Some(node),
             explanation: format!(
-                "{who} has been master since {} and nothing disturbed it or etcd after {}, but {what} {} ({} ago; due by {}{extra}){}",
+                "{who} has been master since {} and nothing disturbed it or etcd after {}, but {what} {} ({} ago; due by {}){}",
                 secs(o.m),
                 secs(o.d),
                 secs(o.last),

@@ -17,7 +17,7 @@ use sim::event::DeleteCause;
 use sim::{Failure, FaultKind, Kind, Measured, NodeIx};
 
 /// Whether `a` and `b` are on different sides of a cut between groups `x` and `y`.
-fn cut_between(x: &[String], y: &[String], a: &str, b: &str) -> bool {
+pub(super) fn cut_between(x: &[String], y: &[String], a: &str, b: &str) -> bool {
     let has = |g: &[String], n: &str| g.iter().any(|m| m == n);
     (has(x, a) && has(y, b)) || (has(x, b) && has(y, a))
 }
@@ -75,7 +75,7 @@ pub(super) const WATCHDOG_EXIT: &str = "(watchdog exit)";
 
 impl FaultSpan {
     /// Whether it was in force at some time in `[from, to]`.
-    fn overlaps(&self, from: u64, to: u64) -> bool {
+    pub(super) fn overlaps(&self, from: u64, to: u64) -> bool {
         self.start_us <= to && self.end_us.is_none_or(|e| e >= from)
     }
 }

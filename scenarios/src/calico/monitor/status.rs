@@ -83,11 +83,8 @@ impl CalicoMonitor {
             CalicoEvent::CalicoAgentForward {
                 host, rev, time, ..
             } => self.on_forward(rec, host, *rev, time),
-            CalicoEvent::CalicoResync { pid, .. } => {
-                self.on_resync(node, rec.t_us);
-                if !self.resyncs.insert((node, *pid)) {
-                    self.reach("periodic-resync");
-                }
+            CalicoEvent::CalicoResync { pid, ok, .. } => {
+                self.on_resync(node, *pid, *ok, rec.t_us);
                 None
             }
             CalicoEvent::CalicoPortWrite { ok: false, .. } => {
