@@ -124,6 +124,16 @@ pub enum CalicoEvent {
         /// The report's `time` as Felix wrote it (empty if it had none).
         time: String,
     },
+    /// A report's RPC cast returned only after the broker had refused it or not answered
+    /// (`publishes`: how many publishes it took), the watcher greenlet blocked meanwhile.
+    CalicoCastDelayed {
+        /// The watcher worker that cast (`agent-status`).
+        worker: String,
+        /// The Felix host the report is about.
+        host: String,
+        /// How many times it was published (the first and the retries after reconnecting).
+        publishes: u32,
+    },
     /// The stale-update WARNING was logged.
     CalicoStaleWarning {
         /// The Felix host whose report was stale.
