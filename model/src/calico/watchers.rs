@@ -115,6 +115,8 @@ pub struct Driver {
     check: MasterCheck,
     /// The port-status cache, queue and writers (endpoint worker only).
     pub ports: Option<Rc<PortStatus>>,
+    /// How many `StatusWatcher` instances this process has made.
+    watchers: Cell<u32>,
 }
 
 impl Driver {
@@ -143,6 +145,7 @@ impl Driver {
             hub: Hub::default(),
             check: MasterCheck::new(),
             ports,
+            watchers: Cell::new(0),
         })
     }
 
@@ -245,6 +248,8 @@ enum GreenletEnd {
 /// One `StatusWatcher` instance and its greenlet's state.
 pub struct EtcdWatcher {
     driver: Rc<Driver>,
+    /// Which instance of its process (for the record).
+    id: u32,
     stopped: Cell<bool>,
     /// The greenlet is dead (returned, raised, or was dropped).
     dead: Cell<bool>,
@@ -265,7 +270,10 @@ impl Drop for DeadOnDrop {
 
 impl EtcdWatcher {
     fn new(driver: Rc<Driver>) -> Rc<EtcdWatcher> {
+        let id = driver.watchers.get() + 1;
+        driver.watchers.set(id);
         Rc::new(EtcdWatcher {
+            id,
             limiter: RefCell::new(Limiter::new(&driver.sw)),
             driver,
             stopped: Cell::new(false),
@@ -323,6 +331,7 @@ impl EtcdWatcher {
                 d.proc.emit(CalicoEvent::CalicoSnapshotDropped {
                     worker: d.kind.name().into(),
                     handled: handled as u32,
+                    watcher: self.id,
                 });
                 return Err(GreenletEnd::Stopped);
             }
@@ -383,6 +392,7 @@ impl EtcdWatcher {
             keys: keys as u32,
             rev,
             done,
+            watcher: self.id,
         });
     }
 
@@ -493,6 +503,7 @@ impl EtcdWatcher {
             rev,
             in_snapshot: self.processing_snapshot.get(),
             time: report.time.clone().unwrap_or_default(),
+            watcher: self.id,
         });
         self.felix_live_rev
             .borrow_mut()
@@ -535,6 +546,7 @@ impl EtcdWatcher {
                 host,
                 lag_ms: lag_us / 1000,
                 in_snapshot: self.processing_snapshot.get(),
+                watcher: self.id,
             }),
             Stale::Stale {
                 lag_us,

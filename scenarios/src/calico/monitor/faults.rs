@@ -179,7 +179,7 @@ impl CalicoMonitor {
         self.alive.retain(|(n, _), _| *n != node);
         self.stamps[node as usize] = 0;
         self.stamp_cleared_us[node as usize] = None;
-        self.agent_snapshot.remove(&node);
+        self.agent_snapshot.retain(|(n, _)| *n != node);
         self.acting[node as usize] = None;
     }
 
@@ -226,7 +226,7 @@ impl CalicoMonitor {
             self.felix_alive[node as usize] = false;
         }
         if name == "neutron-server/agent-status" {
-            self.agent_snapshot.remove(&node);
+            self.agent_snapshot.retain(|(n, _)| *n != node);
         }
         if name == "neutron-server/manager" && *status == (ExitStatus::Code { code: 1 }) {
             self.reach("elector-exit-on-unexpected-error");
@@ -241,8 +241,10 @@ impl CalicoMonitor {
             CalicoEvent::CalicoWatcherRaised { pid, task, error } => {
                 self.raised[node as usize].push((t, *pid, task.clone(), error.clone()));
                 self.died.insert((node, *pid, task.clone()));
-                if task.ends_with("-watcher") {
-                    self.agent_snapshot.remove(&node);
+                // Only the agent-status watcher's end ends its replay (the endpoint-status
+                // watcher runs in another process, with its own snapshot).
+                if task == "agent-status-watcher" {
+                    self.agent_snapshot.retain(|(n, _)| *n != node);
                 }
                 None
             }
