@@ -178,6 +178,8 @@ pub enum CalicoEvent {
         task: String,
         /// The exception's text.
         error: String,
+        /// The `StatusWatcher` instance within its worker process.
+        watcher: u32,
     },
     /// A status-watcher greenlet ended on an exception it does not catch (an etcd error other than
     /// a connection failure); the master-only loop replaces it at its next poll.
@@ -188,6 +190,9 @@ pub enum CalicoEvent {
         task: String,
         /// The exception (an etcd error's `Debug` text, or `ConnectionTimeoutError`).
         error: String,
+        /// The `StatusWatcher` instance within its worker process whose greenlet (or whose
+        /// watch's canceller) ended.
+        watcher: u32,
     },
     /// The watchdog found a registered task dead and exits the process with status 1.
     CalicoWatchdogExit {

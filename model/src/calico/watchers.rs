@@ -297,6 +297,7 @@ impl EtcdWatcher {
                 pid: d.proc.pid(),
                 task: d.kind.watcher_task().into(),
                 error,
+                watcher: self.id,
             });
         }
     }
@@ -532,6 +533,7 @@ impl EtcdWatcher {
                     pid: p.pid(),
                     task: self.driver.kind.watcher_task().into(),
                     error: error.clone(),
+                    watcher: self.id,
                 });
                 return Err(GreenletEnd::Raised(error));
             }
@@ -601,6 +603,7 @@ async fn cancel_watch_if_broken(d: Rc<Driver>, watcher: Rc<EtcdWatcher>, s: Rc<W
                     pid: d.proc.pid(),
                     task: d.kind.canceller_task().into(),
                     error: format!("{e:?}"),
+                    watcher: watcher.id,
                 });
                 return;
             }

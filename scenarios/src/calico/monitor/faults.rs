@@ -238,13 +238,18 @@ impl CalicoMonitor {
     pub(super) fn on_task_event(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
         let (t, node) = (rec.t_us, rec.node);
         match e {
-            CalicoEvent::CalicoWatcherRaised { pid, task, error } => {
+            CalicoEvent::CalicoWatcherRaised {
+                pid,
+                task,
+                error,
+                watcher,
+            } => {
                 self.raised[node as usize].push((t, *pid, task.clone(), error.clone()));
                 self.died.insert((node, *pid, task.clone()));
-                // Only the agent-status watcher's end ends its replay (the endpoint-status
-                // watcher runs in another process, with its own snapshot).
+                // Only this agent-status watcher's end ends its replay (the endpoint-status
+                // watcher runs in another process; another instance may be replaying its own).
                 if task == "agent-status-watcher" {
-                    self.agent_snapshot.retain(|(n, _)| *n != node);
+                    self.agent_snapshot.remove(&(node, *watcher));
                 }
                 None
             }

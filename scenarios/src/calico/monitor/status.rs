@@ -72,10 +72,15 @@ impl CalicoMonitor {
                 self.reach("unparsable-time-skipped");
                 None
             }
-            CalicoEvent::CalicoTaskCrash { pid, task, error } => {
+            CalicoEvent::CalicoTaskCrash {
+                pid,
+                task,
+                error,
+                watcher,
+            } => {
                 self.crashed.insert((node, *pid, task.clone()));
                 self.died.insert((node, *pid, task.clone()));
-                self.agent_snapshot.retain(|(n, _)| *n != node);
+                self.agent_snapshot.remove(&(node, *watcher));
                 Some(Failure {
                     invariant: crate::calico::invariants::WATCHER_SURVIVES_TIMESTAMPS.name,
                     kind: Kind::Safety,
