@@ -48,7 +48,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A backward wall-clock step keeps a stale mastership stamp fresh",
         scenario: "calico-clock-skew",
-        seeds: &[374, 494],
+        seeds: &[46, 377],
         signature: Signature {
             invariants: &["master-only-work-on-fresh-stamp", "master-only-work-legitimate"],
             describe: "a host acts as master after a backward clock step on it",
@@ -103,7 +103,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A dead master-only loop is never replaced",
         scenario: "calico-swarm",
-        seeds: &[714, 3597],
+        seeds: &[110, 742],
         signature: Signature {
             invariants: &["agent-view-converges"],
             describe: "the master's agent-status loop is silently dead",
@@ -128,7 +128,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A watch canceller killed by an etcd timeout leaves the master's watcher hung",
         scenario: "calico-swarm",
-        seeds: &[85, 26],
+        seeds: &[5, 43],
         signature: Signature {
             invariants: &[
                 "agent-view-converges",
@@ -159,7 +159,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Port statuses left stale across a mastership change are never corrected",
         scenario: "calico-status-backlog",
-        seeds: &[56, 127],
+        seeds: &[127, 239],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "a diverged port was written last by a host that is not the master (and no watch canceller died)",
@@ -191,7 +191,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two writers of one process write the same port at once and the older status commits last",
         scenario: "calico-swarm",
-        seeds: &[71, 99],
+        seeds: &[202, 243],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of the same process",
@@ -226,7 +226,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A write held up by a partition or a DB outage commits after the next master's newer write",
         scenario: "calico-swarm",
-        seeds: &[1193, 4493],
+        seeds: &[1193],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of another process",
@@ -288,7 +288,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two hosts compact in the same period during a handover",
         scenario: "calico-swarm",
-        seeds: &[6775],
+        seeds: &[1149, 1821],
         signature: Signature {
             invariants: &["compaction-once-per-period"],
             describe: "two compactions within one period",
