@@ -103,7 +103,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A dead master-only loop is never replaced",
         scenario: "calico-swarm",
-        seeds: &[110, 742],
+        seeds: &[742, 1191],
         signature: Signature {
             invariants: &["agent-view-converges"],
             describe: "the master's agent-status loop is silently dead",
