@@ -49,6 +49,8 @@ pub enum Source {
     LossRadar2016,
     /// The Amazon EC2 API reference, "Eventual consistency in the Amazon EC2 API".
     Ec2EventualConsistency,
+    /// RabbitMQ's documentation: memory and disk alarms, clustering (node restarts).
+    RabbitMq,
 }
 
 impl Source {
@@ -134,6 +136,13 @@ impl Source {
                  (docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html): the result \
                  of a command may not be visible to all later commands; it advises describing \
                  with exponential backoff from a couple of seconds; it gives no bound on the lag"
+            }
+            Source::RabbitMq => {
+                "RabbitMQ documentation, \"Memory and Disk Alarms\" (rabbitmq.com/docs/alarms): \
+                 above the memory watermark or below the free-disk limit a node blocks every \
+                 publishing connection until the alarm clears; \"Clustering Guide\" \
+                 (rabbitmq.com/docs/clustering): a restarted cluster node waits for its peers, \
+                 by default 10 retries of 30 s"
             }
         }
     }
@@ -448,10 +457,12 @@ pub const SERVICE_UNAVAILABLE: Facts = Facts {
         "etcd without a leader (an election takes about one election timeout, 1 s)",
         "a lost quorum, or a database or API server restarting",
         "a load balancer with no healthy backend",
+        "a message broker (RabbitMQ) restarting or upgraded, or blocking its publishers under a \
+         memory or disk alarm",
     ],
     realistic: &[Range::new(DurationMs, 1_000, 120_000)],
     frequency: "elections after every leader loss; outages of minutes a few times a year",
-    sources: &[Source::EtcdTuning, Source::JepsenEtcd2020],
+    sources: &[Source::EtcdTuning, Source::JepsenEtcd2020, Source::RabbitMq],
 };
 
 /// The catalog entry of one fault kind (see [`facts`]).

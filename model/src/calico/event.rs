@@ -104,6 +104,9 @@ pub enum CalicoEvent {
         rev: i64,
         /// False before the keys are handled, true after.
         done: bool,
+        /// The `StatusWatcher` instance within its worker process (1, 2, ...: a stopped one may
+        /// still run, blocked on a cast or a read, beside its successor).
+        watcher: u32,
     },
     /// A stopped status watcher gave up its snapshot before handling every key (fix
     /// `calico-snapshot-checks-stopped`): its replay ends here, with no `done` event.
@@ -112,6 +115,9 @@ pub enum CalicoEvent {
         worker: String,
         /// Keys of the snapshot handled before it saw `_stopped`.
         handled: u32,
+        /// The `StatusWatcher` instance within its worker process (1, 2, ...: a stopped one may
+        /// still run, blocked on a cast or a read, beside its successor).
+        watcher: u32,
     },
     /// The agent-status watcher forwarded a Felix report (the key's `rev`) to Neutron.
     CalicoAgentForward {
@@ -123,6 +129,19 @@ pub enum CalicoEvent {
         in_snapshot: bool,
         /// The report's `time` as Felix wrote it (empty if it had none).
         time: String,
+        /// The `StatusWatcher` instance within its worker process (1, 2, ...: a stopped one may
+        /// still run, blocked on a cast or a read, beside its successor).
+        watcher: u32,
+    },
+    /// A report's RPC cast returned only after the broker had refused it or not answered
+    /// (`publishes`: how many publishes it took), the watcher greenlet blocked meanwhile.
+    CalicoCastDelayed {
+        /// The watcher worker that cast (`agent-status`).
+        worker: String,
+        /// The Felix host the report is about.
+        host: String,
+        /// How many times it was published (the first and the retries after reconnecting).
+        publishes: u32,
     },
     /// The stale-update WARNING was logged.
     CalicoStaleWarning {
@@ -133,6 +152,9 @@ pub enum CalicoEvent {
         lag_ms: i64,
         /// Whether it was logged while replaying a snapshot.
         in_snapshot: bool,
+        /// The `StatusWatcher` instance within its worker process (1, 2, ...: a stopped one may
+        /// still run, blocked on a cast or a read, beside its successor).
+        watcher: u32,
     },
     /// A stale report was seen but the rate limiter held the warning back.
     CalicoStaleSuppressed {
@@ -156,6 +178,8 @@ pub enum CalicoEvent {
         task: String,
         /// The exception's text.
         error: String,
+        /// The `StatusWatcher` instance within its worker process.
+        watcher: u32,
     },
     /// A status-watcher greenlet ended on an exception it does not catch (an etcd error other than
     /// a connection failure); the master-only loop replaces it at its next poll.
@@ -166,6 +190,9 @@ pub enum CalicoEvent {
         task: String,
         /// The exception (an etcd error's `Debug` text, or `ConnectionTimeoutError`).
         error: String,
+        /// The `StatusWatcher` instance within its worker process whose greenlet (or whose
+        /// watch's canceller) ended.
+        watcher: u32,
     },
     /// The watchdog found a registered task dead and exits the process with status 1.
     CalicoWatchdogExit {

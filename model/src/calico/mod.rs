@@ -16,6 +16,7 @@
 //! forward to Neutron ([`neutron`]); the stale-update warning is in [`status`]; the optional mutual
 //! watchdog of PR 12456 in `watchdog`. Compaction checks the trigger key as specified.
 
+pub mod broker;
 pub mod event;
 pub use event::CalicoEvent;
 mod compaction;
@@ -222,20 +223,25 @@ pub const COMPACTION_TRIGGER_KEY: &str = "/calico/compaction/v1/trigger";
 /// Compaction bookkeeping key.
 pub const COMPACTION_LAST_KEY: &str = "/calico/compaction/v1/last";
 
-/// Installs neutron-server (with the Calico driver) as the services of each host.
+/// Installs neutron-server (with the Calico driver) as the services of each host; it writes
+/// port statuses to `neutron`'s database and casts agent reports through `broker`.
 pub fn install(
     world: &World,
     hosts: &[NodeIx],
     etcd: &Etcd,
     neutron: &neutron::Neutron,
+    broker: &broker::Broker,
     cfg: Config,
 ) {
     let cfg = Rc::new(cfg);
     for &h in hosts {
-        let (etcd, neutron, cfg) = (etcd.clone(), neutron.clone(), cfg.clone());
+        let (etcd, cfg) = (etcd.clone(), cfg.clone());
+        let (neutron, broker) = (neutron.clone(), broker.clone());
         world.set_services(
             h,
-            Rc::new(move |host: &Host| workers::start_neutron_server(host, &etcd, &neutron, &cfg)),
+            Rc::new(move |host: &Host| {
+                workers::start_neutron_server(host, &etcd, &neutron, &broker, &cfg)
+            }),
         );
     }
 }

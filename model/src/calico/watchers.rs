@@ -26,7 +26,8 @@
 //!   watcher instance. Agent status, `_on_status_set` (line 202): the stale check on every report,
 //!   then `on_felix_alive` unless the key's mod_revision equals the last one handled for the host;
 //!   `on_felix_alive` (mech_calico.py line 730) sends the report to Neutron as an RPC cast
-//!   (`use_call=False`: no answer awaited, no retry). Endpoint status, `_report_status` /
+//!   (`use_call=False`) on the watcher's greenlet: no answer awaited, but the publish itself
+//!   blocks, retried for ever, while the message broker is unreachable (see [`super::broker`]). Endpoint status, `_report_status` /
 //!   `_on_ep_delete` (status.py lines 260, 279): the port's status (None for a deletion or bad
 //!   JSON) goes to `on_port_status_changed` with priority low during a snapshot and high otherwise;
 //!   the post-snapshot hook (line 111) reports None for endpoints missing from the new snapshot.
@@ -43,9 +44,10 @@
 //! After a pause the loop's overdue 5 s timer runs before the watcher greenlet sees an event that
 //! arrived meanwhile (eventlet's hub, see `hub`).
 
+use super::broker::{self, Broker};
 use super::hub::Hub;
 use super::master::{MasterCheck, Shared};
-use super::neutron::{Neutron, Request, DB_TIMEOUT};
+use super::neutron::{Neutron, Request};
 use super::port_status::{PortKey, PortStatus, Priority};
 use super::status::{check, Limiter, Stale};
 use super::{Switches, MASTER_CHECK_INTERVAL};
@@ -104,7 +106,7 @@ impl Kind {
 pub struct Driver {
     proc: Proc,
     etcd: Client,
-    neutron: Neutron,
+    broker: Broker,
     shared: Rc<Shared>,
     sw: Switches,
     kind: Kind,
@@ -113,15 +115,18 @@ pub struct Driver {
     check: MasterCheck,
     /// The port-status cache, queue and writers (endpoint worker only).
     pub ports: Option<Rc<PortStatus>>,
-    casts: Cell<u64>,
+    /// How many `StatusWatcher` instances this process has made.
+    watchers: Cell<u32>,
 }
 
 impl Driver {
     /// The driver of watcher worker `proc`, watching `prefix` (the status directory).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         proc: &Proc,
         etcd: Client,
         neutron: Neutron,
+        broker: Broker,
         shared: Rc<Shared>,
         sw: Switches,
         kind: Kind,
@@ -132,7 +137,7 @@ impl Driver {
         Rc::new(Driver {
             proc: proc.clone(),
             etcd,
-            neutron,
+            broker,
             shared,
             sw,
             kind,
@@ -140,7 +145,7 @@ impl Driver {
             hub: Hub::default(),
             check: MasterCheck::new(),
             ports,
-            casts: Cell::new(0),
+            watchers: Cell::new(0),
         })
     }
 
@@ -198,25 +203,30 @@ impl Driver {
         });
     }
 
-    /// `on_felix_alive`: an RPC cast to Neutron (sent, not awaited).
-    ///
-    /// Known deviation: the model has no message broker, so the cast never blocks. Upstream's
-    /// cast (`use_call=False`, mech_calico.py lines 730-740 at projectcalico/calico 87c15906)
-    /// runs on the status watcher's greenlet, and while RabbitMQ is unreachable oslo.messaging
-    /// retries it for ever (`retry=None`: impl_rabbit.py `ensure`, lines 1054-1055 and 1109-1112
-    /// at openstack/oslo.messaging 8ea2d5b486b5; `rpc/client.py` lines 354-356), waiting 1, 3,
-    /// ..., 31 s and then 31 s between attempts plus the 1 s `kombu_reconnect_delay` (kombu
-    /// 9ee8595b `retry_over_time`, functional.py lines 251-335), so a broker outage would stall
-    /// that watcher's reads for its length.
-    fn on_felix_alive(&self, host: String, first_update: bool) {
-        let n = self.casts.get() + 1;
-        self.casts.set(n);
-        let (p, neutron) = (self.proc.clone(), self.neutron.clone());
-        self.proc.spawn(&format!("rpc-cast-{n}"), async move {
-            let req = Request::ReportAgent { host, first_update };
-            let _ = p.call(&neutron, req, DB_TIMEOUT).await;
-        });
+    /// `on_felix_alive` (mech_calico.py lines 730-740 at projectcalico/calico 87c15906): the RPC
+    /// cast of the agent's report, sent on the watcher's own greenlet. It returns once the broker
+    /// has taken it; while the broker is unreachable oslo.messaging retries it for ever, so this
+    /// watcher handles no further event meanwhile (see [`broker::cast`]).
+    async fn on_felix_alive(&self, cast: Cast) {
+        let req = Request::ReportAgent {
+            host: cast.host.clone(),
+            first_update: cast.first_update,
+        };
+        let publishes = broker::cast(&self.proc, &self.broker, req).await;
+        if publishes > 1 {
+            self.proc.emit(CalicoEvent::CalicoCastDelayed {
+                worker: self.kind.name().into(),
+                host: cast.host,
+                publishes,
+            });
+        }
     }
+}
+
+/// A report `_on_status_set` forwards: the cast it sends once the handler is done.
+pub struct Cast {
+    host: String,
+    first_update: bool,
 }
 
 /// Why a watch session ended without the greenlet returning.
@@ -238,6 +248,8 @@ enum GreenletEnd {
 /// One `StatusWatcher` instance and its greenlet's state.
 pub struct EtcdWatcher {
     driver: Rc<Driver>,
+    /// Which instance of its process (for the record).
+    id: u32,
     stopped: Cell<bool>,
     /// The greenlet is dead (returned, raised, or was dropped).
     dead: Cell<bool>,
@@ -258,7 +270,10 @@ impl Drop for DeadOnDrop {
 
 impl EtcdWatcher {
     fn new(driver: Rc<Driver>) -> Rc<EtcdWatcher> {
+        let id = driver.watchers.get() + 1;
+        driver.watchers.set(id);
         Rc::new(EtcdWatcher {
+            id,
             limiter: RefCell::new(Limiter::new(&driver.sw)),
             driver,
             stopped: Cell::new(false),
@@ -282,6 +297,7 @@ impl EtcdWatcher {
                 pid: d.proc.pid(),
                 task: d.kind.watcher_task().into(),
                 error,
+                watcher: self.id,
             });
         }
     }
@@ -316,10 +332,13 @@ impl EtcdWatcher {
                 d.proc.emit(CalicoEvent::CalicoSnapshotDropped {
                     worker: d.kind.name().into(),
                     handled: handled as u32,
+                    watcher: self.id,
                 });
                 return Err(GreenletEnd::Stopped);
             }
-            self.dispatch(EventKind::Put, kv)?;
+            if let Some(cast) = self.dispatch(EventKind::Put, kv)? {
+                d.on_felix_alive(cast).await;
+            }
         }
         self.snapshot_event(kvs.len(), rev, true);
         self.post_snapshot_hook(old);
@@ -361,7 +380,9 @@ impl EtcdWatcher {
                 if self.stopped.get() {
                     return Err(GreenletEnd::Stopped);
                 }
-                self.dispatch(e.kind, &e.kv)?;
+                if let Some(cast) = self.dispatch(e.kind, &e.kv)? {
+                    d.on_felix_alive(cast).await;
+                }
             }
         }
     }
@@ -372,6 +393,7 @@ impl EtcdWatcher {
             keys: keys as u32,
             rev,
             done,
+            watcher: self.id,
         });
     }
 
@@ -399,8 +421,9 @@ impl EtcdWatcher {
         self.processing_snapshot.set(false);
     }
 
-    /// `PathDispatcher.handle_event`: the handler the key matches, if any. Err: it raised.
-    fn dispatch(&self, kind: EventKind, kv: &KeyValue) -> Result<(), GreenletEnd> {
+    /// `PathDispatcher.handle_event`: the handler the key matches, if any, and the cast it sends
+    /// (awaited by the caller, on this greenlet). Err: it raised.
+    fn dispatch(&self, kind: EventKind, kv: &KeyValue) -> Result<Option<Cast>, GreenletEnd> {
         let rest = kv.key.strip_prefix(&self.driver.prefix).unwrap_or("");
         let parts: Vec<&str> = rest.split('/').collect();
         match (self.driver.kind, parts.as_slice(), kind) {
@@ -422,9 +445,9 @@ impl EtcdWatcher {
                 let ports = self.driver.ports.as_ref().expect("endpoint worker");
                 let key: PortKey = (host.to_string(), ep.to_string());
                 ports.on_changed(key, status.as_deref(), priority);
-                Ok(())
+                Ok(None)
             }
-            _ => Ok(()),
+            _ => Ok(None),
         }
     }
 
@@ -457,15 +480,22 @@ impl EtcdWatcher {
         None
     }
 
-    /// `_on_status_set`: the stale check, then `on_felix_alive` for a new mod_revision.
-    fn on_status_set(&self, host: &str, value: &str, rev: i64) -> Result<(), GreenletEnd> {
+    /// `_on_status_set`: the stale check, then `on_felix_alive` for a new mod_revision (the cast
+    /// to send). The handler records the revision after the cast returns; only this greenlet
+    /// reads it, so recording it first changes nothing.
+    fn on_status_set(
+        &self,
+        host: &str,
+        value: &str,
+        rev: i64,
+    ) -> Result<Option<Cast>, GreenletEnd> {
         let Some(report) = AgentReport::parse(value) else {
-            return Ok(()); // "Bad JSON data": logged
+            return Ok(None); // "Bad JSON data": logged
         };
         self.stale_check(host, report.time.as_deref())?;
         let seen = self.felix_live_rev.borrow().get(host).copied();
         if seen == Some(rev) || (seen.is_some() && self.driver.sw.mutant_agent_dedup_by_host) {
-            return Ok(());
+            return Ok(None);
         }
         let d = &self.driver;
         d.master_only("report-agent-alive", self.processing_snapshot.get());
@@ -474,12 +504,15 @@ impl EtcdWatcher {
             rev,
             in_snapshot: self.processing_snapshot.get(),
             time: report.time.clone().unwrap_or_default(),
+            watcher: self.id,
         });
-        d.on_felix_alive(host.to_string(), report.first_update);
         self.felix_live_rev
             .borrow_mut()
             .insert(host.to_string(), rev);
-        Ok(())
+        Ok(Some(Cast {
+            host: host.to_string(),
+            first_update: report.first_update,
+        }))
     }
 
     /// `_check_for_stale_status`, recorded as events. Err: it raised (`calico-stale-warn-naive-crash`).
@@ -500,6 +533,7 @@ impl EtcdWatcher {
                     pid: p.pid(),
                     task: self.driver.kind.watcher_task().into(),
                     error: error.clone(),
+                    watcher: self.id,
                 });
                 return Err(GreenletEnd::Raised(error));
             }
@@ -514,6 +548,7 @@ impl EtcdWatcher {
                 host,
                 lag_ms: lag_us / 1000,
                 in_snapshot: self.processing_snapshot.get(),
+                watcher: self.id,
             }),
             Stale::Stale {
                 lag_us,
@@ -568,6 +603,7 @@ async fn cancel_watch_if_broken(d: Rc<Driver>, watcher: Rc<EtcdWatcher>, s: Rc<W
                     pid: d.proc.pid(),
                     task: d.kind.canceller_task().into(),
                     error: format!("{e:?}"),
+                    watcher: watcher.id,
                 });
                 return;
             }

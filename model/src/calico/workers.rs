@@ -5,6 +5,7 @@
 //! endpoint-status watcher workers, and the startup-resync worker (see `resync`), each its own
 //! process.
 
+use super::broker::Broker;
 use super::elector::Elector;
 use super::master::Shared;
 use super::neutron::Neutron;
@@ -40,18 +41,26 @@ struct Server {
     parent: Proc,
     etcd: Etcd,
     neutron: Neutron,
+    broker: Broker,
     cfg: Rc<Config>,
     shared: Rc<Shared>,
     stopping: Cell<bool>,
     children: RefCell<BTreeMap<Worker, Proc>>,
 }
 
-pub(super) fn start_neutron_server(host: &Host, etcd: &Etcd, neutron: &Neutron, cfg: &Rc<Config>) {
+pub(super) fn start_neutron_server(
+    host: &Host,
+    etcd: &Etcd,
+    neutron: &Neutron,
+    broker: &Broker,
+    cfg: &Rc<Config>,
+) {
     let parent = host.spawn_process("neutron-server");
     let server = Rc::new(Server {
         parent: parent.clone(),
         etcd: etcd.clone(),
         neutron: neutron.clone(),
+        broker: broker.clone(),
         cfg: cfg.clone(),
         shared: Rc::new(Shared::default()),
         stopping: Cell::new(false),
@@ -159,6 +168,7 @@ impl Server {
                     &proc,
                     client,
                     self.neutron.clone(),
+                    self.broker.clone(),
                     self.shared.clone(),
                     sw,
                     kind,

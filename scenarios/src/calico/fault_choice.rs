@@ -12,6 +12,8 @@ use strum::EnumIter;
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultChoice {
+    /// `broker-outage`: the message broker (RabbitMQ) refuses every connection and publish.
+    BrokerOutage,
     /// `compute-crash`.
     ComputeCrash,
     /// `compute-isolate`.
@@ -91,6 +93,7 @@ impl FaultChoice {
     /// Its name, as options print it.
     pub fn name(self) -> &'static str {
         match self {
+            FaultChoice::BrokerOutage => "broker-outage",
             FaultChoice::ComputeCrash => "compute-crash",
             FaultChoice::ComputeIsolate => "compute-isolate",
             FaultChoice::ComputePause => "compute-pause",
@@ -144,6 +147,20 @@ impl FaultChoice {
             DbSlow => ChoiceFacts::real(
                 &[&k::SERVICE_SLOW],
                 &["the Neutron database (MySQL or Galera) on a slow disk or under lock contention"],
+            ),
+            BrokerOutage => ChoiceFacts::real(
+                &[&k::SERVICE_UNAVAILABLE],
+                &["RabbitMQ restarted or upgraded under neutron-server (a clustered node waits up \
+                   to 5 minutes for its peers before it serves)",
+                  "a RabbitMQ memory or disk alarm blocking every publishing connection until \
+                   it clears",
+                  "a RabbitMQ node pausing itself (`pause_minority`) while partitioned from its \
+                   cluster, closing its clients' connections"],
+            )
+            .noted(
+                "networking-calico's agent-status watcher casts each Felix report on its own \
+                 greenlet (mech_calico.py `on_felix_alive`, 730-740), and oslo.messaging retries \
+                 the publish for ever (`retry=None`), so the watcher blocks for the outage",
             ),
             DbUnavailable => ChoiceFacts::real(
                 &[&k::SERVICE_UNAVAILABLE],

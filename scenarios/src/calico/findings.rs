@@ -117,7 +117,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A dead master-only loop is never replaced",
         scenario: "calico-swarm",
-        seeds: &[714, 3597],
+        seeds: &[742, 1191],
         signature: Signature {
             invariants: &["agent-view-converges"],
             describe: "the master's agent-status loop is silently dead",
@@ -208,7 +208,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two writers of one process write the same port at once and the older status commits last",
         scenario: "calico-swarm",
-        seeds: &[71, 99],
+        seeds: &[202, 243],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of the same process",
@@ -307,7 +307,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two hosts compact in the same period during a handover",
         scenario: "calico-swarm",
-        seeds: &[6775],
+        seeds: &[1149, 1821],
         signature: Signature {
             invariants: &["compaction-once-per-period"],
             describe: "two compactions within one period",

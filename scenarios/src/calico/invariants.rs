@@ -188,7 +188,7 @@ pub const AGENT_VIEW_CONVERGES: Invariant = Invariant::liveness(
 /// A silent agent stops being reported alive.
 pub const SILENT_AGENT_NOT_REPORTED: Invariant = Invariant::safety(
     "silent-agent-not-reported",
-    "(status scenarios) no report of a compute host is forwarded to Neutron more than the bound after its Felix last wrote one, unless a fault on etcd or on the forwarding host (which delays the watcher's reads or keeps the key alive) was in force since; so a dead agent is shown down within the bound + `agent_down_time`",
+    "(status scenarios) no report of a compute host is forwarded to Neutron more than the bound after its Felix last wrote one, unless a fault on etcd, on the message broker or on the forwarding host (which delays the watcher's reads, blocks it on its RPC cast, or keeps the key alive) was in force since; so a dead agent is shown down within the bound + `agent_down_time`",
 )
 .bounded("Felix's report interval (30 s, a lease kept alive without a put) + its report lease (90 s) + 10 s of slack (etcd clock steps, round trips) = 130 s")
 .bound_us(SILENT_AGENT_BOUND_US)

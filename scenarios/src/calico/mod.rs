@@ -54,7 +54,7 @@ pub struct CalicoOptions {
     pub drift_ppm: Vec<i64>,
     /// Fault kinds this seed enables (swarm testing).
     pub fault_kinds: Vec<FaultChoice>,
-    /// How many faults were drawn.
+    /// How many faults were drawn (broker outages, drawn from their own stream, come on top).
     pub fault_count: u32,
     /// Felix on each compute host (`c1`..).
     pub felix: Vec<FelixConfig>,
@@ -101,12 +101,13 @@ impl CalicoOptions {
         (1..=self.felix.len()).map(|i| format!("c{i}")).collect()
     }
 
-    /// Node names in index order: neutron hosts, compute hosts, etcd, neutron-db.
+    /// Node names in index order: neutron hosts, compute hosts, etcd, neutron-db, rabbitmq.
     pub fn node_names(&self) -> Vec<String> {
         let mut n = self.host_names();
         n.extend(self.compute_names());
         n.push("etcd".into());
         n.push("neutron-db".into());
+        n.push(schedule::BROKER.into());
         n
     }
 }
@@ -260,6 +261,15 @@ pub fn draw_in(family: Family, seed: u64, profile: Profile) -> (CalicoOptions, S
         crate::faults::realize_schedule(&mut schedule, &mut rng);
         crate::faults::realize_clocks(&mut opts.clock_offset_ms, &mut opts.drift_ppm, &mut rng);
         crate::faults::realize_clocks(&mut opts.compute_offset_ms, &mut [], &mut rng);
+    }
+    if matches!(family, Family::StatusBacklog | Family::Swarm) {
+        let outages = schedule::broker_outages(seed, profile == Profile::Realistic);
+        if !outages.is_empty() {
+            opts.fault_kinds.push(FaultChoice::BrokerOutage);
+            opts.fault_kinds.sort();
+            schedule.extend(outages);
+            schedule.sort_by_key(|f| f.at_ms);
+        }
     }
     (opts, schedule)
 }
@@ -572,7 +582,11 @@ pub fn run(
         .enumerate()
         .map(|(i, f)| ((h + i) as NodeIx, f.clone()))
         .collect();
-    let (etcd_ix, db_ix) = ((h + c) as NodeIx, (h + c + 1) as NodeIx);
+    let (etcd_ix, db_ix, broker_ix) = (
+        (h + c) as NodeIx,
+        (h + c + 1) as NodeIx,
+        (h + c + 2) as NodeIx,
+    );
     let etcd_auth = o.etcd_auth;
     simulate(cfg, Box::new(monitor), move |world| {
         let etcd_cfg = EtcdConfig {
@@ -581,7 +595,8 @@ pub fn run(
         };
         let etcd = Etcd::install(world, etcd_ix, etcd_cfg);
         let neutron = model::calico::neutron::install(world, db_ix);
+        let broker = model::calico::broker::install(world, broker_ix, neutron.clone());
         model::calico::felix::install(world, &felix, &etcd, &model_cfg.region, &model_cfg.switches);
-        model::calico::install(world, &hosts, &etcd, &neutron, model_cfg);
+        model::calico::install(world, &hosts, &etcd, &neutron, &broker, model_cfg);
     })
 }

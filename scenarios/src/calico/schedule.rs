@@ -10,6 +10,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use sim::{Fault, FaultKind, Schedule};
 
+/// The message broker's node (RabbitMQ, between neutron-server's casts and its RPC servers).
+pub(crate) const BROKER: &str = "rabbitmq";
+
 /// Tasks a silent death or a stall can hit.
 const TASKS: &[&str] = &[
     "elector",
@@ -362,4 +365,32 @@ fn host_fault(kind: FaultChoice, host: String, rng: &mut ChaCha8Rng) -> (u64, Fa
         ),
         other => unreachable!("unknown calico fault kind {other:?}"),
     }
+}
+
+/// The broker outages of a seed: half the seeds enable them (swarm testing), then one or two, at
+/// any time of the fault window, of 2 s to 5 minutes (the longest: a restarted clustered node
+/// waiting out its 10 retries of 30 s for its peers; see the `broker-outage` choice's facts);
+/// the realistic profile brings them to the catalog's sizes. Drawn from a stream of their own
+/// (`calico-broker`), so that no other draw of the seed moves.
+pub(super) fn broker_outages(seed: u64, realistic: bool) -> Vec<Fault> {
+    let mut rng = sim::rng::rng_for(seed, "calico-broker");
+    if !rng.random_bool(0.5) {
+        return Vec::new();
+    }
+    let n = rng.random_range(1..=2);
+    (0..n)
+        .map(|_| {
+            let mut f = Fault {
+                at_ms: rng.random_range(5_000..FAULT_WINDOW_MS - 30_000),
+                dur_ms: rng.random_range(2_000..=300_000),
+                kind: FaultKind::ServiceUnavailable {
+                    node: BROKER.into(),
+                },
+            };
+            if realistic {
+                sim::catalog::realize(&mut f, &mut rng);
+            }
+            f
+        })
+        .collect()
 }

@@ -179,7 +179,7 @@ impl CalicoMonitor {
         self.alive.retain(|(n, _), _| *n != node);
         self.stamps[node as usize] = 0;
         self.stamp_cleared_us[node as usize] = None;
-        self.agent_snapshot.remove(&node);
+        self.agent_snapshot.retain(|(n, _)| *n != node);
         self.acting[node as usize] = None;
     }
 
@@ -226,7 +226,7 @@ impl CalicoMonitor {
             self.felix_alive[node as usize] = false;
         }
         if name == "neutron-server/agent-status" {
-            self.agent_snapshot.remove(&node);
+            self.agent_snapshot.retain(|(n, _)| *n != node);
         }
         if name == "neutron-server/manager" && *status == (ExitStatus::Code { code: 1 }) {
             self.reach("elector-exit-on-unexpected-error");
@@ -238,11 +238,18 @@ impl CalicoMonitor {
     pub(super) fn on_task_event(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
         let (t, node) = (rec.t_us, rec.node);
         match e {
-            CalicoEvent::CalicoWatcherRaised { pid, task, error } => {
+            CalicoEvent::CalicoWatcherRaised {
+                pid,
+                task,
+                error,
+                watcher,
+            } => {
                 self.raised[node as usize].push((t, *pid, task.clone(), error.clone()));
                 self.died.insert((node, *pid, task.clone()));
-                if task.ends_with("-watcher") {
-                    self.agent_snapshot.remove(&node);
+                // Only this agent-status watcher's end ends its replay (the endpoint-status
+                // watcher runs in another process; another instance may be replaying its own).
+                if task == "agent-status-watcher" {
+                    self.agent_snapshot.remove(&(node, *watcher));
                 }
                 None
             }

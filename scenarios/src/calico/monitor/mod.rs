@@ -186,8 +186,9 @@ pub struct CalicoMonitor {
     heard_us: BTreeMap<String, u64>,
     /// Per Felix host name: true time of its last status put in etcd.
     report_put_us: BTreeMap<String, u64>,
-    /// Nodes whose agent-status watcher is replaying a snapshot (between its start and end).
-    agent_snapshot: BTreeSet<NodeIx>,
+    /// Agent-status watcher instances (node, instance in its process) replaying a snapshot
+    /// (between its start and its end or drop).
+    agent_snapshot: BTreeSet<(NodeIx, u32)>,
     pending_warning: Option<PendingWarning>,
     /// Per agent-status watcher instance (node, pid) and host: the `time` it forwarded last.
     forwarded_time: BTreeMap<(NodeIx, u32, String), String>,

@@ -52,18 +52,25 @@ fn can_end_mastership(fault: &FaultKind, host: &str) -> bool {
 /// (a lease reset at recovery, after a crash of its host or a restart of its process; answers
 /// later than the client's timeout, so a Felix keep-alive renews the report's lease while Felix,
 /// seeing it fail, skips the put; reads answered late), the host paused, slowed or cut from etcd
-/// (events held up).
+/// (events held up), or the message broker down, paused or slow: the watcher's greenlet blocks on
+/// its RPC cast, retried for ever (`model::calico::broker`), until the broker takes it, up to 32 s
+/// after the broker is back (kombu's last interval and oslo's reconnect delay), and handles the
+/// events held up meanwhile only then.
 fn can_delay_forwarding(fault: &FaultKind, host: &str) -> bool {
     let etcd = "etcd";
+    let broker = crate::calico::schedule::BROKER;
+    let on_path = |node: &str| node == etcd || node == broker;
     match fault {
-        FaultKind::Pause { node } | FaultKind::Latency { node, .. } => node == host || node == etcd,
-        FaultKind::Isolate { node } => node == host || node == etcd,
+        FaultKind::Pause { node } | FaultKind::Latency { node, .. } => {
+            node == host || on_path(node)
+        }
+        FaultKind::Isolate { node } => node == host || on_path(node),
         FaultKind::Crash { node }
         | FaultKind::ServiceRestart { node }
         | FaultKind::ServiceUnavailable { node }
         | FaultKind::ServiceAmbiguous { node, .. }
         | FaultKind::ServiceSlow { node, .. }
-        | FaultKind::ServiceGarbled { node, .. } => node == etcd,
+        | FaultKind::ServiceGarbled { node, .. } => on_path(node),
         FaultKind::Partition { a, b } => cut_between(a, b, host, etcd),
         FaultKind::Simplex { from, to } => cut_between(from, to, host, etcd),
         _ => false,
@@ -288,7 +295,7 @@ impl CalicoMonitor {
             kind: Kind::Safety,
             node: Some(node),
             explanation: format!(
-                "{me}:{pid} forwarded a report of {host} to Neutron at {}, but Felix on {host} last wrote one at {} ({} earlier; bound {}), and no fault on etcd or {me} was in force since{}",
+                "{me}:{pid} forwarded a report of {host} to Neutron at {}, but Felix on {host} last wrote one at {} ({} earlier; bound {}), and no fault on etcd, the message broker or {me} was in force since{}",
                 secs(t),
                 secs(p),
                 secs(t - p),

@@ -23,12 +23,17 @@ impl CalicoMonitor {
     pub(super) fn on_status_event(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
         let (t, node) = (rec.t_us, rec.node);
         match e {
-            CalicoEvent::CalicoSnapshot { done, worker, .. } if worker == "agent-status" => {
+            CalicoEvent::CalicoSnapshot {
+                done,
+                worker,
+                watcher,
+                ..
+            } if worker == "agent-status" => {
                 if *done {
-                    self.agent_snapshot.remove(&node);
+                    self.agent_snapshot.remove(&(node, *watcher));
                     return None;
                 }
-                self.agent_snapshot.insert(node);
+                self.agent_snapshot.insert((node, *watcher));
                 let pid = self.forwarder_pid(node);
                 if !self.snapshots.insert((node, pid)) {
                     self.reach("snapshot-replayed");
@@ -36,10 +41,13 @@ impl CalicoMonitor {
                 None
             }
             // A stopped watcher that gives up its snapshot (fix `calico-snapshot-checks-stopped`)
-            // replays no more of it: the node's next warning comes from a newer watcher, whose
-            // own snapshot (read after this one's, and handled at once) is over.
-            CalicoEvent::CalicoSnapshotDropped { worker, .. } if worker == "agent-status" => {
-                self.agent_snapshot.remove(&node);
+            // replays no more of it. Its successor in the process may be replaying its own
+            // snapshot meanwhile (the stopped one was blocked on a cast or a read): each
+            // instance's replay is tracked on its own.
+            CalicoEvent::CalicoSnapshotDropped {
+                worker, watcher, ..
+            } if worker == "agent-status" => {
+                self.agent_snapshot.remove(&(node, *watcher));
                 None
             }
             // Each StatusWatcher instance has its own limiter and de-duplication map (status.py
@@ -54,17 +62,25 @@ impl CalicoMonitor {
                     .retain(|(n, p, _), _| (*n, *p) != (node, pid));
                 None
             }
-            CalicoEvent::CalicoStaleWarning { host, lag_ms, .. } => {
-                self.on_stale_warning(rec, host, *lag_ms)
-            }
+            CalicoEvent::CalicoStaleWarning {
+                host,
+                lag_ms,
+                watcher,
+                ..
+            } => self.on_stale_warning(rec, host, *lag_ms, *watcher),
             CalicoEvent::CalicoUnparsableTime { .. } => {
                 self.reach("unparsable-time-skipped");
                 None
             }
-            CalicoEvent::CalicoTaskCrash { pid, task, error } => {
+            CalicoEvent::CalicoTaskCrash {
+                pid,
+                task,
+                error,
+                watcher,
+            } => {
                 self.crashed.insert((node, *pid, task.clone()));
                 self.died.insert((node, *pid, task.clone()));
-                self.agent_snapshot.remove(&node);
+                self.agent_snapshot.remove(&(node, *watcher));
                 Some(Failure {
                     invariant: crate::calico::invariants::WATCHER_SURVIVES_TIMESTAMPS.name,
                     kind: Kind::Safety,
@@ -81,8 +97,12 @@ impl CalicoMonitor {
                 })
             }
             CalicoEvent::CalicoAgentForward {
-                host, rev, time, ..
-            } => self.on_forward(rec, host, *rev, time),
+                host,
+                rev,
+                time,
+                watcher,
+                ..
+            } => self.on_forward(rec, host, *rev, time, *watcher),
             CalicoEvent::CalicoResync { pid, ok, .. } => {
                 self.on_resync(node, *pid, *ok, rec.t_us);
                 None
@@ -102,13 +122,19 @@ impl CalicoMonitor {
     /// A stale-update warning: not while a snapshot replays (the monitor's own tracking), at most
     /// one per interval per watcher instance; then it waits for its report
     /// (`stale-warning-justified`, [`CalicoMonitor::resolve_pending_warning`]).
-    fn on_stale_warning(&mut self, rec: &Record, host: &str, lag_ms: i64) -> Option<Failure> {
+    fn on_stale_warning(
+        &mut self,
+        rec: &Record,
+        host: &str,
+        lag_ms: i64,
+        watcher: u32,
+    ) -> Option<Failure> {
         let (node, t) = (rec.node, rec.t_us);
         if t - self.boot_us[node as usize] < STALE_WARN_INTERVAL_US {
             self.reach("warning-on-young-host");
         }
         let name = &self.names[node as usize];
-        if self.agent_snapshot.contains(&node) {
+        if self.agent_snapshot.contains(&(node, watcher)) {
             return Some(Failure {
                 invariant: crate::calico::invariants::STALE_WARNING_NOT_IN_SNAPSHOT.name,
                 kind: Kind::Safety,
@@ -204,12 +230,19 @@ impl CalicoMonitor {
     /// A report forwarded to Neutron: remembered for the de-duplicated warnings, checked against
     /// Felix's last write (`silent-agent-not-reported`) and, outside a snapshot, against the
     /// watcher's clock (`stale-report-warned`).
-    fn on_forward(&mut self, rec: &Record, host: &str, rev: i64, time: &str) -> Option<Failure> {
+    fn on_forward(
+        &mut self,
+        rec: &Record,
+        host: &str,
+        rev: i64,
+        time: &str,
+        watcher: u32,
+    ) -> Option<Failure> {
         let (node, t) = (rec.node, rec.t_us);
         let pid = self.forwarder_pid(node);
         self.forwarded_time
             .insert((node, pid, host.to_string()), time.to_string());
-        let in_snapshot = self.agent_snapshot.contains(&node);
+        let in_snapshot = self.agent_snapshot.contains(&(node, watcher));
         if let Some(put) = self.status_put_us.get(&rev) {
             if !in_snapshot && t - put > STALE_THRESHOLD_US {
                 self.reach("backlog-over-300s");
