@@ -229,7 +229,7 @@ impl Ipam {
         cfg: Rc<OperatorConfig>,
         fence: i32,
     ) -> Rc<Ipam> {
-        let mut client = cloud.client(proc);
+        let mut client = cloud.client(proc).with_sdk(super::IPAM_API_LIMIT);
         if cfg.switches.fence_cloud {
             client = client.fenced(sim::cloud::Fence {
                 lock: sim::leaderelection::CILIUM_OPERATOR_LOCK.into(),
