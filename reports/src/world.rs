@@ -24,7 +24,8 @@ fn fault_band(fault: &FaultKind) -> Option<(BandKind, String)> {
         FaultKind::ServiceUnavailable { .. }
         | FaultKind::ServiceAmbiguous { .. }
         | FaultKind::ServiceGarbled { .. }
-        | FaultKind::StaleReads { .. } => BandKind::DEGRADED,
+        | FaultKind::StaleReads { .. }
+        | FaultKind::Throttling { .. } => BandKind::DEGRADED,
         _ => return None,
     };
     Some((kind, fault.describe()))

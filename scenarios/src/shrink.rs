@@ -234,9 +234,9 @@ fn smaller(f: &Fault) -> Option<Fault> {
         Loss { permille, .. } => half(*permille as u64, 5).map(|d| *permille = d as u32),
         ServiceSlow { extra_ms, .. } => half(*extra_ms, 10).map(|d| *extra_ms = d),
         StaleReads { lag_ms, .. } => half(*lag_ms, 10).map(|d| *lag_ms = d),
-        ServiceAmbiguous { percent, .. } | ServiceGarbled { percent, .. } => {
-            half(*percent as u64, 5).map(|d| *percent = d as u32)
-        }
+        ServiceAmbiguous { percent, .. }
+        | ServiceGarbled { percent, .. }
+        | Throttling { percent, .. } => half(*percent as u64, 5).map(|d| *percent = d as u32),
         _ => None,
     };
     if magnitude.is_some() {

@@ -115,7 +115,8 @@ fn realistic_draws_stay_in_the_catalog() {
                             within(Quantity::ExtraMs, *extra_ms as i64)
                         }
                         FaultKind::ServiceAmbiguous { percent, .. }
-                        | FaultKind::ServiceGarbled { percent, .. } => {
+                        | FaultKind::ServiceGarbled { percent, .. }
+                        | FaultKind::Throttling { percent, .. } => {
                             within(Quantity::Percent, *percent as i64)
                         }
                         FaultKind::StaleReads { lag_ms, .. } => {

@@ -51,6 +51,10 @@ pub enum Source {
     Ec2EventualConsistency,
     /// RabbitMQ's documentation: memory and disk alarms, clustering (node restarts).
     RabbitMq,
+    /// The Amazon EC2 API reference, "Request throttling for the Amazon EC2 API".
+    Ec2Throttling,
+    /// cilium/cilium#8414 and #21387: users' operators throttled by EC2.
+    CiliumIpamThrottled,
 }
 
 impl Source {
@@ -143,6 +147,20 @@ impl Source {
                  publishing connection until the alarm clears; \"Clustering Guide\" \
                  (rabbitmq.com/docs/clustering): a restarted cluster node waits for its peers, \
                  by default 10 retries of 30 s"
+            }
+            Source::Ec2Throttling => {
+                "Amazon EC2 API reference, \"Request throttling for the Amazon EC2 API\" \
+                 (docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html): token \
+                 buckets per account, Region and API; every request of any client of the account \
+                 takes a token, refused with RequestLimitExceeded when none is left; a \
+                 non-mutating (Describe*) API's bucket holds 100 and refills 20 a second, a \
+                 mutating API's 200 and 5 a second"
+            }
+            Source::CiliumIpamThrottled => {
+                "cilium/cilium#8414 (2019, the operator's EC2 client rate limited when many nodes \
+                 start at once, hence --limit-ipam-api-qps/-burst) and #21387 (2022: users \
+                 reported throttling by the cloud with the old limits; failed calls leak \
+                 interfaces)"
             }
         }
     }
@@ -529,6 +547,26 @@ pub const STALE_READS: Facts = Facts {
     sources: &[Source::Ec2EventualConsistency],
 };
 
+/// The catalog entry of one fault kind (see [`facts`]). The duration and share are assumed:
+/// EC2 documents its buckets, not how much of them other clients of an account take, and the
+/// reports of throttled operators give no durations.
+pub const THROTTLING: Facts = Facts {
+    name: "throttling",
+    causes: &[
+        "other clients of the same AWS account and Region (autoscalers, CI, other clusters' \
+         operators, the console) spending the same API's request tokens: EC2 throttles per \
+         account, Region and API, whoever the caller",
+        "a burst of one's own nodes (many nodes starting at once) beyond a bucket's refill",
+    ],
+    realistic: &[
+        Range::new(DurationMs, 1_000, 600_000),
+        Range::new(Percent, 50, 100),
+    ],
+    frequency: "reported by users of Cilium's ENI IPAM in large or shared accounts (the sizes are \
+                assumed)",
+    sources: &[Source::Ec2Throttling, Source::CiliumIpamThrottled],
+};
+
 /// The catalog entry of `kind` (exhaustive: a new kind needs an entry to compile).
 pub fn facts(kind: &FaultKind) -> &'static Facts {
     use FaultKind::*;
@@ -552,6 +590,7 @@ pub fn facts(kind: &FaultKind) -> &'static Facts {
         ServiceSlow { .. } => &SERVICE_SLOW,
         ServiceGarbled { .. } => &SERVICE_GARBLED,
         StaleReads { .. } => &STALE_READS,
+        Throttling { .. } => &THROTTLING,
     }
 }
 
@@ -617,7 +656,11 @@ pub fn next_kind(k: Option<&FaultKind>) -> Option<FaultKind> {
             node: n(),
             lag_ms: 0,
         },
-        Some(StaleReads { .. }) => return None,
+        Some(StaleReads { .. }) => Throttling {
+            node: n(),
+            percent: 0,
+        },
+        Some(Throttling { .. }) => return None,
     })
 }
 
@@ -649,9 +692,9 @@ pub fn realize(f: &mut Fault, rng: &mut ChaCha8Rng) {
         Latency { extra_ms, .. } | ServiceSlow { extra_ms, .. } => {
             *extra_ms = fit(ExtraMs, *extra_ms as i64, rng) as u64
         }
-        ServiceAmbiguous { percent, .. } | ServiceGarbled { percent, .. } => {
-            *percent = fit(Percent, *percent as i64, rng) as u32
-        }
+        ServiceAmbiguous { percent, .. }
+        | ServiceGarbled { percent, .. }
+        | Throttling { percent, .. } => *percent = fit(Percent, *percent as i64, rng) as u32,
         StaleReads { lag_ms, .. } => *lag_ms = fit(LagMs, *lag_ms as i64, rng) as u64,
         Loss {
             permille, burst, ..
@@ -681,7 +724,7 @@ mod tests {
     #[test]
     fn every_kind_has_causes_sources_and_its_own_name() {
         let kinds = every_kind();
-        assert_eq!(kinds.len(), 19);
+        assert_eq!(kinds.len(), 20);
         for k in &kinds {
             let f = facts(k);
             assert!(!f.causes.is_empty() && !f.sources.is_empty(), "{}", f.name);

@@ -27,12 +27,24 @@
 //! take no condition or token), so it shows what the gap would need, not what can be deployed.
 //! Unfenced clients are never refused for it.
 //!
+//! # Throttling
+//!
+//! Every request first takes a token from its API's bucket, as EC2's request rate limiting does;
+//! without one it is refused with `RequestLimitExceeded` ([`CloudError::Throttled`], nothing
+//! applied). A throttling fault stands for the account's other clients (see [`throttle`]); a
+//! client made with [`CloudClient::with_sdk`] retries as the AWS SDK does (see [`sdk`]).
+//!
 //! # Stale reads
 //!
 //! Describes may answer with a past view while a stale-reads fault is in force (EC2's eventual
 //! consistency: see [`stale`]).
 
+mod client;
+pub mod sdk;
 pub mod stale;
+pub mod throttle;
+
+pub use client::{CloudClient, SDK_RNG_LABEL};
 
 use crate::event::{Event, NodeIx, Text};
 use crate::net::{Call, Endpoint};
@@ -84,7 +96,20 @@ pub enum CloudError {
     Unavailable,
     /// No answer in time; the change may have been applied.
     Timeout,
-    /// The interface is full, the subnet too, or the IP is not on the interface.
+    /// `RequestLimitExceeded`: the API's request token bucket was empty; nothing changed.
+    Throttled,
+    /// `InsufficientFreeAddressesInSubnet`: the subnet has fewer free addresses than an assign
+    /// wants; nothing changed (EC2 assigns all of a count or none).
+    SubnetFull {
+        /// Free addresses in the subnet.
+        free: u32,
+        /// Addresses the assign wanted.
+        wanted: u32,
+    },
+    /// `PrivateIpAddressLimitExceeded`: the interface already holds as many secondary IPs as
+    /// it may; nothing changed.
+    InterfaceFull,
+    /// No such instance or interface, or an IP not on the interface.
     Invalid(String),
     /// The request's fencing token is below the highest the cloud has seen for its lock; nothing
     /// changed (see the module doc: EC2 has no such error).
@@ -107,12 +132,21 @@ pub struct Fence {
 
 /// A request as it travels: with the sender's fence, if it has one.
 #[derive(Clone, Debug)]
-struct Sent {
+pub(crate) struct Sent {
     fence: Option<Fence>,
     req: Request,
 }
 
 impl Request {
+    /// The API it calls, whose token bucket it draws on.
+    fn api(&self) -> throttle::Api {
+        match self {
+            Request::Assign { .. } => throttle::Api::Assign,
+            Request::Unassign { .. } => throttle::Api::Unassign,
+            Request::Describe { .. } | Request::DescribeAll => throttle::Api::Describe,
+        }
+    }
+
     /// The operation's name, as events give it.
     fn op(&self) -> &'static str {
         match self {
@@ -126,7 +160,7 @@ impl Request {
 /// Interface id -> IPs (dotted addresses and interface ids are [`Short`]s).
 pub type Interfaces = BTreeMap<Short, BTreeSet<Short>>;
 
-type Reply = Result<Response, CloudError>;
+pub(crate) type Reply = Result<Response, CloudError>;
 
 /// A successful response.
 #[derive(Clone, Debug)]
@@ -298,14 +332,12 @@ impl State {
             .len();
         let room = self.capacity.saturating_sub(held as u32);
         if room == 0 {
-            return Err(CloudError::Invalid(format!("{eni} is full")));
+            return Err(CloudError::InterfaceFull);
         }
         let want = count.min(room);
-        let new = self.subnet.take(want).ok_or_else(|| {
-            CloudError::Invalid(format!(
-                "subnet full: {} free, {want} wanted",
-                self.subnet.free_count()
-            ))
+        let new = self.subnet.take(want).ok_or(CloudError::SubnetFull {
+            free: self.subnet.free_count() as u32,
+            wanted: want,
         })?;
         // Copied here if a describe's answer still shares the interfaces.
         let ips = Rc::make_mut(ifs).get_mut(eni).expect("checked above");
@@ -338,6 +370,7 @@ struct Shared {
     node: NodeIx,
     state: RefCell<State>,
     history: RefCell<stale::History>,
+    buckets: RefCell<throttle::Buckets>,
     endpoint: Endpoint<Sent, Reply>,
 }
 
@@ -366,6 +399,7 @@ impl Cloud {
                 world.seed(),
                 stale::STALE_RNG_LABEL,
             ))),
+            buckets: RefCell::new(throttle::Buckets::new()),
             endpoint: Endpoint::new(node),
         }));
         let c2 = c.clone();
@@ -400,11 +434,7 @@ impl Cloud {
 
     /// A client for a process.
     pub fn client(&self, proc: &Proc) -> CloudClient {
-        CloudClient {
-            endpoint: self.0.endpoint.clone(),
-            proc: proc.clone(),
-            fence: None,
-        }
+        CloudClient::new(self.0.endpoint.clone(), proc)
     }
 
     /// The highest fencing token a request has carried for `lock` (0 if none has).
@@ -441,10 +471,20 @@ impl Cloud {
         });
     }
 
-    /// Checks the request's fence, if any, then carries it out. Only requests the cloud admitted
-    /// get here (one refused as unavailable records no token); an ambiguous one records its token
-    /// like any applied request.
+    /// Takes the request's throttling token, checks its fence, if any, then carries it out.
+    /// Only requests the cloud admitted get here (one refused as unavailable records no token);
+    /// an ambiguous one records its token like any applied request.
     fn handle_sent(&self, p: &Proc, caller: &str, sent: Sent) -> Reply {
+        let others = p.service_faults().throttle_percent;
+        let now_us = p.world().now_us();
+        let api = sent.req.api();
+        if !self.0.buckets.borrow_mut().admit(api, now_us, others) {
+            p.emit(Event::CloudThrottled {
+                op: sent.req.op().into(),
+                client: caller.into(),
+            });
+            return Err(CloudError::Throttled);
+        }
         if let Some(fence) = &sent.fence {
             let admitted = self.0.state.borrow_mut().admit_fence(fence);
             if let Err(highest) = admitted {
@@ -519,98 +559,6 @@ impl Cloud {
 /// The name of an instance's interface `i` ("eni-0", "eni-1", ...).
 pub fn eni_name(i: u32) -> Short {
     Short::from_fmt(format_args!("eni-{i}")).expect("an interface name fits")
-}
-
-/// A process's cloud API client.
-#[derive(Clone)]
-pub struct CloudClient {
-    endpoint: Endpoint<Sent, Reply>,
-    proc: Proc,
-    fence: Option<Fence>,
-}
-
-impl CloudClient {
-    /// The same client, with every request carrying `fence` (see the module doc; real EC2 has no
-    /// such thing).
-    pub fn fenced(&self, fence: Fence) -> CloudClient {
-        CloudClient {
-            fence: Some(fence),
-            ..self.clone()
-        }
-    }
-
-    /// The fence its requests carry, if any.
-    pub fn fence(&self) -> Option<&Fence> {
-        self.fence.as_ref()
-    }
-
-    async fn call(&self, req: Request) -> Reply {
-        let sent = Sent {
-            fence: self.fence.clone(),
-            req,
-        };
-        self.proc
-            .call(&self.endpoint, sent, REQUEST_TIMEOUT)
-            .await
-            .unwrap_or(Err(CloudError::Timeout))
-    }
-
-    /// Assigns up to `count` IPs to an interface.
-    pub async fn assign(
-        &self,
-        instance: &str,
-        eni: &Short,
-        count: u32,
-    ) -> Result<Vec<Short>, CloudError> {
-        match self
-            .call(Request::Assign {
-                instance: instance.into(),
-                eni: *eni,
-                count,
-            })
-            .await?
-        {
-            Response::Assigned(ips) => Ok(ips),
-            r => unreachable!("assign answered {r:?}"),
-        }
-    }
-
-    /// Unassigns IPs from an interface.
-    pub async fn unassign(
-        &self,
-        instance: &str,
-        eni: &Short,
-        ips: Vec<Short>,
-    ) -> Result<(), CloudError> {
-        self.call(Request::Unassign {
-            instance: instance.into(),
-            eni: *eni,
-            ips,
-        })
-        .await
-        .map(|_| ())
-    }
-
-    /// Every instance's interfaces, in one call.
-    pub async fn describe_all(&self) -> Result<BTreeMap<String, Rc<Interfaces>>, CloudError> {
-        match self.call(Request::DescribeAll).await? {
-            Response::All(all) => Ok(all),
-            r => unreachable!("describe-all answered {r:?}"),
-        }
-    }
-
-    /// The instance's interfaces.
-    pub async fn describe(&self, instance: &str) -> Result<Rc<Interfaces>, CloudError> {
-        match self
-            .call(Request::Describe {
-                instance: instance.into(),
-            })
-            .await?
-        {
-            Response::Interfaces(i) => Ok(i),
-            r => unreachable!("describe answered {r:?}"),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -327,6 +327,23 @@ pub enum Event {
         /// The calling process (`host:pid`).
         client: Text,
     },
+    /// A request was refused with `RequestLimitExceeded` (its API's token bucket was empty).
+    CloudThrottled {
+        /// The request: `assign`, `unassign` or `describe`.
+        op: Text,
+        /// The calling process (`host:pid`).
+        client: Text,
+    },
+    /// A client's SDK got `RequestLimitExceeded` on attempt `attempt` of an operation, and
+    /// retries after `delay_ms`, or gives up (`None`: attempts or retry quota spent).
+    CloudRetry {
+        /// The request: `assign`, `unassign` or `describe`.
+        op: Text,
+        /// The attempt that was throttled (1-based).
+        attempt: u32,
+        /// The delay before the next attempt, if there is one.
+        delay_ms: Option<u64>,
+    },
     /// A request was applied but the caller got no answer.
     CloudAmbiguous {
         /// The request: `assign`, `unassign` or `describe`.

@@ -163,6 +163,17 @@ pub enum FaultKind {
         /// The oldest a read's view may be (ms); the highest of overlapping faults applies.
         lag_ms: u64,
     },
+    /// Other clients of the same account and region take `percent` of the request rate of every
+    /// API of the service on `node`, after a burst of theirs emptied its buckets when the fault
+    /// began: its token-bucket request throttling (EC2's `RequestLimitExceeded`) refuses what
+    /// the rest of the refill cannot pay for.
+    Throttling {
+        /// The node of the service whose request rate is shared.
+        node: String,
+        /// The share (0-100) of every bucket's refill other clients take; the highest of
+        /// overlapping faults applies.
+        percent: u32,
+    },
 }
 
 impl FaultKind {
@@ -188,7 +199,8 @@ impl FaultKind {
             | ServiceAmbiguous { node, .. }
             | ServiceSlow { node, .. }
             | ServiceGarbled { node, .. }
-            | StaleReads { node, .. } => vec![node.as_str()],
+            | StaleReads { node, .. }
+            | Throttling { node, .. } => vec![node.as_str()],
         }
     }
 
@@ -229,6 +241,9 @@ impl FaultKind {
             ServiceSlow { node, extra_ms } => format!("{node} slow by {extra_ms} ms"),
             ServiceGarbled { node, percent } => format!("{percent}% garbled replies from {node}"),
             StaleReads { node, lag_ms } => format!("reads from {node} up to {lag_ms} ms stale"),
+            Throttling { node, percent } => {
+                format!("{percent}% of {node}'s request rate taken by other clients")
+            }
         }
     }
 }

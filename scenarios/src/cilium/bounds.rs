@@ -31,10 +31,13 @@ pub(super) const AGENT_WRITE_US: u64 = model::cilium::AGENT_UPDATE_RATE.as_micro
 /// Bound of `leader-runs-ipam` after faults stop: the longest the Lease can name an operator
 /// without running IPAM. Its IPAM start is one blocking cloud resync whose failure exits the
 /// process (root.go:575-578, node_manager.go:221-225 @ed90dd5): at most one cloud request
-/// timeout; an exited holder stops renewing, and a candidate takes the Lease over within
-/// [`TAKEOVER_US`] of the last renewal it saw; 10 s for the requests between.
-pub const IPAM_GAP_BOUND_US: u64 =
-    sim::cloud::REQUEST_TIMEOUT.as_micros() as u64 + TAKEOVER_US + 10 * S;
+/// timeout, after the SDK's retry delays of a call throttled as the faults stopped; an exited
+/// holder stops renewing, and a candidate takes the Lease over within [`TAKEOVER_US`] of the
+/// last renewal it saw; 10 s for the requests between.
+pub const IPAM_GAP_BOUND_US: u64 = (sim::cloud::REQUEST_TIMEOUT.as_micros()
+    + sim::cloud::sdk::LONGEST_BACKOFFS.as_micros()) as u64
+    + TAKEOVER_US
+    + 10 * S;
 
 /// Bound of `pods-get-ips` after faults stop.
 ///

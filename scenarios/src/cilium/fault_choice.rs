@@ -28,6 +28,8 @@ pub enum FaultChoice {
     CloudSlow,
     /// `cloud-stale-reads`.
     CloudStaleReads,
+    /// `cloud-throttling`.
+    CloudThrottling,
     /// `death-maintenance`.
     DeathMaintenance,
     /// `death-status-writer`.
@@ -74,6 +76,7 @@ impl FaultChoice {
             FaultChoice::CloudDown => "cloud-down",
             FaultChoice::CloudSlow => "cloud-slow",
             FaultChoice::CloudStaleReads => "cloud-stale-reads",
+            FaultChoice::CloudThrottling => "cloud-throttling",
             FaultChoice::DeathMaintenance => "death-maintenance",
             FaultChoice::DeathStatusWriter => "death-status-writer",
             FaultChoice::Drift => "drift",
@@ -114,7 +117,7 @@ impl FaultChoice {
             ),
             CloudDown => ChoiceFacts::real(
                 &[&k::SERVICE_UNAVAILABLE],
-                &["the cloud API throttling the account (RequestLimitExceeded) or a regional outage"],
+                &["a regional outage of the cloud API, or its endpoint unreachable"],
             ),
             CloudSlow => ChoiceFacts::real(&[&k::SERVICE_SLOW], &[]),
             CloudStaleReads => ChoiceFacts::real(
@@ -128,6 +131,12 @@ impl FaultChoice {
                  mutation (node.go requireResync/updateLastResync), which a stale describe \
                  does not satisfy: it can rebuild the pool and status.eni from a view before \
                  the unassign",
+            ),
+            CloudThrottling => ChoiceFacts::real(
+                &[&k::THROTTLING],
+                &["other clients of the AWS account and Region spending EC2's request tokens \
+                   (RequestLimitExceeded): the operator's calls wait for its own limiter (4 a \
+                   second, burst 20), then the SDK makes up to 3 attempts with jittered backoff"],
             ),
             DeathMaintenance | DeathStatusWriter => ChoiceFacts::hypothetical(
                 &[&k::TASK_DEATH],

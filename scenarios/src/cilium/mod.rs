@@ -211,6 +211,7 @@ pub fn draw_in(
             FaultChoice::OperatorCrash,
             FaultChoice::OperatorRestart,
             FaultChoice::CloudStaleReads,
+            FaultChoice::CloudThrottling,
         ],
         Family::ClockSkew => &[
             FaultChoice::OperatorStep,
@@ -219,6 +220,7 @@ pub fn draw_in(
             FaultChoice::OperatorCrash,
             FaultChoice::OperatorClockRate,
             FaultChoice::CloudStaleReads,
+            FaultChoice::CloudThrottling,
         ],
         Family::SplitBrain => &[
             FaultChoice::NodeApiCut,
@@ -230,6 +232,7 @@ pub fn draw_in(
             FaultChoice::ApiLatency,
             FaultChoice::NodeIsolate,
             FaultChoice::CloudStaleReads,
+            FaultChoice::CloudThrottling,
         ],
         Family::Swarm => &[
             FaultChoice::DeathStatusWriter,
@@ -256,6 +259,7 @@ pub fn draw_in(
             FaultChoice::ApiDown,
             FaultChoice::ApiSlow,
             FaultChoice::CloudStaleReads,
+            FaultChoice::CloudThrottling,
         ],
     };
     let known;
@@ -327,7 +331,8 @@ fn schedule(o: &CiliumOptions, rng: &mut rand_chacha::ChaCha8Rng) -> Schedule {
             | FaultChoice::CloudDown
             | FaultChoice::CloudAmbiguous
             | FaultChoice::CloudSlow
-            | FaultChoice::CloudStaleReads => service_fault(kind, rng),
+            | FaultChoice::CloudStaleReads
+            | FaultChoice::CloudThrottling => service_fault(kind, rng),
             FaultChoice::Drift => (
                 rng.random_range(30_000..=300_000),
                 FaultKind::Drift {
@@ -515,7 +520,14 @@ fn service_fault(kind: FaultChoice, rng: &mut rand_chacha::ChaCha8Rng) -> (u64, 
             rng.random_range(30_000..=600_000),
             FaultKind::StaleReads {
                 node: s("cloud"),
-                lag_ms: rng.random_range(50..=10_000),
+                lag_ms: rng.random_range(50..=sim::cloud::stale::MAX_LAG_MS),
+            },
+        ),
+        FaultChoice::CloudThrottling => (
+            rng.random_range(10_000..=300_000),
+            FaultKind::Throttling {
+                node: s("cloud"),
+                percent: rng.random_range(50..=100),
             },
         ),
         other => unreachable!("not a cilium service fault {other:?}"),

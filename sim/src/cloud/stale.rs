@@ -28,6 +28,11 @@ pub(super) type View = BTreeMap<String, Rc<Interfaces>>;
 /// How long a replaced view is kept (µs): longer than any lag a fault may have.
 pub const HISTORY_US: u64 = 60_000_000;
 
+/// The largest lag a stale-reads fault of the cloud may have (ms): scenarios draw lags up to
+/// it (the catalog's realistic range, `sim::catalog::STALE_READS`, lies within it), and a
+/// client that must wait out the lag derives its margin from it.
+pub const MAX_LAG_MS: u64 = 10_000;
+
 /// The label of the generator that draws each stale read's age (under the run's seed).
 pub const STALE_RNG_LABEL: &str = "cloud-stale-reads";
 
@@ -90,6 +95,14 @@ mod tests {
         let set = ips.iter().map(|ip| Short::new(ip).unwrap()).collect();
         let ifs: Interfaces = [(eni_name(0), set)].into_iter().collect();
         [("a".to_string(), Rc::new(ifs))].into_iter().collect()
+    }
+
+    #[test]
+    fn the_catalogs_realistic_lags_lie_within_the_largest() {
+        let r = crate::catalog::STALE_READS
+            .range(crate::catalog::Quantity::LagMs)
+            .expect("a lag range");
+        assert!(r.hi as u64 <= MAX_LAG_MS && HISTORY_US > MAX_LAG_MS * 1000);
     }
 
     #[test]

@@ -100,21 +100,19 @@ fn a_released_address_comes_back_to_another_instance_and_to_the_same_one() {
 }
 
 #[test]
-fn a_full_subnet_refuses_and_changes_nothing() {
+fn subnet_exhausted_assign_is_refused_whole_and_changes_nothing() {
     let mut s = state(1, 3, 10, &["a", "b"]);
     let eni = eni_name(0);
     let got = s.assign("a", &eni, 2).unwrap();
     assert_eq!(got.len(), 2);
     let err = s.assign("b", &eni, 2).unwrap_err();
-    assert_eq!(
-        err,
-        CloudError::Invalid("subnet full: 1 free, 2 wanted".into())
-    );
+    assert_eq!(err, CloudError::SubnetFull { free: 1, wanted: 2 });
     assert!(describe(&s, "b")[&eni].is_empty());
     assert_eq!(s.subnet.free_count(), 1);
     s.assign("b", &eni, 1).unwrap();
-    assert!(
-        matches!(s.assign("b", &eni_name(1), 1), Err(CloudError::Invalid(e)) if e.starts_with("subnet full"))
+    assert_eq!(
+        s.assign("b", &eni_name(1), 1),
+        Err(CloudError::SubnetFull { free: 0, wanted: 1 })
     );
     // Releasing makes room again.
     s.unassign("a", &eni, &got[..1]).unwrap();
@@ -126,10 +124,7 @@ fn an_interface_takes_what_it_has_room_for() {
     let mut s = state(1, 50, 3, &["a"]);
     let eni = eni_name(1);
     assert_eq!(s.assign("a", &eni, 5).unwrap().len(), 3);
-    assert_eq!(
-        s.assign("a", &eni, 1),
-        Err(CloudError::Invalid("eni-1 is full".into()))
-    );
+    assert_eq!(s.assign("a", &eni, 1), Err(CloudError::InterfaceFull));
     assert_eq!(s.subnet.free_count(), 47);
 }
 

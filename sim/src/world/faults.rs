@@ -21,6 +21,8 @@ pub struct ServiceFaults {
     pub garbled_percent: u32,
     /// The oldest a read's view may be (µs; 0: reads see the present).
     pub stale_lag_us: u64,
+    /// The share (0-100) of the request rate other clients take (0: none).
+    pub throttle_percent: u32,
 }
 
 /// A network fault rule: messages from `from` to `to` (and back, if `both_ways`) are dropped.
@@ -121,7 +123,8 @@ impl World {
             | ServiceAmbiguous { .. }
             | ServiceSlow { .. }
             | ServiceGarbled { .. }
-            | StaleReads { .. } => {}
+            | StaleReads { .. }
+            | Throttling { .. } => {}
         }
         if fault.dur_ms > 0 {
             self.0.active.borrow_mut().insert(id, kind.clone());
@@ -250,7 +253,8 @@ impl World {
             | ServiceAmbiguous { .. }
             | ServiceSlow { .. }
             | ServiceGarbled { .. }
-            | StaleReads { .. } => {}
+            | StaleReads { .. }
+            | Throttling { .. } => {}
         }
         self.recompute_services();
     }
@@ -296,6 +300,11 @@ impl World {
                 StaleReads { node, .. } => (node, |s, k| {
                     if let StaleReads { lag_ms, .. } = k {
                         s.stale_lag_us = s.stale_lag_us.max(lag_ms * 1000)
+                    }
+                }),
+                Throttling { node, .. } => (node, |s, k| {
+                    if let Throttling { percent, .. } = k {
+                        s.throttle_percent = s.throttle_percent.max(*percent).min(100)
                     }
                 }),
                 _ => continue,

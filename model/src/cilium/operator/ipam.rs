@@ -241,7 +241,7 @@ impl Ipam {
         Rc::new(Ipam {
             proc: proc.clone(),
             kube: kube.client(proc),
-            cloud: cloud.client(proc),
+            cloud: cloud.client(proc).with_sdk(super::IPAM_API_LIMIT),
             fence,
             cfg,
             state: RefCell::default(),

@@ -45,6 +45,16 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// The leader's EC2 client limits: `--limit-ipam-api-qps` 4 and `--limit-ipam-api-burst` 20, the
+/// defaults (`pkg/defaults/defaults.go` l. 454-458 @ed90dd5, flags at `operator/cmd/flags.go`
+/// l. 24-28), given to `ec2shim.NewClient` (`pkg/ipam/allocator/aws/aws.go` l. 95-97), whose
+/// every call waits for the limiter once and then goes through the AWS SDK's standard retryer
+/// ([`sim::cloud::sdk`]).
+pub const IPAM_API_LIMIT: sim::cloud::sdk::RateLimit = sim::cloud::sdk::RateLimit {
+    milli_qps: 4_000,
+    burst: 20,
+};
+
 /// Operator settings (every operator process of the deployment shares them).
 #[derive(Clone, Debug)]
 pub struct OperatorConfig {

@@ -9,9 +9,12 @@ use super::*;
 /// for its listing the IP to count as a reissue (µs, on the operator's monotonic clock). EC2's
 /// describes are eventually consistent and EC2 publishes no bound on the lag ("Eventual
 /// consistency in the Amazon EC2 API"), so a describe that merely started after the unassign may
-/// still list the IP: the margin is an assumed bound, twice the largest lag the scenarios draw
-/// (10 s), so that it holds on a monotonic clock running up to 100 % fast.
-pub const READD_DESCRIBE_MARGIN_US: u64 = 20_000_000;
+/// still list the IP. The margin is derived from the largest lag a stale-reads fault may have
+/// ([`sim::cloud::stale::MAX_LAG_MS`]), doubled: both ends are read on the operator's monotonic
+/// clock, and a clock running up to 100 % fast (the scenarios' clock-rate faults stay below
+/// 60 %) makes a true interval look at most twice as long, so a measured gap above the margin
+/// is a true gap above the largest lag.
+pub const READD_DESCRIBE_MARGIN_US: u64 = 2 * sim::cloud::stale::MAX_LAG_MS * 1_000;
 
 impl Ipam {
     /// `maintainIPPool` (node.go:934-956) with `determineMaintenanceAction`, `handleIPRelease`
@@ -331,7 +334,13 @@ impl Ipam {
         let count = max.min(cap - held.len());
         match self.cloud().assign(&node, eni, count as u32).await {
             Ok(_) => Pass::Mutated,
-            Err(_) => Pass::Failed,
+            // `handleIPAllocation` (node.go:909-928 @ed90dd5) answers any failed assign (among
+            // them `RequestLimitExceeded` after the SDK's attempts, and
+            // `InsufficientFreeAddressesInSubnet`) by creating an interface; with no empty
+            // interface slot (the model's nodes have all theirs) `createInterface` returns
+            // without error (node.go:545-557): a pass that mutated nothing and did not fail, so
+            // no backoff, no instance sync, and a resync before the next decision.
+            Err(_) => Pass::Idle,
         }
     }
 }
