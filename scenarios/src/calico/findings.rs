@@ -62,13 +62,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A backward wall-clock step keeps a stale mastership stamp fresh",
         scenario: "calico-swarm",
-        seeds: &[1088, 2545],
+        seeds: &[3911, 2545],
         signature: Signature {
             invariants: &["master-only-work-on-fresh-stamp", "master-only-work-legitimate"],
             describe: "a host acts as master after a backward clock step on it",
             test: |e| e.contains("clock step -"),
         },
-        summary: "The elector stamps the shared value with time.time() when it wins and after each refresh, and is_master() answers yes while time.time() minus the stamp is under 60 s. While the elector's refresh is held up and the stamp not yet cleared, a backward step of the host's wall clock makes the stamp look younger than it is: the host's workers go on acting as master after its lease ran out and another host won. How long the stale stamp survives sets how much a step can stretch. A refresh held up by etcd (a cut between the master and etcd, etcd's host crashing, a reply lost to an ambiguous timeout) fails at etcd_timeout (60 s), 70 s after the last stamp and 10 s past the lease. With etcd auth configured (etcd_username and etcd_password) it fails only after two etcd_timeouts, because Etcd3AuthClient.post answers the first ConnectionTimeoutError by authenticating and posting again (etcdv3.py 542-559) and the authentication is held up too: the stamp survives until about 130 s after the last one, 70 s past the lease. In the pinned calico-swarm seed 1088 (auth on) the master h3 stamped at 158.7 s; its next refresh's put reached etcd, but the reply was lost to a partition [h2, h3] | [h1, etcd] from 171.3 s for 74 s; the lease ran out and h1 won at 230.2 s; the put timed out at about 231 s and h3 authenticated again, still cut off; a step of -51.7 s at 218.5 s made the stamp look 34.5 s old at 245 s, so once the partition healed at 245.4 s h3's agent-status watcher forwarded Felix reports (246.5 s, 88 s after its last stamp) while h1 was master. Without auth the stamp would have been cleared at about 231 s. (The seed's shrunk replay keeps the partition and a step of only -6.5 s: its compaction check at 230 s falls in the 10 s past the lease that needs no auth.) Seed 2545 shows the same path with a larger step (-236.5 s): the cut-off master ran its compaction check 85 s after its last stamp. Without auth the window is the 10 s past the lease (realistic-profile calico-swarm seeds 1536 and 2506: the refresh's reply lost to ambiguous timeouts, steps of -28 s and -32 s), or as long as the elector hangs without its cleanup (a silently dead elector greenlet, which no upstream path produces: calico-clock-skew seeds 374 and 494, this finding's former pins, with steps of minutes), or, for the few ms until the elector's first refresh after a pause clears the stamp, a host paused past its lease that was stepped back meanwhile (calico-swarm seed 1159: paused 82.6 s, stepped -88.5 s).",
+        summary: "The elector stamps the shared value with time.time() when it wins and after each refresh, and is_master() answers yes while time.time() minus the stamp is under 60 s. While the elector's refresh is held up and the stamp not yet cleared, a backward step of the host's wall clock makes the stamp look younger than it is: the host's workers go on acting as master after its lease ran out and another host won. How long the stale stamp survives sets how much a step can stretch. A refresh held up by etcd (a cut between the master and etcd, etcd's host crashing, a reply lost to an ambiguous timeout) fails at etcd_timeout (60 s), 70 s after the last stamp and 10 s past the lease. With etcd auth configured (etcd_username and etcd_password) it fails only after two etcd_timeouts, because Etcd3AuthClient.post answers the first ConnectionTimeoutError by authenticating and posting again (etcdv3.py 542-559) and the authentication is held up too: the stamp survives until about 130 s after the last one, 70 s past the lease. In calico-swarm seed 1088 (auth on; this finding's pin until the message broker's hop moved the draws) the master h3 stamped at 158.7 s; its next refresh's put reached etcd, but the reply was lost to a partition [h2, h3] | [h1, etcd] from 171.3 s for 74 s; the lease ran out and h1 won at 230.2 s; the put timed out at about 231 s and h3 authenticated again, still cut off; a step of -51.7 s at 218.5 s made the stamp look 34.5 s old at 245 s, so once the partition healed at 245.4 s h3's agent-status watcher forwarded Felix reports (246.5 s, 88 s after its last stamp) while h1 was master. Without auth the stamp would have been cleared at about 231 s. (The seed's shrunk replay keeps the partition and a step of only -6.5 s: its compaction check at 230 s falls in the 10 s past the lease that needs no auth.) The pinned seed 3911 acts in the 10 s past the lease that needs no auth, with a step of -16.5 s: h2's agent-status watcher forwards a report at 463.3 s on an is_master() yes from a stamp written at 394.9 s, 65 s old in true time, while h1 holds the key. The pinned seed 2545 shows the auth path with a larger step (-236.5 s): the cut-off master ran its compaction check 85 s after its last stamp. Without auth the window is the 10 s past the lease (realistic-profile calico-swarm seeds 1536 and 2506: the refresh's reply lost to ambiguous timeouts, steps of -28 s and -32 s), or as long as the elector hangs without its cleanup (a silently dead elector greenlet, which no upstream path produces: calico-clock-skew seeds 374 and 494, this finding's former pins, with steps of minutes), or, for the few ms until the elector's first refresh after a pause clears the stamp, a host paused past its lease that was stepped back meanwhile (calico-swarm seed 1159: paused 82.6 s, stepped -88.5 s).",
         upstream: &[
             calico(DRIVER, "CalicoMechanismDriver.is_master", "580-601"),
             calico(ELECTION, "Elector._become_master", "290, 317"),
@@ -117,7 +117,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A dead master-only loop is never replaced",
         scenario: "calico-swarm",
-        seeds: &[742, 1191],
+        seeds: &[1420, 2290],
         signature: Signature {
             invariants: &["agent-view-converges"],
             describe: "the master's agent-status loop is silently dead",
@@ -142,7 +142,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A watch canceller killed by an etcd timeout leaves the master's watcher hung",
         scenario: "calico-swarm",
-        seeds: &[1661, 155],
+        seeds: &[155, 43],
         signature: Signature {
             invariants: &[
                 "agent-view-converges",
@@ -156,7 +156,7 @@ pub static FINDINGS: &[Finding] = &[
                     && !e.contains("it overtook a newer write")
             },
         },
-        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (ConnectionTimeoutError after etcd_timeout, 60 s), an HTTP 500 (InternalServerError) or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream ends for any reason (etcd3gw's reader thread just stops, it puts nothing on the queue), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and while the host stays master no Felix report (agent-status watcher) or port status (endpoint-status watcher) reaches Neutron. A restart of the etcd process does not trigger it: the host's kernel resets the write's connection and etcd3gw raises ConnectionFailedError, which the canceller catches. A timeout does: in the pinned seeds (1661 and 155) etcd applied the master's round-trip writes during a spell of ambiguous timeouts (14 % and 12 % of requests for about 30 s) but their replies never came, so each write failed at etcd_timeout with ConnectionTimeoutError and the canceller ended; a write sent while etcd's host is down, or by a master cut off from etcd for over 60 s, times out the same way. The first failure is then status-watch-round-trips: the master's round-trip writes have stopped, flagged about 90 s after the last fault that disturbed the master or etcd, before the hung watcher's own effects (which wait for the watch's stream to end) show. (The former pins, 85 and 26, now end with port-status-converges on ports a former master wrote last, a dead canceller noted; 26 still fails with this finding's fix alone, by calico-port-status-stale-write's path, and in 85 either fix removes the failure.) The same outage also fails the elector's refresh, so the host loses the key; but the stamp is shared by the host's workers, and once any worker of the host wins again the dead canceller's watcher counts as the master's. After an etcd reboot the first request on each connection a process kept from before the crash is reset (ConnectionFailedError, caught by the canceller); only a write already waiting when the host went down can time out.",
+        summary: "_cancel_watch_if_broken writes the round-trip key every 3.3 s and cancels a watch that saw no event for 10 s, but it catches only ConnectionFailedError: a write that times out (ConnectionTimeoutError after etcd_timeout, 60 s), an HTTP 500 (InternalServerError) or an undecodable reply ends that greenlet. The watch is then never cancelled; when its stream ends for any reason (etcd3gw's reader thread just stops, it puts nothing on the queue), the watcher greenlet waits forever on its event queue, alive, so watch_status_updates never replaces it, and while the host stays master no Felix report (agent-status watcher) or port status (endpoint-status watcher) reaches Neutron. A restart of the etcd process does not trigger it: the host's kernel resets the write's connection and etcd3gw raises ConnectionFailedError, which the canceller catches. A timeout does: in seed 155 (pinned, with 43) and in 1661 (before the message broker's hop moved the draws) etcd applied the master's round-trip writes during a spell of ambiguous timeouts (12 % and 14 % of requests for about 30 s) but their replies never came, so each write failed at etcd_timeout with ConnectionTimeoutError and the canceller ended; a write sent while etcd's host is down, or by a master cut off from etcd for over 60 s, times out the same way. The first failure is then status-watch-round-trips: the master's round-trip writes have stopped, flagged about 90 s after the last fault that disturbed the master or etcd, before the hung watcher's own effects (which wait for the watch's stream to end) show. (The former pins, 85 and 26, now end with port-status-converges on ports a former master wrote last, a dead canceller noted; 26 still fails with this finding's fix alone, by calico-port-status-stale-write's path, and in 85 either fix removes the failure.) The same outage also fails the elector's refresh, so the host loses the key; but the stamp is shared by the host's workers, and once any worker of the host wins again the dead canceller's watcher counts as the master's. After an etcd reboot the first request on each connection a process kept from before the crash is reset (ConnectionFailedError, caught by the canceller); only a write already waiting when the host went down can time out.",
         upstream: &[
             calico(ETCDUTILS, "EtcdWatcher.start._cancel_watch_if_broken", "286-328"),
             calico(ETCDV3, "Etcd3AuthClient.watch (iterator, cancel)", "561-623"),
@@ -177,7 +177,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Port statuses left stale across a mastership change are never corrected",
         scenario: "calico-status-backlog",
-        seeds: &[56, 171],
+        seeds: &[127, 321],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "a diverged port was written last by a host that is not the master",
@@ -243,7 +243,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "A write held up by a partition or a DB outage commits after the next master's newer write",
         scenario: "calico-swarm",
-        seeds: &[1193, 1896],
+        seeds: &[1193],
         signature: Signature {
             invariants: &["port-status-converges"],
             describe: "the diverged port's last write overtook a newer write of another process",
@@ -309,7 +309,7 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Two hosts compact in the same period during a handover",
         scenario: "calico-swarm",
-        seeds: &[1149, 1821],
+        seeds: &[1821],
         signature: Signature {
             invariants: &["compaction-once-per-period"],
             describe: "two compactions within one period",
@@ -335,13 +335,13 @@ pub static FINDINGS: &[Finding] = &[
         system: "calico",
         title: "Electors blocked for ever creating a watch that etcd's crashed host never answers",
         scenario: "calico-swarm",
-        seeds: &[2026671, 2033172],
+        seeds: &[],
         signature: Signature {
             invariants: &["master-elected"],
             describe: "no master after faults stop, the election key gone",
             test: |e| e.contains("the election key is absent"),
         },
-        summary: "A non-master elector waits for the key to change with etcdv3.watch_once (election.py 196-214), which creates an etcd3gw Watcher before its 20 s timeout starts; the Watcher posts its create request through the requests session with stream=True and no timeout (etcd3gw watch.py 61-63), unlike every other call, which networking-calico bounds by etcd_timeout because of an etcd hang (etcdv3.py 530-541). urllib3 sets no TCP keepalive, and the kernel times out only unacknowledged data, so a create request etcd's host had received when it crashed is never answered and never fails: the elector's greenlet waits for ever, with nothing logged. Each etcd host crash that catches electors mid-creation disables them for good; when the master then loses its key, nobody campaigns again. In seed 2026671 etcd's host crashed three times (at 57 s, 442 s and 516 s), each while etcd was slow or just after (by 0.1 to 2.3 s a request, requests queued), and after the last crash no host ever became master again. (It was first seen at seed 2004702, whose run changed when the model dropped the periodic resync upstream no longer has.)",
+        summary: "A non-master elector waits for the key to change with etcdv3.watch_once (election.py 196-214), which creates an etcd3gw Watcher before its 20 s timeout starts; the Watcher posts its create request through the requests session with stream=True and no timeout (etcd3gw watch.py 61-63), unlike every other call, which networking-calico bounds by etcd_timeout because of an etcd hang (etcdv3.py 530-541). urllib3 sets no TCP keepalive, and the kernel times out only unacknowledged data, so a create request etcd's host had received when it crashed is never answered and never fails: the elector's greenlet waits for ever, with nothing logged. Each etcd host crash that catches electors mid-creation disables them for good; when the master then loses its key, nobody campaigns again. Since the message broker's hop moved the draws, no seed of calico-swarm 2,000,000-2,039,999 shows it (with the finding's switches), so it has none pinned until one is. Before that, in seed 2026671 etcd's host crashed three times (at 57 s, 442 s and 516 s), each while etcd was slow or just after (by 0.1 to 2.3 s a request, requests queued), and after the last crash no host ever became master again. (It was first seen at seed 2004702, whose run changed when the model dropped the periodic resync upstream no longer has.)",
         upstream: &[
             calico(ELECTION, "Elector._vote", "196-214"),
             calico(ETCDV3, "watch_once", "387-396"),
