@@ -19,6 +19,14 @@
 //! with every fix but the deadline, does: the former master
 //! h2's write, sent at 587 s, commits after the write h3 sends at 600 s, 1.1 s after winning the
 //! key h2's expired lease freed at 598.9 s. Its test takes that seed.
+//!
+//! Once the agent-status watcher's RPC cast blocked it through message-broker outages (and the
+//! broker's hop moved every draw), 2001293 and 2006060 stopped showing their paths. The late write
+//! now shows at 2000617, the first of the five seeds of 2,000,000-2,005,999 with every fix but the
+//! deadline (all five fail that way): the former master h2's write, sent at 539.3 s, commits
+//! after the write h3 sends at 560.0 s, 2.3 s after winning the key at 557.7 s. A stopped
+//! agent-status watcher drops its snapshot now in many seeds (41 of 2,000,000-2,000,299 and
+//! 2,006,000-2,006,299); 2006077 is the first of 2,006,000 on whose host a live warning follows.
 
 mod common;
 use common::{calico_every_fix as every_fix, run_calico_swarm as run};
@@ -41,7 +49,7 @@ fn calico_events(rec: &Recording) -> Vec<(u64, String, CalicoEvent)> {
 /// starts as master sends a write within the deadline of its start.
 #[test]
 fn a_write_in_flight_across_a_quick_handover_commits_before_the_next_master_writes() {
-    let seed = 2001293;
+    let seed = 2000617;
     let without: Vec<String> = every_fix()
         .into_iter()
         .filter(|f| f != "calico-port-status-write-deadline")
@@ -51,7 +59,7 @@ fn a_write_in_flight_across_a_quick_handover_commits_before_the_next_master_writ
         .expect("the late write shows without the deadline")
         .explanation;
     assert!(
-        e.contains("it overtook a newer write of another process") && e.contains("h2:1003"),
+        e.contains("it overtook a newer write of another process") && e.contains("h2:1001"),
         "{e}"
     );
     let (v, rec) = run(seed, &every_fix());
@@ -87,22 +95,24 @@ fn a_write_in_flight_across_a_quick_handover_commits_before_the_next_master_writ
 }
 
 /// With every fix the stopped watcher's snapshot is dropped (not dispatched), and the stale
-/// warning that follows comes from the newer watcher outside any replay: the run passes.
+/// warning that follows on that host comes from the newer watcher outside any replay: the run
+/// passes.
 #[test]
 fn a_dropped_snapshot_ends_the_replay() {
-    let seed = 2006060;
+    let seed = 2006077;
     let (v, rec) = run(seed, &every_fix());
     assert!(v.is_none(), "{v:?}");
     let events = calico_events(&rec);
-    let dropped = events
+    let (dropped, host) = events
         .iter()
-        .position(|(_, n, e)| {
-            n == "h4"
-                && matches!(e, CalicoEvent::CalicoSnapshotDropped { worker, .. } if worker == "agent-status")
+        .enumerate()
+        .find_map(|(i, (_, n, e))| {
+            matches!(e, CalicoEvent::CalicoSnapshotDropped { worker, .. } if worker == "agent-status")
+                .then(|| (i, n.clone()))
         })
-        .expect("h4's stopped agent-status watcher drops its snapshot");
+        .expect("a stopped agent-status watcher drops its snapshot");
     let warned_after = events[dropped..].iter().any(|(_, n, e)| {
-        n == "h4"
+        *n == host
             && matches!(
                 e,
                 CalicoEvent::CalicoStaleWarning {
@@ -113,7 +123,7 @@ fn a_dropped_snapshot_ends_the_replay() {
     });
     assert!(
         warned_after,
-        "no live warning on h4 after the dropped snapshot"
+        "no live warning on {host} after the dropped snapshot"
     );
 }
 

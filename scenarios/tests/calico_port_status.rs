@@ -76,13 +76,15 @@ fn late_commits(rec: &Recording, cuts: &[(String, u64, u64)]) -> Vec<(String, St
     late
 }
 
-/// Seed 7541 (found by searching calico-swarm seeds 0-11,999 with every other fix on): without
+/// Seed 2002799 (one of the five seeds of calico-swarm 2,000,000-2,005,999 that fail with every
+/// fix but the deadline; the former pin, 7541, stopped showing it when the message broker's hop
+/// moved every draw): without
 /// the deadline, a port-status write the master sent just before it was isolated commits when
 /// the cut heals, over the next master's newer status; with it, no write held up by the cut
 /// commits (the writer gave up). The cut's window comes from the seed's schedule.
 #[test]
 fn a_write_held_up_by_a_partition_never_commits_under_the_deadline() {
-    let seed = 7541;
+    let seed = 2002799;
     let cuts = isolations(seed);
     assert!(!cuts.is_empty(), "seed {seed} isolates no host");
     let without: Vec<String> = every_fix()

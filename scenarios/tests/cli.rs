@@ -260,7 +260,7 @@ fn every_documented_exit_status_is_produced() {
             "{help}"
         );
         let o = match e {
-            Exit::Clean => faultline(&["run", "calico-restart", "--seed", "1"]),
+            Exit::Clean => faultline(&["run", "calico-restart", "--seed", "2"]),
             Exit::Failed => faultline(&[
                 "explore",
                 "calico-restart",
