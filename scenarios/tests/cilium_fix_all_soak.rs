@@ -150,29 +150,41 @@ fn released_entry_seeds_pass_with_every_fix_under_both_profiles() {
     }
 }
 
-/// Seed 2207390: IPs released and given back to their node 14 s before the `pods-get-ips`
-/// deadline are not yet stuck: with every fix the run passes under both profiles, and the
-/// give-back happened (the cloud assigned an IP to n3 that it had unassigned from n3 20 ms
-/// before), after faults stopped.
+/// Seed 2207390's path (IPs released and given back to their node shortly before the
+/// `pods-get-ips` deadline are not yet stuck), at seed 2210330: 2207390's run changed when EC2's
+/// throttling and the SDK's retries were modelled, and 2210330 is the one seed of
+/// 2,207,000-2,207,399, 2,200,000-2,200,399 and 2,207,400-2,211,399 (realistic, every fix) whose
+/// cloud gives an IP back to its node after faults stopped. With every fix the run passes under
+/// both profiles, and the give-back happened (the cloud assigned an IP to a node that it had
+/// unassigned from that node less than a second before), after faults stopped.
 #[test]
 fn ips_given_back_late_have_their_own_bound() {
+    let seed = 2210330;
     let every = all_fixes("cilium");
-    let (v, trace) = run(2207390, &every, Profile::Realistic);
+    let (v, trace) = run(seed, &every, Profile::Realistic);
     assert_eq!(v, None);
     let ev = events(&trace);
-    let unassigned: Vec<(u64, String)> = ev
+    let unassigned: Vec<(u64, String, String)> = ev
         .iter()
-        .filter(|(_, e)| e["type"] == "cloud-unassign" && e["instance"] == "n3")
-        .map(|(t, e)| (*t, e["ip"].as_str().unwrap().to_string()))
+        .filter(|(_, e)| e["type"] == "cloud-unassign")
+        .map(|(t, e)| {
+            let field = |k: &str| e[k].as_str().unwrap().to_string();
+            (*t, field("instance"), field("ip"))
+        })
         .collect();
     let given_back = ev.iter().any(|(t, e)| {
         e["type"] == "cloud-assign"
-            && e["instance"] == "n3"
-            && unassigned
-                .iter()
-                .any(|(u, ip)| e["ip"] == ip.as_str() && *u < *t && *t < u + 1_000_000)
+            && unassigned.iter().any(|(u, node, ip)| {
+                e["instance"] == node.as_str()
+                    && e["ip"] == ip.as_str()
+                    && *u < *t
+                    && *t < u + 1_000_000
+            })
             && *t > scenarios::cilium::FAULT_WINDOW_MS * 1000
     });
-    assert!(given_back, "no IP of n3 given back after faults stopped");
-    assert_eq!(run(2207390, &every, Profile::Adversarial).0, None);
+    assert!(
+        given_back,
+        "no IP given back to its node after faults stopped"
+    );
+    assert_eq!(run(seed, &every, Profile::Adversarial).0, None);
 }
