@@ -167,7 +167,7 @@ fn replay_files_carry_their_profile() {
         "--profile",
         "realistic",
         "--from",
-        "158",
+        "175",
         "--seeds",
         "1",
         "--jobs",
@@ -183,7 +183,7 @@ fn replay_files_carry_their_profile() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let file = out.join("calico-restart-158.json");
+    let file = out.join("calico-restart-175.json");
     let text = std::fs::read_to_string(&file).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["profile"], "realistic");
