@@ -118,6 +118,14 @@ pub struct ReleaseState {
 }
 
 impl ReleaseState {
+    /// The IPs whose own state is `released` (unassigned in the cloud, not yet acknowledged).
+    pub fn released_ips(&self) -> impl Iterator<Item = Short> + '_ {
+        self.status
+            .iter()
+            .filter(|(_, s)| s.as_str() == RELEASED)
+            .map(|(ip, _)| *ip)
+    }
+
     /// `handleIPRelease` (pkg/ipam/node.go, read at cilium/cilium
     /// 0013798761eec0dda0217042f6ee3ccfa857f7ff; node.go:797-898 @ed90dd5) up to the cloud call.
     /// `release` is the maintenance action's release list (`None`: the action is allocation

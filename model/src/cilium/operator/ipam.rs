@@ -703,13 +703,7 @@ fn adopt_release_ips(n: &mut NodeState, cache: Option<&Rc<Interfaces>>, now: u64
             false => (ip, Short::lit(RELEASED)),
         })
         .collect();
-    let released: Vec<Short> = n
-        .release
-        .status
-        .iter()
-        .filter(|(_, s)| s.as_str() == RELEASED)
-        .map(|(ip, _)| *ip)
-        .collect();
+    let released: Vec<Short> = n.release.released_ips().collect();
     n.released_at
         .extend(released.into_iter().map(|ip| (ip, now)));
 }

@@ -118,13 +118,7 @@ impl Ipam {
                 }
             }
             let before = sw.mutant_never_abort.then(|| n.release.status.clone());
-            let released_before: BTreeSet<Short> = n
-                .release
-                .status
-                .iter()
-                .filter(|(_, s)| s.as_str() == RELEASED)
-                .map(|(ip, _)| *ip)
-                .collect();
+            let released_before: BTreeSet<Short> = n.release.released_ips().collect();
             let mut step = n.release.handle_ip_release(
                 release.as_ref().map(|r| r.1.as_slice()),
                 &observed,
