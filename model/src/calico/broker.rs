@@ -11,7 +11,7 @@
 //! docstring, `rpc/client.py` lines 354-356). A connection error calls kombu's
 //! `Connection.ensure._ensured` (kombu 9ee8595b, `kombu/connection.py` lines 516-621): the errback
 //! (oslo's `on_error`, which sleeps `kombu_reconnect_delay`, 1 s: impl_rabbit.py lines 113-118
-//! and 1109-1112), then `_ensure_connection` (lines 426-486), which retries the connection through
+//! and 1109-1112), then `_ensure_connection` (`kombu/connection.py` lines 426-486), which retries the connection through
 //! `retry_over_time` (`kombu/utils/functional.py` lines 276-335, `fxrange` lines 251-260): before each new connection
 //! attempt the errback's 1 s again and the next interval of `fxrange(rabbit_retry_interval,
 //! rabbit_interval_max + rabbit_retry_interval, rabbit_retry_backoff, repeatlast=True)`, that is
@@ -19,9 +19,9 @@
 //! 145-157). Once connected, the publish is sent again.
 //!
 //! Each attempt has its own bound: a connection attempt kombu's `connect_timeout` (5 s,
-//! connection.py line 150), a publish the socket timeout oslo sets around it (`_publish`, lines
-//! 1558-1597, and `set_transport_socket_timeout`, lines 1245-1290): the smaller of the cast's
-//! timeout and `heartbeat_timeout_threshold` (60 s, lines 233-236). neutron's
+//! connection.py line 150), a publish the socket timeout oslo sets around it (impl_rabbit.py `_publish`, lines
+//! 1558-1597, and impl_rabbit.py `set_transport_socket_timeout`, lines 1245-1290): the smaller
+//! of the cast's timeout and `heartbeat_timeout_threshold` (60 s, impl_rabbit.py lines 233-236). neutron's
 //! `PluginReportStateAPI` prepares the cast with `timeout=report_interval` (openstack/neutron
 //! 2131d26f `neutron/agent/rpc.py` lines 84-106; `report_interval` defaults to 30 s,
 //! `neutron/conf/agent/common.py` line 90), so 30 s.

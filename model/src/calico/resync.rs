@@ -14,9 +14,9 @@
 //!   configuration. The model keeps its coordination footprint: one etcd read of the Calico data
 //!   (the Felix prefix), whose failure stands for any of those requests failing.
 //! * **Failure.** `Scope.run` catches the first exception, skips the remaining phases and
-//!   returns `ok = False` (lines 176-181, `_run_phase` lines 279-294); `_do_startup_resync` logs
+//!   returns `ok = False` (scope.py lines 176-181, scope.py `_run_phase` lines 279-294); `_do_startup_resync` logs
 //!   "One-shot resync FAILED" and returns. It is not retried: the operator reruns it with the
-//!   `calico-resync` CLI or restarts neutron-server (docstring, lines 1286-1296; workers.py
+//!   `calico-resync` CLI or restarts neutron-server (mech_calico.py `_do_startup_resync` docstring, lines 1286-1296; workers.py
 //!   `CalicoStartupResyncWorker`, lines 36-94). The worker process then idles until shutdown.
 //!
 //! Upstream commit 80d666fd13 ("OpenStack: replace periodic resync with one-shot resync and
