@@ -52,27 +52,30 @@ fn can_end_mastership(fault: &FaultKind, host: &str) -> bool {
 /// (a lease reset at recovery, after a crash of its host or a restart of its process; answers
 /// later than the client's timeout, so a Felix keep-alive renews the report's lease while Felix,
 /// seeing it fail, skips the put; reads answered late), the host paused, slowed or cut from etcd
-/// (events held up), or the message broker down, paused or slow: the watcher's greenlet blocks on
-/// its RPC cast, retried for ever (`model::calico::broker`), until the broker takes it, up to 32 s
-/// after the broker is back (kombu's last interval and oslo's reconnect delay), and handles the
-/// events held up meanwhile only then.
+/// (events held up), or the message broker down, paused, slow or cut from the host: the
+/// watcher's greenlet blocks on its RPC cast, retried for ever (`model::calico::broker`), until
+/// the broker takes it, up to 32 s after the broker is back (kombu's last interval and oslo's
+/// reconnect delay), and handles the events held up meanwhile only then.
 fn can_delay_forwarding(fault: &FaultKind, host: &str) -> bool {
     let etcd = "etcd";
     let broker = crate::calico::schedule::BROKER;
     let on_path = |node: &str| node == etcd || node == broker;
     match fault {
-        FaultKind::Pause { node } | FaultKind::Latency { node, .. } => {
-            node == host || on_path(node)
-        }
-        FaultKind::Isolate { node } => node == host || on_path(node),
+        FaultKind::Pause { node }
+        | FaultKind::Latency { node, .. }
+        | FaultKind::Isolate { node } => node == host || on_path(node),
         FaultKind::Crash { node }
         | FaultKind::ServiceRestart { node }
         | FaultKind::ServiceUnavailable { node }
         | FaultKind::ServiceAmbiguous { node, .. }
         | FaultKind::ServiceSlow { node, .. }
         | FaultKind::ServiceGarbled { node, .. } => on_path(node),
-        FaultKind::Partition { a, b } => cut_between(a, b, host, etcd),
-        FaultKind::Simplex { from, to } => cut_between(from, to, host, etcd),
+        FaultKind::Partition { a, b } => {
+            cut_between(a, b, host, etcd) || cut_between(a, b, host, broker)
+        }
+        FaultKind::Simplex { from, to } => {
+            cut_between(from, to, host, etcd) || cut_between(from, to, host, broker)
+        }
         _ => false,
     }
 }
@@ -304,5 +307,30 @@ impl CalicoMonitor {
             ),
             measured: Measured::bounded(t - p, SILENT_AGENT_BOUND_US),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_between_the_host_and_the_broker_can_delay_forwarding() {
+        let names = |v: &[&str]| v.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let broker = crate::calico::schedule::BROKER;
+        let cut = FaultKind::Partition {
+            a: names(&["h1"]),
+            b: names(&[broker]),
+        };
+        assert!(can_delay_forwarding(&cut, "h1"));
+        assert!(
+            !can_delay_forwarding(&cut, "h2"),
+            "h2 still reaches the broker"
+        );
+        let one_way = FaultKind::Simplex {
+            from: names(&[broker]),
+            to: names(&["h1"]),
+        };
+        assert!(can_delay_forwarding(&one_way, "h1"));
     }
 }
