@@ -382,3 +382,40 @@ fn a_sleep_lasts_its_duration_of_the_nodes_monotonic_clock() {
         ]
     );
 }
+
+/// A graceful service restart of `restart_s` seconds from 10 s; the client's process takes
+/// `stop_s` to act on SIGTERM (`None`: ignores it, and is killed after the grace period). Returns
+/// the times (true seconds) its process started.
+fn starts_around_a_restart(restart_s: u64, stop_s: Option<u64>) -> Vec<f64> {
+    let restart = Fault {
+        at_ms: 10_000,
+        dur_ms: restart_s * 1_000,
+        kind: FaultKind::ServiceRestart {
+            node: "client".into(),
+        },
+    };
+    let log = with_etcd(0, vec![restart], move |p, _etcd, w, log| async move {
+        log.borrow_mut().push(format!("{:.1}", secs(&w)));
+        p.terminated().await;
+        match stop_s {
+            Some(s) => {
+                p.sleep(Duration::from_secs(s)).await;
+                p.exit(0);
+            }
+            None => std::future::pending::<()>().await,
+        }
+    });
+    log.iter().map(|s| s.parse().unwrap()).collect()
+}
+
+/// `systemctl restart` is a stop then a start: processes slower to stop than the restart's own
+/// time delay the start until the last one exits, or until SIGKILL ends the stop.
+#[test]
+fn a_service_restart_starts_the_services_once_their_stop_is_over() {
+    // Stopped at once: the start comes when the restart's time is up.
+    assert_eq!(starts_around_a_restart(3, Some(0)), vec![0.0, 13.0]);
+    // A 5 s stop outlasts a 2 s restart: the start follows the exit.
+    assert_eq!(starts_around_a_restart(2, Some(5)), vec![0.0, 15.0]);
+    // SIGTERM ignored: killed at the end of the 10 s grace period, then started.
+    assert_eq!(starts_around_a_restart(2, None), vec![0.0, 20.0]);
+}

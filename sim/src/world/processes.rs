@@ -26,6 +26,17 @@ pub(crate) struct ProcState {
     terminate_requested: bool,
 }
 
+/// Where a node's graceful service restart is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Restart {
+    /// No restart, or a boot (which starts the services itself) overtook it.
+    None,
+    /// The processes were asked to terminate; the restart's time is not up.
+    Stopping,
+    /// The restart's time is up: the services start as soon as the last process has exited.
+    StartDue,
+}
+
 /// A node: its clock, whether it is up or paused, its processes and the function starting its
 /// services.
 pub(crate) struct NodeState {
@@ -40,6 +51,8 @@ pub(crate) struct NodeState {
     next_pid: u32,
     pub(super) procs: BTreeMap<u32, ProcState>,
     services: Option<Services>,
+    /// Where a graceful service restart is (see [`World::restart_services`]); a boot ends it.
+    restart: Restart,
 }
 
 impl NodeState {
@@ -57,6 +70,7 @@ impl NodeState {
             next_pid: 1000,
             procs: BTreeMap::new(),
             services: None,
+            restart: Restart::None,
         }
     }
 }
@@ -112,6 +126,7 @@ impl World {
             }
             n.up = true;
             n.paused = 0;
+            n.restart = Restart::None;
             n.boots += 1;
             n.boots
         };
@@ -271,6 +286,23 @@ impl World {
         }
         self.emit(node, Event::ProcessExit { pid, name, status });
         exited.notify();
+        self.start_if_stopped(node);
+    }
+
+    /// Starts the node's services if a restart's start waits for its stop and the stop is over.
+    fn start_if_stopped(&self, node: NodeIx) {
+        let due = {
+            let mut nodes = self.0.nodes.borrow_mut();
+            let n = &mut nodes[node as usize];
+            let due = n.restart == Restart::StartDue && !n.procs.values().any(|p| p.alive);
+            if due {
+                n.restart = Restart::None;
+            }
+            due
+        };
+        if due {
+            self.start_services(node);
+        }
     }
 
     /// The newest live process on the node that `pred` accepts.
@@ -320,22 +352,29 @@ impl World {
                 .map(|(pid, _)| *pid)
                 .collect()
         };
+        self.0.nodes.borrow_mut()[node as usize].restart = Restart::Stopping;
         for pid in &pids {
             self.request_terminate(node, *pid);
         }
         pids
     }
 
-    /// Ends a graceful service restart: the node's services start again.
+    /// Ends a graceful service restart: the node's services start again once their stop is over.
+    ///
+    /// `systemctl restart` stops a unit, then starts it (systemctl(1), "restart"); the stop lasts
+    /// until every process has exited, SIGKILL ending it `TimeoutStopSec=` after SIGTERM
+    /// (systemd.service(5)). So processes still stopping when the restart's time is up delay the
+    /// start until the last one exits ([`TERMINATE_GRACE_US`](super::TERMINATE_GRACE_US) at the
+    /// latest). A reboot in the meantime starts the services itself and clears the wait.
     pub(super) fn restart_services(&self, node: NodeIx) {
-        // Start the services again unless a reboot in the meantime already did.
-        let running = self.0.nodes.borrow()[node as usize]
-            .procs
-            .values()
-            .any(|p| p.alive);
-        if self.node_up(node) && !running {
-            self.start_services(node);
+        {
+            let mut nodes = self.0.nodes.borrow_mut();
+            let n = &mut nodes[node as usize];
+            if n.restart == Restart::Stopping && n.up {
+                n.restart = Restart::StartDue;
+            }
         }
+        self.start_if_stopped(node);
     }
 }
 
