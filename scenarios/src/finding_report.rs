@@ -87,6 +87,18 @@ fn version(f: &Finding) -> String {
     out
 }
 
+/// Why a finding's replay is constructed: no drawn seed shows it, or its pinned seeds show it by
+/// another path than the one the replay follows.
+fn why_constructed(f: &Finding) -> &'static str {
+    if f.seeds.is_empty() {
+        "no seed drawn by the scenario was found to show this finding with at most 5 faults \
+         (see the summary and the rates)"
+    } else {
+        "the pinned seeds show this finding by another path than this one, which no drawn seed \
+         was found to take (see the summary)"
+    }
+}
+
 fn shortest_replay(f: &Finding) -> String {
     let mut out = String::from("## Shortest replay\n\n");
     let Some(r) = replay(f) else {
@@ -119,11 +131,11 @@ fn shortest_replay(f: &Finding) -> String {
             r.profile.name(),
         ),
             true => format!(
-            "A constructed replay, not a drawn one: no seed drawn by the scenario was found \
-             to show this finding with at most 5 faults (see the summary and the rates), so \
-             its {faults} were written by hand from the causal chain; seed {} of scenario `{}` \
+            "A constructed replay, not a drawn one: {}, so \
+             its {faults} were chosen by hand for the causal chain; seed {} of scenario `{}` \
              (found by running that schedule over seeds, `faultline hunt --schedule`) only \
              draws the run's own randomness (latencies, pod arrivals, the cloud's picks){}{colon}\n\n",
+            why_constructed(f),
             r.seed,
             r.scenario,
             if r.options.is_null() { "" } else { " around the file's options" },
