@@ -36,6 +36,7 @@
 //! callers queue in order. The operator's limits are its flags `--limit-ipam-api-qps` (4) and
 //! `--limit-ipam-api-burst` (20) (`pkg/defaults/defaults.go` l. 454-458).
 
+use super::tokens::Tokens;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -114,36 +115,27 @@ pub struct RateLimit {
 /// A `golang.org/x/time/rate` limiter, as `Reserve` uses it.
 pub struct Limiter {
     limit: RateLimit,
-    /// Tokens, in millionths; below zero while reservations wait.
-    units: i64,
-    /// When `units` was last brought up to date (the caller's monotonic µs).
-    at_us: Option<u64>,
+    /// Below zero while reservations wait (on the caller's monotonic µs).
+    tokens: Tokens,
 }
-
-const UNIT: i64 = 1_000_000;
 
 impl Limiter {
     /// A full limiter.
     pub fn new(limit: RateLimit) -> Limiter {
         Limiter {
             limit,
-            units: limit.burst as i64 * UNIT,
-            at_us: None,
+            tokens: Tokens::full(limit.burst),
         }
     }
 
     /// `Reserve` at `now_us`: takes a token, and returns how long the caller waits for it.
     pub fn reserve(&mut self, now_us: u64) -> Duration {
-        let elapsed = self.at_us.map_or(0, |t| now_us.saturating_sub(t));
-        let gained = (elapsed as i128 * self.limit.milli_qps as i128 / 1_000) as i64;
-        self.units = (self.units + gained).min(self.limit.burst as i64 * UNIT);
-        self.at_us = Some(now_us);
-        self.units -= UNIT;
-        if self.units >= 0 || self.limit.milli_qps == 0 {
+        self.tokens.refill(now_us, self.limit.milli_qps);
+        let owed = self.tokens.take_owing();
+        if owed == 0 || self.limit.milli_qps == 0 {
             return Duration::ZERO;
         }
-        let wait_us = (-self.units) as u64 * 1_000 / self.limit.milli_qps;
-        Duration::from_micros(wait_us)
+        Duration::from_micros(owed * 1_000 / self.limit.milli_qps)
     }
 }
 

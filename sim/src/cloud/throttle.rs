@@ -14,39 +14,29 @@
 //! begins, their burst has emptied every bucket, and while it lasts they take its share of each
 //! refill, so the modelled clients get only the rest.
 
-/// A bucket's token count is kept in millionths of a token, so refills stay exact in integers.
-const UNIT: u64 = 1_000_000;
+use super::tokens::Tokens;
 
 /// One API's token bucket.
 #[derive(Clone, Debug)]
 struct Bucket {
-    /// Most tokens it holds.
-    size: u64,
     /// Tokens added per second.
     refill_per_s: u64,
-    /// Tokens now (millionths).
-    units: u64,
-    /// When `units` was last brought up to date (true µs).
-    at_us: u64,
+    tokens: Tokens,
 }
 
 impl Bucket {
     fn new(size: u64, refill_per_s: u64) -> Bucket {
         Bucket {
-            size,
             refill_per_s,
-            units: size * UNIT,
-            at_us: 0,
+            tokens: Tokens::full(size),
         }
     }
 
     /// Refills up to `now_us`, with `others` percent of the refill going to other clients.
     fn refill(&mut self, now_us: u64, others: u32) {
-        let elapsed = now_us.saturating_sub(self.at_us);
         let ours = 100 - u64::from(others.min(100));
-        let gained = elapsed * self.refill_per_s * ours / 100;
-        self.units = (self.units + gained).min(self.size * UNIT);
-        self.at_us = now_us;
+        // Thousandths of a token a second: refill × ours / 100 × 1000.
+        self.tokens.refill(now_us, self.refill_per_s * ours * 10);
     }
 }
 
@@ -96,7 +86,7 @@ impl Buckets {
         for b in [&mut self.assign, &mut self.unassign, &mut self.describe] {
             b.refill(now_us, self.others);
             if others > 0 && self.others == 0 {
-                b.units = 0;
+                b.tokens.empty();
             }
         }
         self.others = others;
@@ -105,11 +95,7 @@ impl Buckets {
             Api::Unassign => &mut self.unassign,
             Api::Describe => &mut self.describe,
         };
-        if b.units < UNIT {
-            return false;
-        }
-        b.units -= UNIT;
-        true
+        b.tokens.try_take()
     }
 }
 
