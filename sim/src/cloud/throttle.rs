@@ -4,9 +4,12 @@
 //! for the Amazon EC2 API", docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html):
 //! each request takes one token from its API's bucket and is refused with
 //! `RequestLimitExceeded` ([`super::CloudError::Throttled`], nothing applied) when the bucket is
-//! empty; a bucket refills at a set rate up to its size. `DescribeNetworkInterfaces` is a
-//! non-mutating API (100 tokens, 20 a second); `AssignPrivateIpAddresses` and
-//! `UnassignPrivateIpAddresses` are mutating APIs (200 tokens, 5 a second).
+//! empty; a bucket refills at a set rate up to its size. The page's own example gives a
+//! non-mutating API's bucket (`DescribeHosts`: 100 tokens, 20 a second), which the model uses
+//! for `DescribeNetworkInterfaces`. The sizes of the mutating `AssignPrivateIpAddresses` and
+//! `UnassignPrivateIpAddresses` buckets come from the page's table, which could not be
+//! retrieved when this was written: [`MUTATING_BUCKET`] is assumed (200 tokens, 5 a second).
+//! Both are per account and may be raised on request (the same page).
 //!
 //! Every client of the account shares those buckets. The modelled clients alone never exhaust
 //! them (an IPAM operator limits itself to a few requests a second). A
@@ -51,9 +54,11 @@ pub enum Api {
     Describe,
 }
 
-/// A mutating API's bucket: its size and refill per second (the EC2 page's table).
+/// A mutating API's bucket: its size and refill per second. Assumed (see the module doc): the
+/// EC2 page's table was not retrieved.
 pub const MUTATING_BUCKET: (u64, u64) = (200, 5);
-/// A non-mutating API's bucket: its size and refill per second (the EC2 page's example).
+/// A non-mutating API's bucket: its size and refill per second (the EC2 page's `DescribeHosts`
+/// example).
 pub const NON_MUTATING_BUCKET: (u64, u64) = (100, 20);
 
 /// The account's buckets, one per API.
