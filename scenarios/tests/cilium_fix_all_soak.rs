@@ -157,12 +157,7 @@ fn released_entry_seeds_pass_with_every_fix_under_both_profiles() {
 /// cloud gives an IP back to its node after faults stopped. With every fix the run passes under
 /// both profiles, and the give-back happened (the cloud assigned an IP to a node that it had
 /// unassigned from that node less than a second before), after faults stopped.
-///
-/// Since the SDK retries lost answers and server errors, 2210330 no longer gives an IP back
-/// after faults stopped, and no seed of 2,207,000-2,218,399 (realistic, every fix) nor
-/// 2,207,000-2,209,999 (adversarial) does: the test waits for a new pin.
 #[test]
-#[ignore = "no seed found that gives an IP back to its node after faults stop (re-pin pending)"]
 fn ips_given_back_late_have_their_own_bound() {
     let seed = 2210330;
     let every = all_fixes("cilium");
