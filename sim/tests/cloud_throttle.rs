@@ -70,7 +70,6 @@ fn run(
                 CloudConfig {
                     capacity: 10,
                     subnet_size: subnet,
-                    internal_errors_per_mille: 0,
                 },
             );
             cloud.add_instance("i1", 1);
@@ -105,7 +104,6 @@ fn run(
                     op,
                     attempt,
                     delay_ms,
-                    ..
                 } => Some(format!(
                     "{} retry {op} {attempt} {delay_ms:?}",
                     l.t_us / 1000

@@ -87,7 +87,7 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "A pod is given an IP address the cloud no longer assigns to its node: its traffic is dropped.",
         preconditions: &[
-            "the cloud applies an unassign but its answer is lost (an EC2 API timeout: the cloud-ambiguous fault, which cilium-swarm alone draws); the AWS SDK retries it, and the retry gets InvalidParameterValue (the IP is no longer on the interface), which it does not retry, so handleIPRelease still returns an error",
+            "the cloud applies an unassign but its answer is lost (an EC2 API timeout: the cloud-ambiguous fault, which cilium-swarm alone draws)",
             "the instances API stays ready through the following passes (upstream blocks pool passes after a failed resync)",
             "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls in the few milliseconds between the operator's status write and its spec write, and the random pick among the free IPs takes this one",
         ],
