@@ -7,17 +7,19 @@
 //! an EC2 client made with `config.LoadDefaultConfig` gets `retry.NewStandard()`,
 //! `service/ec2/api_client.go` `resolveRetryer` l. 300-320):
 //!
-//! * at most `DefaultMaxAttempts` = 3 attempts (`aws/retry/standard.go` l. 27-28);
+//! * at most `DefaultMaxAttempts` = 3 attempts (`aws/retry/standard.go` l. 27-28; standard.go
+//!   read at c213f6605dbc3ee1634aeba46f443c879b199481, see docs/citations.md);
 //! * `RequestLimitExceeded` is a throttle error code, so retryable (`DefaultThrottleErrorCodes`,
 //!   l. 58-75; `DefaultRetryables` l. 79-92);
-//! * before each retry a retry-quota token is taken (`GetRetryToken`, l. 246-259): the quota
+//! * before each retry a retry-quota token is taken (`GetRetryToken`, l. 242-257): the quota
 //!   holds `DefaultRetryRateTokens` = 500, a retry costs `DefaultRetryCost` = 5 (10 after a
 //!   timeout), an attempt that succeeds adds `DefaultNoRetryIncrement` = 1, and a retry that
-//!   succeeds gives its cost back (l. 34-39, 222-275). With the quota spent, the call fails at
+//!   succeeds gives its cost back (l. 34-40, 220-269). With the quota spent, the call fails at
 //!   once (`aws/retry/middleware.go` `handleAttempt` l. 229-233);
 //! * the delay before retry `n` (1-based, the attempt that failed) is uniform in
 //!   [0, 2^n) s, or `DefaultMaxBackoff` = 20 s once `n` > log2(20) (`ExponentialJitterBackoff`,
-//!   `aws/retry/jitter_backoff.go` l. 23-49; `handleAttempt` l. 240-251). With 3 attempts the
+//!   `aws/retry/jitter_backoff.go` `NewExponentialJitterBackoff` and `BackoffDelay` l. 21-49,
+//!   read at 55d15b358798f48ea1fbeae390831bac8755a0ff; `handleAttempt` l. 240-251). With 3 attempts the
 //!   cap is never reached: the two delays are below 2 s and 4 s.
 //!
 //! The SDK retries connection errors, 5xx answers and timeouts the same way; the model retries
