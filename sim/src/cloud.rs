@@ -43,6 +43,7 @@ mod client;
 pub mod sdk;
 pub mod stale;
 pub mod throttle;
+mod tokens;
 
 pub use client::{CloudClient, SDK_RNG_LABEL};
 

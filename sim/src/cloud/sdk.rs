@@ -7,17 +7,19 @@
 //! an EC2 client made with `config.LoadDefaultConfig` gets `retry.NewStandard()`,
 //! `service/ec2/api_client.go` `resolveRetryer` l. 300-320):
 //!
-//! * at most `DefaultMaxAttempts` = 3 attempts (`aws/retry/standard.go` l. 27-28);
+//! * at most `DefaultMaxAttempts` = 3 attempts (`aws/retry/standard.go` l. 27-28; standard.go
+//!   read at c213f6605dbc3ee1634aeba46f443c879b199481, see docs/citations.md);
 //! * `RequestLimitExceeded` is a throttle error code, so retryable (`DefaultThrottleErrorCodes`,
 //!   l. 58-75; `DefaultRetryables` l. 79-92);
-//! * before each retry a retry-quota token is taken (`GetRetryToken`, l. 246-259): the quota
+//! * before each retry a retry-quota token is taken (`GetRetryToken`, l. 242-257): the quota
 //!   holds `DefaultRetryRateTokens` = 500, a retry costs `DefaultRetryCost` = 5 (10 after a
 //!   timeout), an attempt that succeeds adds `DefaultNoRetryIncrement` = 1, and a retry that
-//!   succeeds gives its cost back (l. 34-39, 222-275). With the quota spent, the call fails at
+//!   succeeds gives its cost back (l. 34-40, 220-269). With the quota spent, the call fails at
 //!   once (`aws/retry/middleware.go` `handleAttempt` l. 229-233);
 //! * the delay before retry `n` (1-based, the attempt that failed) is uniform in
 //!   [0, 2^n) s, or `DefaultMaxBackoff` = 20 s once `n` > log2(20) (`ExponentialJitterBackoff`,
-//!   `aws/retry/jitter_backoff.go` l. 23-49; `handleAttempt` l. 240-251). With 3 attempts the
+//!   `aws/retry/jitter_backoff.go` `NewExponentialJitterBackoff` and `BackoffDelay` l. 21-49,
+//!   read at 55d15b358798f48ea1fbeae390831bac8755a0ff; `handleAttempt` l. 240-251). With 3 attempts the
 //!   cap is never reached: the two delays are below 2 s and 4 s.
 //!
 //! The SDK retries connection errors, 5xx answers and timeouts the same way; the model retries
@@ -36,6 +38,7 @@
 //! callers queue in order. The operator's limits are its flags `--limit-ipam-api-qps` (4) and
 //! `--limit-ipam-api-burst` (20) (`pkg/defaults/defaults.go` l. 454-458).
 
+use super::tokens::Tokens;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -114,36 +117,27 @@ pub struct RateLimit {
 /// A `golang.org/x/time/rate` limiter, as `Reserve` uses it.
 pub struct Limiter {
     limit: RateLimit,
-    /// Tokens, in millionths; below zero while reservations wait.
-    units: i64,
-    /// When `units` was last brought up to date (the caller's monotonic µs).
-    at_us: Option<u64>,
+    /// Below zero while reservations wait (on the caller's monotonic µs).
+    tokens: Tokens,
 }
-
-const UNIT: i64 = 1_000_000;
 
 impl Limiter {
     /// A full limiter.
     pub fn new(limit: RateLimit) -> Limiter {
         Limiter {
             limit,
-            units: limit.burst as i64 * UNIT,
-            at_us: None,
+            tokens: Tokens::full(limit.burst),
         }
     }
 
     /// `Reserve` at `now_us`: takes a token, and returns how long the caller waits for it.
     pub fn reserve(&mut self, now_us: u64) -> Duration {
-        let elapsed = self.at_us.map_or(0, |t| now_us.saturating_sub(t));
-        let gained = (elapsed as i128 * self.limit.milli_qps as i128 / 1_000) as i64;
-        self.units = (self.units + gained).min(self.limit.burst as i64 * UNIT);
-        self.at_us = Some(now_us);
-        self.units -= UNIT;
-        if self.units >= 0 || self.limit.milli_qps == 0 {
+        self.tokens.refill(now_us, self.limit.milli_qps);
+        let owed = self.tokens.take_owing();
+        if owed == 0 || self.limit.milli_qps == 0 {
             return Duration::ZERO;
         }
-        let wait_us = (-self.units) as u64 * 1_000 / self.limit.milli_qps;
-        Duration::from_micros(wait_us)
+        Duration::from_micros(owed * 1_000 / self.limit.milli_qps)
     }
 }
 

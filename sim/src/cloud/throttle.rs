@@ -4,9 +4,12 @@
 //! for the Amazon EC2 API", docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html):
 //! each request takes one token from its API's bucket and is refused with
 //! `RequestLimitExceeded` ([`super::CloudError::Throttled`], nothing applied) when the bucket is
-//! empty; a bucket refills at a set rate up to its size. `DescribeNetworkInterfaces` is a
-//! non-mutating API (100 tokens, 20 a second); `AssignPrivateIpAddresses` and
-//! `UnassignPrivateIpAddresses` are mutating APIs (200 tokens, 5 a second).
+//! empty; a bucket refills at a set rate up to its size. The page's own example gives a
+//! non-mutating API's bucket (`DescribeHosts`: 100 tokens, 20 a second), which the model uses
+//! for `DescribeNetworkInterfaces`. The sizes of the mutating `AssignPrivateIpAddresses` and
+//! `UnassignPrivateIpAddresses` buckets come from the page's table, which could not be
+//! retrieved when this was written: [`MUTATING_BUCKET`] is assumed (200 tokens, 5 a second).
+//! Both are per account and may be raised on request (the same page).
 //!
 //! Every client of the account shares those buckets. The modelled clients alone never exhaust
 //! them (an IPAM operator limits itself to a few requests a second). A
@@ -14,39 +17,29 @@
 //! begins, their burst has emptied every bucket, and while it lasts they take its share of each
 //! refill, so the modelled clients get only the rest.
 
-/// A bucket's token count is kept in millionths of a token, so refills stay exact in integers.
-const UNIT: u64 = 1_000_000;
+use super::tokens::Tokens;
 
 /// One API's token bucket.
 #[derive(Clone, Debug)]
 struct Bucket {
-    /// Most tokens it holds.
-    size: u64,
     /// Tokens added per second.
     refill_per_s: u64,
-    /// Tokens now (millionths).
-    units: u64,
-    /// When `units` was last brought up to date (true µs).
-    at_us: u64,
+    tokens: Tokens,
 }
 
 impl Bucket {
     fn new(size: u64, refill_per_s: u64) -> Bucket {
         Bucket {
-            size,
             refill_per_s,
-            units: size * UNIT,
-            at_us: 0,
+            tokens: Tokens::full(size),
         }
     }
 
     /// Refills up to `now_us`, with `others` percent of the refill going to other clients.
     fn refill(&mut self, now_us: u64, others: u32) {
-        let elapsed = now_us.saturating_sub(self.at_us);
         let ours = 100 - u64::from(others.min(100));
-        let gained = elapsed * self.refill_per_s * ours / 100;
-        self.units = (self.units + gained).min(self.size * UNIT);
-        self.at_us = now_us;
+        // Thousandths of a token a second: refill × ours / 100 × 1000.
+        self.tokens.refill(now_us, self.refill_per_s * ours * 10);
     }
 }
 
@@ -61,9 +54,11 @@ pub enum Api {
     Describe,
 }
 
-/// A mutating API's bucket: its size and refill per second (the EC2 page's table).
+/// A mutating API's bucket: its size and refill per second. Assumed (see the module doc): the
+/// EC2 page's table was not retrieved.
 pub const MUTATING_BUCKET: (u64, u64) = (200, 5);
-/// A non-mutating API's bucket: its size and refill per second (the EC2 page's example).
+/// A non-mutating API's bucket: its size and refill per second (the EC2 page's `DescribeHosts`
+/// example).
 pub const NON_MUTATING_BUCKET: (u64, u64) = (100, 20);
 
 /// The account's buckets, one per API.
@@ -96,7 +91,7 @@ impl Buckets {
         for b in [&mut self.assign, &mut self.unassign, &mut self.describe] {
             b.refill(now_us, self.others);
             if others > 0 && self.others == 0 {
-                b.units = 0;
+                b.tokens.empty();
             }
         }
         self.others = others;
@@ -105,11 +100,7 @@ impl Buckets {
             Api::Unassign => &mut self.unassign,
             Api::Describe => &mut self.describe,
         };
-        if b.units < UNIT {
-            return false;
-        }
-        b.units -= UNIT;
-        true
+        b.tokens.try_take()
     }
 }
 
