@@ -10,7 +10,7 @@ use super::elector::Elector;
 use super::master::Shared;
 use super::neutron::Neutron;
 use super::port_status::PORT_WRITERS;
-use super::watchers::{Driver, Kind};
+use super::watchers::{Driver, Kind, Peers};
 use super::*;
 use sim::etcd::{Etcd, Reauth};
 use sim::sync::Notify;
@@ -164,11 +164,14 @@ impl Server {
                 if sw.mutant_watchdog_registers_watcher {
                     registered.push(kind.watcher_task().into());
                 }
+                let peers = Peers {
+                    etcd: client,
+                    neutron: self.neutron.clone(),
+                    broker: self.broker.clone(),
+                };
                 let driver = Driver::new(
                     &proc,
-                    client,
-                    self.neutron.clone(),
-                    self.broker.clone(),
+                    peers,
                     self.shared.clone(),
                     sw,
                     kind,
