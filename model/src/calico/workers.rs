@@ -189,14 +189,10 @@ impl Server {
                 self.spawn_exit_on_terminate(&proc);
             }
             Worker::Resync => {
-                let prefix = self.cfg.felix_prefix();
-                let run = super::resync::run(
-                    proc.clone(),
-                    client,
-                    prefix,
-                    self.shared.clone(),
-                    sw.clone(),
-                );
+                let region = self.cfg.region.clone();
+                let resync =
+                    super::resync::Resync::new(&proc, client, self.neutron.clone(), region);
+                let run = resync.run(self.shared.clone(), sw.clone());
                 proc.spawn("resync", run);
                 // The one-shot resync is MEANT to finish: only the bug registers it.
                 if sw.watchdog_counts_oneshot {
