@@ -3,7 +3,7 @@
 //! revision check decide which commit is last, and neutron-lib's retries absorb the conflicts
 //! (see `model::calico::neutron` and `model::calico::ml2` for the upstream code).
 
-use model::calico::ml2::{Ml2, WriteError};
+use model::calico::ml2::{CallError, Ml2};
 use model::calico::neutron::{self, LOCK_WAIT_TIMEOUT};
 use model::calico::CalicoEvent;
 use sim::monitor::{Failure, Monitor};
@@ -21,7 +21,7 @@ type Script = Vec<(Duration, &'static str)>;
 #[derive(Default, Debug)]
 struct Seen {
     events: Vec<(u64, String)>,
-    results: Vec<(u64, usize, Result<(), WriteError>)>,
+    results: Vec<(u64, usize, Result<(), CallError>)>,
 }
 
 struct Recorder(Rc<RefCell<Seen>>);
@@ -216,7 +216,7 @@ fn neutron_db_retries_connection_errors_before_calico_sees_one() {
     assert_eq!(seen.results[0].2, Ok(()), "{seen:?}");
     let seen = run(vec![(ms(1), "ACTIVE")], vec![down(600_000)]);
     let (t, _, r) = seen.results[0];
-    assert!(matches!(r, Err(WriteError::Db(_))), "{seen:?}");
+    assert!(matches!(r, Err(CallError::Db(_))), "{seen:?}");
     // 20 retries: 0.5 s, then draws below 1, 2, 4, 8 s and 15 below 10 s.
     assert!(t > 500_000 && t < 166_000_000, "{seen:?}");
 }

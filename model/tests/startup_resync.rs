@@ -13,11 +13,13 @@ use sim::{Fault, FaultKind, NetSpec, NodeIx, NodeSpec, Record};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// What a run saw: resync-worker starts (node) and resyncs (node, ok, true time in s).
+/// What a run saw: resync-worker starts (node) and resyncs (node, ok, true time in s), and each
+/// resync's failed step and true time in ms.
 #[derive(Default, Debug)]
 struct Seen {
     workers: Vec<NodeIx>,
     resyncs: Vec<(NodeIx, bool, u64)>,
+    ends: Vec<(Option<String>, u64)>,
 }
 
 struct Recorder(Rc<RefCell<Seen>>);
@@ -30,8 +32,9 @@ impl Monitor for Recorder {
                 seen.workers.push(rec.node);
             }
             _ => {
-                if let Some(CalicoEvent::CalicoResync { ok, .. }) = rec.event.system() {
+                if let Some(CalicoEvent::CalicoResync { ok, failed, .. }) = rec.event.system() {
                     seen.resyncs.push((rec.node, *ok, rec.t_us / 1_000_000));
+                    seen.ends.push((failed.clone(), rec.t_us / 1_000));
                 }
             }
         }
@@ -115,4 +118,88 @@ fn a_failed_startup_resync_is_not_retried() {
     assert_eq!(seen.resyncs.len(), 1, "{seen:?}");
     let (node, ok, _) = seen.resyncs[0];
     assert_eq!((node, ok), (0, false), "{seen:?}");
+}
+
+/// A Neutron DB fault of `kind` on `neutron-db` from `at_ms` for `dur_ms`.
+fn db_fault(at_ms: u64, dur_ms: u64, kind: fn(String) -> FaultKind) -> Fault {
+    Fault {
+        at_ms,
+        dur_ms,
+        kind: kind("neutron-db".into()),
+    }
+}
+
+/// The Neutron DB taking 5 s more a statement from the start for `dur_ms`.
+fn db_slow_5s(dur_ms: u64) -> Fault {
+    db_fault(0, dur_ms, |node| FaultKind::ServiceSlow {
+        node,
+        extra_ms: 5_000,
+    })
+}
+
+/// A run with h1's resync worker only, under `faults`: its one resync's failed step and true
+/// time in ms, and what the run saw.
+fn h1_resync_under(faults: Vec<Fault>) -> (Option<String>, u64, Seen) {
+    let seen = run(StartupResync::OnlyOn(0), faults);
+    assert_eq!(seen.ends.len(), 1, "one resync, never retried: {seen:?}");
+    let (failed, ms) = seen.ends[0].clone();
+    (failed, ms, seen)
+}
+
+/// The resync reads the Neutron DB through the plugin's getters, which retry a database error
+/// with neutron-lib's backoff (`@retry_if_session_inactive`; syncer.py lines 165-172 at
+/// 87c15906): a 20 s outage from the start delays the resync past it, and it then succeeds.
+#[test]
+fn resync_waits_out_a_short_neutron_db_outage() {
+    let down = db_fault(0, 20_000, |node| FaultKind::ServiceUnavailable { node });
+    let (failed, ms, seen) = h1_resync_under(vec![down]);
+    assert_eq!(failed, None, "{seen:?}");
+    // Past the outage, and within one backoff step (at most 10 s) of its end.
+    assert!((20_000..=31_000).contains(&ms), "{seen:?}");
+}
+
+/// An outage that outlasts the getter's 20 retries (about two minutes of backoff at most) fails
+/// the resync at its first Neutron read, and it is not retried when the database comes back.
+#[test]
+fn resync_fails_when_a_neutron_db_outage_outlasts_the_retries() {
+    let down = db_fault(0, 400_000, |node| FaultKind::ServiceUnavailable { node });
+    let (failed, ms, seen) = h1_resync_under(vec![down]);
+    let failed = failed.expect("the resync fails");
+    assert!(
+        failed.starts_with("Get(Subnets)") && failed.contains("Unavailable"),
+        "{failed}"
+    );
+    // oslo.db's sleeps: 0.5 s, then jittered draws below 1, 2, 4, 8 s and 16 at most 10 s each.
+    assert!(ms <= 166_000, "{seen:?}");
+    assert_eq!(seen.resyncs, vec![(0, false, ms / 1_000)], "{seen:?}");
+}
+
+/// A slow database delays every read: with 5 s a statement the resync's seven Neutron reads take
+/// 35 s, and it succeeds.
+#[test]
+fn resync_is_delayed_by_a_slow_neutron_db() {
+    let slow = db_slow_5s(120_000);
+    let (failed, ms, seen) = h1_resync_under(vec![slow]);
+    assert_eq!(failed, None, "{seen:?}");
+    assert!((35_000..=37_000).contains(&ms), "{seen:?}");
+}
+
+/// The endpoint syncer's bulk read of the ports' side data runs inside its own reader
+/// transaction, where no retry decorator applies (endpoints.py `_prefetch_bulk_port_data`, line
+/// 214 at 87c15906): an outage that begins while `get_ports` is being served fails the resync at
+/// that read, at once, though a getter would have waited it out. Each statement takes 5 s, so
+/// `get_ports` is sent at about 15 s and answered at 20 s; the outage runs from 17.5 s to 30 s.
+#[test]
+fn resync_fails_at_once_when_the_unretried_side_data_read_meets_an_outage() {
+    let slow = db_slow_5s(60_000);
+    let down = db_fault(17_500, 12_500, |node| FaultKind::ServiceUnavailable {
+        node,
+    });
+    let (failed, ms, seen) = h1_resync_under(vec![slow, down]);
+    let failed = failed.expect("the resync fails");
+    assert!(
+        failed.starts_with("Query(PortSideData)") && failed.contains("Unavailable"),
+        "{failed}"
+    );
+    assert!((20_000..=21_000).contains(&ms), "{seen:?}");
 }

@@ -286,7 +286,7 @@ fn a_violation_report_headlines_its_invariants_measure() {
         "report",
         "calico-silent-task-death",
         "--seed",
-        "9",
+        "3",
         "--bug",
         "calico-local-master-flag",
         "--out",

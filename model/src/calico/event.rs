@@ -205,10 +205,12 @@ pub enum CalicoEvent {
     CalicoResync {
         /// The neutron-server worker process.
         pid: u32,
-        /// Keys read under the Felix prefix (0 if the read failed).
+        /// Keys read from etcd (those read before a failure).
         keys: u32,
         /// Whether it succeeded.
         ok: bool,
+        /// The step that raised, and its error (None: it succeeded).
+        failed: Option<String>,
     },
     /// A port-status writer sends a write to Neutron: the status it read from its cache just
     /// before. `write` numbers the writes of one process (Neutron's record of the write, if it

@@ -1,5 +1,5 @@
-//! ML2's `update_port_status` as a neutron-server worker runs it for Calico's port-status writers
-//! (openstack/neutron `neutron/plugins/ml2/plugin.py` at 2131d26f, the Neutron of
+//! ML2's `update_port_status` as a neutron-server worker runs it for Calico's port-status writers,
+//! and the plugin's table reads as the startup resync makes them (openstack/neutron `neutron/plugins/ml2/plugin.py` at 2131d26f, the Neutron of
 //! networking-calico 87c15906's time), with neutron-lib's database retry around it.
 //!
 //! * `update_port_statuses` (lines 2442-2456) is decorated `@db_api.retry_if_session_inactive()`:
@@ -25,7 +25,7 @@
 //! `AFTER_UPDATE` callbacks and the mechanism drivers' pre- and post-commit hooks (Calico's do not
 //! touch the port row).
 
-use super::neutron::{Answer, DbError, Neutron, PortRow, Request};
+use super::neutron::{Answer, DbError, Neutron, PortRow, Request, Table};
 use crate::calico::CalicoEvent;
 use rand::Rng;
 use sim::net::RpcError;
@@ -40,12 +40,18 @@ pub const RETRY_INTERVAL: Duration = Duration::from_millis(500);
 /// oslo.db's default `max_retry_interval`.
 pub const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(10);
 
-/// Why `update_port_status` raised.
+/// How long a plugin call waits for the database. Upstream's plugin calls are synchronous
+/// SQLAlchemy calls with no timeout of Calico's (the MySQL driver's read timeout is unset), so a
+/// call waits as long as the database takes; the bound only keeps a run from hanging on a lost
+/// answer, and when it is reached the call raises as an unexpected error would.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Why a plugin call (`update_port_status`, or one of the startup resync's reads) raised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteError {
-    /// A database error after the retries ran out (a `DBError`: Calico retries in 5 s).
+pub enum CallError {
+    /// A database error (after the retries ran out, for a retried call): a `DBError`.
     Db(DbError),
-    /// No answer within the call's bound (see `port_status::WRITE_TIMEOUT`).
+    /// No answer within the call's bound ([`CALL_TIMEOUT`]).
     Timeout,
 }
 
@@ -81,13 +87,40 @@ impl Ml2 {
         status: &str,
         write: u64,
         call_timeout: Duration,
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), CallError> {
+        self.retrying(|| self.attempt(port, status, write, call_timeout))
+            .await
+    }
+
+    /// A `@retry_if_session_inactive` getter (`get_subnets`, `get_ports`,
+    /// `get_security_groups`, `get_security_group_rules`: openstack/neutron 2131d26f
+    /// `neutron/db/db_base_plugin_v2.py` lines 1213-1214 and 1731-1733,
+    /// `neutron/db/securitygroups_db.py` lines 164-165 and 1044-1045) called outside a
+    /// transaction, as the startup resync's syncers call it: reads `table` whole, retried as
+    /// `update_port_status` is.
+    pub async fn get_all(&self, table: Table, call_timeout: Duration) -> Result<(), CallError> {
+        self.retrying(|| self.query(table, call_timeout)).await
+    }
+
+    /// A raw `session.query` of `table` inside the caller's own `CONTEXT_READER` transaction:
+    /// no retry decorator applies, so its first error raises.
+    pub async fn query(&self, table: Table, call_timeout: Duration) -> Result<(), CallError> {
+        let req = Request::ReadTable { table };
+        self.call(req, call_timeout).await.map(|_| ())
+    }
+
+    /// oslo.db's `wrap_db_retry` as neutron-lib configures it, around `attempt`.
+    async fn retrying<F, Fut>(&self, mut attempt: F) -> Result<(), CallError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<(), CallError>>,
+    {
         let (mut sleep, mut bound) = (RETRY_INTERVAL, RETRY_INTERVAL);
         let mut remaining = MAX_RETRIES;
         loop {
-            match self.attempt(port, status, write, call_timeout).await {
+            match attempt().await {
                 Ok(()) => return Ok(()),
-                Err(WriteError::Db(_)) if remaining > 0 => {
+                Err(CallError::Db(_)) if remaining > 0 => {
                     self.proc.sleep(sleep).await;
                     let draw = self.rng.borrow_mut().random::<f64>();
                     (sleep, bound) = next_interval(bound, draw);
@@ -105,7 +138,7 @@ impl Ml2 {
         status: &str,
         write: u64,
         call_timeout: Duration,
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), CallError> {
         let read = Request::ReadPort {
             port: port.to_string(),
         };
@@ -131,13 +164,13 @@ impl Ml2 {
         self.call(req, call_timeout).await.map(|_| ())
     }
 
-    async fn call(&self, req: Request, timeout: Duration) -> Result<Answer, WriteError> {
+    async fn call(&self, req: Request, timeout: Duration) -> Result<Answer, CallError> {
         match self.proc.call(&self.neutron, req, timeout).await {
             Ok(Ok(a)) => Ok(a),
-            Ok(Err(e)) => Err(WriteError::Db(e)),
+            Ok(Err(e)) => Err(CallError::Db(e)),
             // A reset connection: PyMySQL's `OperationalError` (2013), a `DBConnectionError`.
-            Err(RpcError::Reset) => Err(WriteError::Db(DbError::Unavailable)),
-            Err(RpcError::Timeout) => Err(WriteError::Timeout),
+            Err(RpcError::Reset) => Err(CallError::Db(DbError::Unavailable)),
+            Err(RpcError::Timeout) => Err(CallError::Timeout),
         }
     }
 }

@@ -11,6 +11,8 @@
 //!
 //! Transactions are concurrent, one session per client greenlet (see [`super::ml2`] for the
 //! client's side): each request is served in its own task, and only a row lock orders them.
+//! * [`Request::ReadTable`] is a plain `SELECT` of a whole table, as the startup resync's
+//!   syncers read Neutron (see [`super::resync`]): it takes no lock.
 //! * [`Request::ReadPort`] is the plain `SELECT` of neutron's `get_port_db_objects` (a reader
 //!   transaction, openstack/neutron `neutron/plugins/ml2/db.py` lines 306-318 at 2131d26f): it
 //!   takes no lock and returns the committed row.
@@ -52,6 +54,22 @@ pub const DB_TIMEOUT: Duration = Duration::from_secs(10);
 /// InnoDB's `innodb_lock_wait_timeout` default.
 pub const LOCK_WAIT_TIMEOUT: Duration = Duration::from_secs(50);
 
+/// A Neutron table (or group of tables) the startup resync reads whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Table {
+    /// `subnets`, through the plugin's `get_subnets`.
+    Subnets,
+    /// `securitygroups`, through `get_security_groups`.
+    SecurityGroups,
+    /// `securitygrouprules`, through `get_security_group_rules`.
+    SecurityGroupRules,
+    /// `ports`, through `get_ports`.
+    Ports,
+    /// The ports' side data (IP allocations, floating IPs, networks, security-group bindings,
+    /// QoS rules) that the endpoint syncer reads in bulk in one reader transaction.
+    PortSideData,
+}
+
 /// A request to Neutron.
 #[derive(Clone, Debug)]
 pub enum Request {
@@ -61,6 +79,11 @@ pub enum Request {
         host: String,
         /// The report's `first_update`: its first report since Felix started.
         first_update: bool,
+    },
+    /// Read every row of a table (no lock): one of the startup resync's reads.
+    ReadTable {
+        /// The table.
+        table: Table,
     },
     /// Read a port's row (no lock).
     ReadPort {
@@ -180,6 +203,10 @@ impl Db {
             Request::ReportAgent { host, .. } => {
                 let lost = self.slow().await;
                 self.proc.emit(CalicoEvent::NeutronAgentHeard { host });
+                answer(reply, lost, Ok(Answer::Done));
+            }
+            Request::ReadTable { .. } => {
+                let lost = self.slow().await;
                 answer(reply, lost, Ok(Answer::Done));
             }
             Request::ReadPort { port } => {

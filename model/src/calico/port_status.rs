@@ -59,7 +59,7 @@
 //! already stored, and retries database errors for up to 20 times before Calico sees one.
 
 use super::master::{MasterCheck, Shared};
-use super::ml2::{Ml2, WriteError};
+use super::ml2::{CallError, Ml2, CALL_TIMEOUT};
 use super::neutron::Neutron;
 use super::Switches;
 use crate::calico::CalicoEvent;
@@ -74,11 +74,6 @@ use std::time::Duration;
 pub const PORT_WRITERS: usize = 4;
 /// `PORT_UPDATE_RETRY_DELAY_SECS`.
 pub const RETRY_DELAY: Duration = Duration::from_secs(5);
-/// How long a writer waits for the database. Upstream's `update_port_status` is a synchronous
-/// SQLAlchemy call with no timeout of Calico's (the MySQL driver's read timeout is unset), so a
-/// write waits as long as the database takes; the bound only keeps a run from hanging on a lost
-/// answer, and when it is reached the update is dropped as an unexpected error would be.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The bound on one write under fix `calico-port-status-write-deadline`: well below the 60 s a
 /// stamp stays fresh and the lease lives, so a write checked with `is_master()` commits, if at
@@ -288,13 +283,13 @@ impl PortStatus {
         });
         let update = self
             .ml2
-            .update_port_status(&port, status, write, WRITE_TIMEOUT);
+            .update_port_status(&port, status, write, CALL_TIMEOUT);
         // Under the deadline fix the whole call is bounded (`eventlet.Timeout`): the greenlet's
         // session is closed on expiry, so its transaction rolls back, and the key is retried as
         // after a database error.
         let (ok, retry) = if self.sw.port_status_write_deadline {
             match sim::time::timeout(WRITE_DEADLINE, update).await {
-                Ok(r) => (r.is_ok(), matches!(r, Err(WriteError::Db(_)))),
+                Ok(r) => (r.is_ok(), matches!(r, Err(CallError::Db(_)))),
                 Err(_) => (false, true),
             }
         } else {
@@ -302,7 +297,7 @@ impl PortStatus {
             // Only a database error (`DBError`, `SQLAlchemyError`) schedules a retry; anything
             // else is logged by the writer loop and the update dropped (mech_calico.py lines
             // 846-852).
-            (r.is_ok(), matches!(r, Err(WriteError::Db(_))))
+            (r.is_ok(), matches!(r, Err(CallError::Db(_))))
         };
         self.proc.emit(CalicoEvent::CalicoPortWrite {
             port,

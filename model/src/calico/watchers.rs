@@ -119,21 +119,33 @@ pub struct Driver {
     watchers: Cell<u32>,
 }
 
+/// The services a watcher worker talks to.
+pub struct Peers {
+    /// The process's etcd client.
+    pub etcd: Client,
+    /// The Neutron database, which the port-status writers update.
+    pub neutron: Neutron,
+    /// The message broker, through which `on_felix_alive` casts.
+    pub broker: Broker,
+}
+
 impl Driver {
     /// The driver of watcher worker `proc`, watching `prefix` (the status directory).
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         proc: &Proc,
-        etcd: Client,
-        neutron: Neutron,
-        broker: Broker,
+        peers: Peers,
         shared: Rc<Shared>,
         sw: Switches,
         kind: Kind,
         prefix: String,
     ) -> Rc<Driver> {
+        let Peers {
+            etcd,
+            neutron,
+            broker,
+        } = peers;
         let ports = (kind == Kind::Endpoint)
-            .then(|| PortStatus::new(proc, neutron.clone(), shared.clone(), sw.clone()));
+            .then(|| PortStatus::new(proc, neutron, shared.clone(), sw.clone()));
         Rc::new(Driver {
             proc: proc.clone(),
             etcd,

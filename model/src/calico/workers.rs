@@ -10,7 +10,7 @@ use super::elector::Elector;
 use super::master::Shared;
 use super::neutron::Neutron;
 use super::port_status::PORT_WRITERS;
-use super::watchers::{Driver, Kind};
+use super::watchers::{Driver, Kind, Peers};
 use super::*;
 use sim::etcd::{Etcd, Reauth};
 use sim::sync::Notify;
@@ -164,11 +164,14 @@ impl Server {
                 if sw.mutant_watchdog_registers_watcher {
                     registered.push(kind.watcher_task().into());
                 }
+                let peers = Peers {
+                    etcd: client,
+                    neutron: self.neutron.clone(),
+                    broker: self.broker.clone(),
+                };
                 let driver = Driver::new(
                     &proc,
-                    client,
-                    self.neutron.clone(),
-                    self.broker.clone(),
+                    peers,
                     self.shared.clone(),
                     sw,
                     kind,
@@ -186,14 +189,10 @@ impl Server {
                 self.spawn_exit_on_terminate(&proc);
             }
             Worker::Resync => {
-                let prefix = self.cfg.felix_prefix();
-                let run = super::resync::run(
-                    proc.clone(),
-                    client,
-                    prefix,
-                    self.shared.clone(),
-                    sw.clone(),
-                );
+                let region = self.cfg.region.clone();
+                let resync =
+                    super::resync::Resync::new(&proc, client, self.neutron.clone(), region);
+                let run = resync.run(self.shared.clone(), sw.clone());
                 proc.spawn("resync", run);
                 // The one-shot resync is MEANT to finish: only the bug registers it.
                 if sw.watchdog_counts_oneshot {

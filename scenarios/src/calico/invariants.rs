@@ -164,7 +164,7 @@ pub const STATUS_WATCH_ROUND_TRIPS: Invariant = Invariant::liveness(
 pub const STARTUP_RESYNC_COMPLETES: Invariant = Invariant::liveness(
     "startup-resync-completes",
     "10 s of a resync's etcd and Neutron DB round trips from the start of the startup-resync worker process",
-    "a startup-resync worker process (on every host whose `startup_resync` is `always`, master or not) ends its one resync successfully within the bound of its start, unless a fault that can fail or delay it (its host paused, cut or slowed; etcd or the Neutron DB down, cut from it, unavailable, ambiguous, slow or garbling; a stall or death of the resync task) was in force from `etcd_timeout` before its start to the bound: upstream abandons a failed resync",
+    "a startup-resync worker process (on every host whose `startup_resync` is `always`, master or not) ends its one resync successfully within the bound of its start, unless a fault that can fail or delay its reads (its host paused, cut or slowed; etcd or the Neutron DB down, cut from it, unavailable, ambiguous or slow; etcd garbling; a stall or death of the resync task) was in force before the bound, from `etcd_timeout` before its start for etcd and from its start for the Neutron DB: upstream abandons a failed resync",
 )
 .bound_us(STARTUP_RESYNC_BOUND_US)
 .upstream("each neutron-server with startup_resync = always forks a CalicoStartupResyncWorker whose post-fork hook runs one resync at once, on every such host, not gated on is_master(); a failure is logged and not retried (mech_calico.py get_workers, lines 478-531; post_fork_initialize, 533-578; _do_startup_resync, 1284-1322; resync/scope.py Scope.run, 130-192). Upstream 80d666fd13 replaced the periodic resync thread with it")

@@ -42,20 +42,24 @@
 //!   481-518); the models
 //!   hold a handful of leases, so the model leaves that out, like the per-pass limit.
 //! * Clocks. `refresh` starts from `time.Now()`, and Go's `time.Now()` carries two readings, the
-//!   wall clock and the process's monotonic clock; comparing or subtracting two such times uses
-//!   the monotonic readings alone, while `UnixNano` is the wall reading (Go's `time` package
-//!   documentation, section "Monotonic Clocks", `golang/go` `src/time/time.go`). So:
-//!   - whether a lease has expired is monotonic: `Lease.expired()` is `Remaining() <= 0` (lines
-//!     843-845) and `Remaining()` is `time.Until(l.expiry)` (lines 902-909); `Renew` refuses
-//!     (waits for the revocation of) a lease expired in this sense (lines 412-426);
+//!   wall clock and the process's monotonic clock; comparing or subtracting two such times, and
+//!   `time.Until`, use the monotonic readings alone, while `UnixNano` is the wall reading (Go's
+//!   `time` package documentation, section "Monotonic Clocks": `src/time/time.go` lines 10-20,
+//!   31-33, 48-52 and 67-69 at `golang/go` `62e6931cf797`, read by hand; the section has said so
+//!   since Go 1.9, older than the Go etcd 3.4 is built with). So:
+//!   - whether a lease has expired is monotonic: `Lease.expired()` is `Remaining() <= 0`
+//!     (`lease/lessor.go` lines 843-845) and `Remaining()` is `time.Until(l.expiry)`
+//!     (`lease/lessor.go` lines 902-909); `Renew` refuses (waits for the revocation of) a lease
+//!     expired in this sense (`lease/lessor.go` lines 412-426);
 //!   - when the lessor *looks* at a lease is wall-clock: `Grant`, `Renew` and `Promote` queue it
-//!     with `time: l.expiry.UnixNano()` (lines 316-317, 437-438, 476-477), and `expireExists`
-//!     (lines 687-711) stops at the first item with `now.UnixNano() < item.time` (lines 700-701);
-//!     an item that is due is queued again at `now + expiredLeaseRetryInterval` on the wall clock
-//!     (line 708) and handed to `findExpiredLeases`, which revokes it only if `l.expired()` (lines
-//!     730-737). The retry interval is `ReqTimeout()` (`etcdserver/server.go` line 562), 5 s plus
-//!     two election timeouts (`etcdserver/config.go` lines 286-290): 7 s with the defaults
-//!     ([`EXPIRED_LEASE_RETRY_INTERVAL_MS`]).
+//!     with `time: l.expiry.UnixNano()` (`lease/lessor.go` lines 316-317, 437-438, 476-477), and
+//!     `expireExists` (`lease/lessor.go` lines 687-711) stops at the first item with
+//!     `now.UnixNano() < item.time` (`lease/lessor.go` lines 700-701); an item that is due is
+//!     queued again at `now + expiredLeaseRetryInterval` on the wall clock (`lease/lessor.go`
+//!     line 708) and handed to `findExpiredLeases`, which revokes it only if `l.expired()`
+//!     (`lease/lessor.go` lines 730-737). The retry interval is `ReqTimeout()`
+//!     (`etcdserver/server.go` line 562), 5 s plus two election timeouts (`etcdserver/config.go`
+//!     lines 286-290): 7 s with the defaults ([`EXPIRED_LEASE_RETRY_INTERVAL_MS`]).
 //!
 //!   A lease is therefore revoked at the first check at which it is both due on the wall clock
 //!   and expired on the monotonic clock. A forward wall-clock step on the etcd node never ends a

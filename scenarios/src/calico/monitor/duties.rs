@@ -20,7 +20,7 @@
 //! slack is `calico::bounds`' [`COMPACTION_SLACK_US`]. Calls no model
 //! function.
 
-use super::{secs, CalicoMonitor, COMPACTION_SLACK_US};
+use super::{secs, CalicoMonitor, TaskFault, COMPACTION_SLACK_US};
 use crate::calico::bounds::us;
 use model::calico::COMPACTION_TRIGGER_KEY;
 use model::calico::ETCD_TIMEOUT;
@@ -69,13 +69,17 @@ impl CalicoMonitor {
     /// of the schedule (on etcd, the network or any host: the monitor does not try to tell which
     /// can delay the duty), or a stall or silent death (for good: `u64::MAX`) of a task of the
     /// master's host that `touches` names (the duty's own tasks and those it depends on).
-    pub(super) fn duty_disturbed_until(&self, now: u64, touches: impl Fn(&str) -> bool) -> u64 {
+    pub(super) fn duty_disturbed_until(
+        &self,
+        now: u64,
+        touches: impl Fn(&TaskFault) -> bool,
+    ) -> u64 {
         let faults = self.fault_log.values().map(|f| f.end_us.unwrap_or(now));
         let node = self.holder.as_ref().and_then(|h| h.node);
         let tasks = self
             .task_faults
             .iter()
-            .filter(|f| node == Some(f.node) && touches(&f.task))
+            .filter(|f| node == Some(f.node) && touches(f))
             .map(|f| f.end_us);
         faults.chain(tasks).max().unwrap_or(0)
     }
@@ -84,15 +88,9 @@ impl CalicoMonitor {
     /// stall or silent death of the master's compaction task or of its elector.
     fn compaction_disturbed_until(&self, now: u64) -> u64 {
         let master = self.holder.as_ref().map(|h| h.pid);
-        let faults = self.fault_log.values().map(|f| f.end_us.unwrap_or(now));
-        let node = self.holder.as_ref().and_then(|h| h.node);
-        let tasks = self
-            .task_faults
-            .iter()
-            .filter(|f| node == Some(f.node) && master == Some(f.pid))
-            .filter(|f| f.task == "compaction" || f.task == "elector")
-            .map(|f| f.end_us);
-        faults.chain(tasks).max().unwrap_or(0)
+        self.duty_disturbed_until(now, |f| {
+            master == Some(f.pid) && (f.task == "compaction" || f.task == "elector")
+        })
     }
 
     /// `compaction-progresses`, checked every simulated second: with a master since `m`, the last

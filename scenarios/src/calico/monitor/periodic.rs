@@ -122,7 +122,7 @@ impl CalicoMonitor {
         if self.periodic.refresh.reported {
             return None;
         }
-        let d = self.duty_disturbed_until(now, touches_refresh);
+        let d = self.duty_disturbed_until(now, |f| touches_refresh(&f.task));
         let last = self.periodic.refresh.last_us;
         let due = Self::due_us(last, m, d, now, REFRESH_BOUND_US)?;
         if now <= due {
@@ -145,7 +145,7 @@ impl CalicoMonitor {
     pub(super) fn round_trips_overdue(&mut self, now: u64) -> Option<Failure> {
         let m = self.master_since_us()?;
         let node = self.holder.as_ref()?.node?;
-        let d = self.duty_disturbed_until(now, touches_watchers);
+        let d = self.duty_disturbed_until(now, |f| touches_watchers(&f.task));
         let overdue = |p: &Progress| {
             Self::due_us(p.last_us, m, d, now, ROUND_TRIP_BOUND_US).filter(|&due| now > due)
         };

@@ -8,10 +8,14 @@
 //! and abandoned, not retried (mech_calico.py `get_workers`, lines 478-531, `post_fork_initialize`,
 //! 533-578, `_do_startup_resync`, 1284-1322; resync/scope.py `Scope.run`, 130-192). So the duty is
 //! one resync per worker process, timed from the process's start, and void once a disturbance
-//! may have failed it: a fault in force between `etcd_timeout` before the start (a request etcd
-//! held may still be waiting out its timeout) and the deadline that can fail or delay the
-//! resync's requests ([`can_disturb_resync`]), or a stall or silent death of the process's
-//! resync task. A worker process that exits or whose node goes down owes nothing more.
+//! may have failed it. A resync reads etcd and, through the ML2 plugin, the Neutron DB (each
+//! syncer reads etcd, then Neutron: syncer.py `ResourceSyncer.resync`, lines 109-339; the
+//! plugin's getters retry database errors with backoff, the endpoint syncer's bulk side-data
+//! read does not), so a disturbance is a fault that can fail or delay its requests to either
+//! ([`disturbs_requests`]), in force between the deadline and `etcd_timeout` before the start
+//! for etcd (a request etcd held may still be waiting out its timeout) or the start for the
+//! Neutron DB; or a stall or silent death of the process's resync task. A worker process that
+//! exits or whose node goes down owes nothing more.
 //!
 //! There is no periodic duty to check: upstream 80d666fd13 removed the periodic resync thread
 //! (mech_calico.py `periodic_resync_thread`, lines 1251-1308 at its parent 5acc5f9806), and
@@ -34,8 +38,10 @@ use std::collections::BTreeMap;
 const RESYNC_WORKER: &str = "neutron-server/resync";
 /// The resync task of that process.
 const RESYNC_TASK: &str = "resync";
-/// The nodes a resync talks to besides its own host.
-const PEERS: [&str; 2] = ["etcd", "neutron-db"];
+/// The etcd node, which every syncer reads first.
+const ETCD: &str = "etcd";
+/// The Neutron database's node, which every syncer reads through the ML2 plugin.
+const NEUTRON_DB: &str = "neutron-db";
 
 /// A resync still owed by one worker process.
 #[derive(Clone, Copy)]
@@ -52,28 +58,27 @@ pub(super) struct StartupResyncs {
     owed: BTreeMap<(NodeIx, u32), Owed>,
 }
 
-/// Whether `fault` can fail or delay the resync of a worker on `host`, which sends requests to
-/// etcd and the Neutron DB: the host paused, cut off or slowed (its requests wait, time out or
-/// fail); etcd or the Neutron DB down, paused, cut off, slowed, restarted, unavailable, ambiguous,
-/// slow or garbling; a cut between the host and either. Not a crash or restart of the host's own
-/// services (they end the worker process, and with it the duty) nor clock steps or drift (a
-/// resync reads no clock for its work).
-fn can_disturb_resync(fault: &FaultKind, host: &str) -> bool {
-    let peer = |n: &str| PEERS.contains(&n);
+/// Whether `fault` can fail or delay a request of a worker on `host` to the service on `peer`:
+/// the host or the peer paused, cut off, slowed or lossy (its requests wait, time out or fail);
+/// the peer's service down, restarted, unavailable, ambiguous or slow; a cut between the two; or,
+/// where the service can answer garbled (`garbles`: etcd, not the Neutron DB), garbling. Not a
+/// crash or restart of the host's own services (they end the worker process, and with it the
+/// duty) nor clock steps or drift (a resync reads no clock for its work).
+fn disturbs_requests(fault: &FaultKind, host: &str, peer: &str, garbles: bool) -> bool {
     match fault {
         FaultKind::Pause { node }
         | FaultKind::Isolate { node }
         | FaultKind::Latency { node, .. }
-        | FaultKind::Loss { node, .. } => node == host || peer(node),
+        | FaultKind::Loss { node, .. } => node == host || node == peer,
         FaultKind::Crash { node }
         | FaultKind::ServiceRestart { node }
         | FaultKind::ProcessCrash { node, .. }
         | FaultKind::ServiceUnavailable { node }
         | FaultKind::ServiceAmbiguous { node, .. }
-        | FaultKind::ServiceSlow { node, .. }
-        | FaultKind::ServiceGarbled { node, .. } => peer(node),
-        FaultKind::Partition { a, b } => PEERS.iter().any(|p| cut_between(a, b, host, p)),
-        FaultKind::Simplex { from, to } => PEERS.iter().any(|p| cut_between(from, to, host, p)),
+        | FaultKind::ServiceSlow { node, .. } => node == peer,
+        FaultKind::ServiceGarbled { node, .. } => garbles && node == peer,
+        FaultKind::Partition { a, b } => cut_between(a, b, host, peer),
+        FaultKind::Simplex { from, to } => cut_between(from, to, host, peer),
         _ => false,
     }
 }
@@ -107,14 +112,19 @@ impl CalicoMonitor {
     }
 
     /// Whether the resync of worker `pid` on `node`, started at `start`, may have been failed or
-    /// delayed by something in force by `due`.
+    /// delayed by something in force by `due`: a fault that can disturb its etcd requests from
+    /// `etcd_timeout` before its start on (a request etcd held may still be waiting out its
+    /// timeout), one that can disturb its Neutron DB reads from its start on (each read is sent
+    /// after it, and a database fault acts only on the statements it serves meanwhile), or a
+    /// stall or silent death of its resync task.
     fn resync_disturbed(&self, node: NodeIx, pid: u32, start: u64, due: u64) -> bool {
         let host = &self.names[node as usize];
-        let from = start.saturating_sub(us(ETCD_TIMEOUT));
-        let fault = self
-            .fault_log
-            .values()
-            .any(|f| f.overlaps(from, due) && can_disturb_resync(&f.fault, host));
+        let etcd_from = start.saturating_sub(us(ETCD_TIMEOUT));
+        let fault = self.fault_log.values().any(|f| {
+            let etcd = f.overlaps(etcd_from, due) && disturbs_requests(&f.fault, host, ETCD, true);
+            let db = f.overlaps(start, due) && disturbs_requests(&f.fault, host, NEUTRON_DB, false);
+            etcd || db
+        });
         let task = self
             .task_faults
             .iter()
@@ -149,7 +159,7 @@ impl CalicoMonitor {
                 kind: Kind::Liveness,
                 node: Some(node),
                 explanation: format!(
-                    "the startup-resync worker {name}:{pid} started at {} and nothing disturbed it, etcd or the Neutron DB from {} on, but by {} {what}{}",
+                    "the startup-resync worker {name}:{pid} started at {} and nothing disturbed it, its etcd requests from {} on or its Neutron DB reads from its start on, but by {} {what}{}",
                     secs(start),
                     secs(start.saturating_sub(us(ETCD_TIMEOUT))),
                     secs(due),
@@ -159,5 +169,44 @@ impl CalicoMonitor {
             });
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Neutron DB's faults excuse a resync as the model reads it: an outage or a slow
+    /// database delays or fails the plugin's reads, and a cut between the host and the database
+    /// holds them up; the database never answers garbled, so a garbling fault on it excuses
+    /// nothing, while one on etcd does.
+    #[test]
+    fn resync_excuses_the_neutron_db_faults_that_reach_its_reads() {
+        let db = || NEUTRON_DB.to_string();
+        let down = FaultKind::ServiceUnavailable { node: db() };
+        let slow = FaultKind::ServiceSlow {
+            node: db(),
+            extra_ms: 500,
+        };
+        let cut = FaultKind::Partition {
+            a: vec!["h1".into()],
+            b: vec![db()],
+        };
+        for f in [&down, &slow, &cut] {
+            assert!(disturbs_requests(f, "h1", NEUTRON_DB, false), "{f:?}");
+            assert!(!disturbs_requests(f, "h1", ETCD, true), "{f:?}");
+        }
+        assert!(!disturbs_requests(&cut, "h2", NEUTRON_DB, false));
+        let garbled = |node: &str| FaultKind::ServiceGarbled {
+            node: node.into(),
+            percent: 50,
+        };
+        assert!(!disturbs_requests(
+            &garbled(NEUTRON_DB),
+            "h1",
+            NEUTRON_DB,
+            false
+        ));
+        assert!(disturbs_requests(&garbled(ETCD), "h1", ETCD, true));
     }
 }
