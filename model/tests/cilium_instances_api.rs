@@ -12,10 +12,10 @@
 //! The cloud API refuses every request from 50 s to 70 s, across the interval resync at about
 //! 61 s, which fails and leaves the API unready. At 75 s the cloud answers again and the node's
 //! pods take its whole pool, so it needs IPs: its pass is refused (the API is still unready,
-//! though the cloud would answer), and so is the one its backoff runs a second later. The next
-//! interval resync, at about 121 s, succeeds and makes the API ready, but does not trigger the
-//! waiting node; the retry trigger, a minute after it first ran at 75 s, does, and the pass
-//! allocates at about 135 s.
+//! though the cloud would answer), and so is the one run after its backoff (one node: 1-2 s
+//! jittered, times ln 2, `pkg/backoff/backoff.go`). The next interval resync, at about 121 s,
+//! succeeds and makes the API ready, but does not trigger the waiting node; the retry trigger, a
+//! minute after it first ran at 75 s, does, and the pass allocates at about 135 s.
 
 #[allow(dead_code)] // shared with upstream_cilium, which uses the rest
 mod cilium_support;

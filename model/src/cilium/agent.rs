@@ -445,6 +445,9 @@ impl Agent {
                     self.proc.sleep(Duration::from_micros(next - now)).await;
                 }
             }
+            // The trigger stamps its run's start (`lastTrigger`, pkg/trigger/trigger.go:192
+            // @ed90dd5): the next write is due 15 s after this one began, not after it returned.
+            last_write = Some(self.proc.mono_us());
             self.pending.set(false);
             self.answered.set(false);
             // A full-status write (crd.go:474-500): the interfaces as last observed go back too.
@@ -457,7 +460,6 @@ impl Agent {
                 .kube
                 .update(KIND, &self.node, self.base_rv.get(), Part::Status, status)
                 .await;
-            last_write = Some(self.proc.mono_us());
             // Upstream's `refreshNode` discards the answer of its UpdateStatus (crd.go:474-500
             // @ed90dd5): the next write's resourceVersion, and the agent's copy of the object,
             // come from the informer, whose Update handler runs `updateLocalNodeResource` for

@@ -19,7 +19,7 @@
 //! the cloud or failed syncs that instance and resyncs every node. Maintenance waits for the
 //! instances API to be ready, and after each successful pass for a resync that started after it
 //! (`requireResync`, the read-after-write fence against the cloud's stale view); a failing pass
-//! backs off exponentially (1 s doubling to 5 min).
+//! backs off exponentially, jittered and scaled by the cluster's size, up to 5 min ([`backoff`]).
 //!
 //! Each node's pool maintainer, API sync, instance sync and retry are triggers (`Upsert`,
 //! node_manager.go:319-375 @ed90dd5; `trigger.rs`), each its own task: a resync only triggers the
@@ -47,19 +47,19 @@ use sim::Proc;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+mod backoff;
 mod fence;
 mod pass;
 mod trigger;
 
+use backoff::Exponential;
 use fence::Fence;
 use sim::leaderelection::LeaderElector;
 use trigger::Trigger;
 
-/// The pool maintainer's backoff after a failed pass: from 1 s, doubling, at most 5 min
-/// (node_manager.go:312-330).
-const BACKOFF_MIN_US: u64 = 1_000_000;
-/// The longest of those backoffs (µs): 5 min.
-pub const BACKOFF_MAX_US: u64 = 300_000_000;
+/// The longest of the pool maintainer's backoffs after a failed pass (µs): its `Max`, 5 min
+/// (node_manager.go:312-318; [`backoff`]).
+pub const BACKOFF_MAX_US: u64 = backoff::POOL_MAINTAINER_MAX.as_micros() as u64;
 
 /// A CiliumNode as the operator last saw it, each part parsed when first needed (most versions
 /// are superseded before a pass looks at them) and carried over to the next version when that
@@ -133,8 +133,6 @@ struct NodeState {
     /// `waitingForPoolMaintenance`: the maintainer was triggered for a need and has not yet
     /// completed a pass (`requirePoolMaintenance`/`poolMaintenanceComplete`, node.go:380-390).
     waiting: bool,
-    /// Failed passes in a row (the backoff's attempt).
-    failures: u32,
     /// The node's triggers (made when the informer first shows the node).
     triggers: Option<Rc<Triggers>>,
     /// Fix `cilium-hold-unknown-release`: IPs of unassigns whose outcome is unknown, and when.
@@ -338,9 +336,13 @@ impl Ipam {
             instance_sync: Trigger::new(TRIGGER_MIN),
         });
         let me = self.clone();
+        // The backoff `Upsert` makes with the trigger, its jitter from a generator of this
+        // process and node.
+        let rng = self.proc.rng(&format!("pool-maintainer-backoff:{node}"));
+        let backoff = Rc::new(RefCell::new(Exponential::pool_maintainer(rng)));
         let run = t.maintainer.clone().run(self.proc.clone(), move || {
-            let me = me.clone();
-            async move { me.maintain(node).await }
+            let (me, backoff) = (me.clone(), backoff.clone());
+            async move { me.maintain(node, &backoff).await }
         });
         self.proc.spawn(&format!("pool-maintainer:{node}"), run);
         let maintainer = t.maintainer.clone();
@@ -521,9 +523,10 @@ impl Ipam {
     /// once) and fails, without `poolMaintenanceComplete`, `recalculate` or the instance sync,
     /// so the node stays waiting and only the retry trigger (or, for a handshake in progress, a
     /// resync) runs it again. After a successful pass a resync is required before the next
-    /// decision; after a mutation or a failure the instance sync is triggered. The backoff is
-    /// simpler than upstream's (docs/upstream/cilium.md §3.3).
-    async fn maintain(&self, node: Short) {
+    /// decision; after a mutation or a failure the instance sync is triggered. A failed pass is
+    /// followed by the node's backoff (`backoff.Wait`, [`backoff`]), scaled by the number of
+    /// nodes the node manager knows.
+    async fn maintain(&self, node: Short, backoff: &RefCell<Exponential>) {
         let (ready, triggers) = {
             let st = self.state.borrow();
             let Some(n) = st.nodes.get(&node).filter(|n| n.resource.is_some()) else {
@@ -541,7 +544,7 @@ impl Ipam {
             }
         };
         let now = self.now();
-        let backoff = {
+        let nodes = {
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
             let Some(n) = st.nodes.get_mut(&node) else {
@@ -559,16 +562,12 @@ impl Ipam {
                     }
                 }
             }
-            if pass == Pass::Failed {
-                n.failures += 1;
-                BACKOFF_MIN_US << n.failures.min(16).saturating_sub(1)
-            } else {
-                n.failures = 0;
-                0
-            }
+            st.nodes.len()
         };
-        if backoff > 0 {
-            let d = std::time::Duration::from_micros(backoff.min(BACKOFF_MAX_US));
+        if pass == Pass::Failed {
+            let d = backoff.borrow_mut().wait(now, nodes);
+            // The model's timers count whole microseconds.
+            let d = std::time::Duration::from_micros(d.as_micros() as u64);
             self.proc.sleep(d).await;
         }
     }
