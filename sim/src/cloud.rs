@@ -3,8 +3,10 @@
 //! Each instance (a Kubernetes node) has interfaces with a capacity of secondary IPs. `assign` adds
 //! IPs to an interface, `unassign` removes them. Every change is an event, so the trace is the
 //! ground truth of which IPs a node holds at every instant. Faults: unavailable (refused, not
-//! applied), slow, and ambiguous, which here means APPLIED but reported to the caller as a timeout
-//! (the cloud changed, the caller does not know).
+//! applied: EC2's `Unavailable` or `InternalError`, or a refused connection), slow, and
+//! ambiguous, which here means APPLIED but the answer lost, so the caller times out (the cloud
+//! changed, the caller does not know). An SDK client retries all three of these errors (see
+//! [`sdk`]), so the retry of an ambiguous request meets the state the lost attempt made.
 //!
 //! # Addresses
 //!
@@ -26,6 +28,16 @@
 //! that has not noticed yet still changes the cloud: **real EC2 has nothing like it** (its IP APIs
 //! take no condition or token), so it shows what the gap would need, not what can be deployed.
 //! Unfenced clients are never refused for it.
+//!
+//! # Transient server errors
+//!
+//! Outside any fault, a cloud may answer a share of requests ([`CloudConfig`]'s
+//! `internal_errors_per_mille`) with a transient server error, EC2's `InternalError` (500) or
+//! `Unavailable` (503), without applying them ([`CloudError::Unavailable`]); an SDK client
+//! retries them. "Error codes for the Amazon EC2 API"
+//! (docs.aws.amazon.com/ec2/latest/devguide/errors-overview.html) lists both among its server
+//! errors, which come with a 500-series status and are usually an issue on AWS's side; it
+//! gives no rate, nor does any source found, so the size a scenario sets is assumed.
 //!
 //! # Throttling
 //!
@@ -110,7 +122,19 @@ pub enum CloudError {
     /// `PrivateIpAddressLimitExceeded`: the interface already holds as many secondary IPs as
     /// it may; nothing changed.
     InterfaceFull,
-    /// No such instance or interface, or an IP not on the interface.
+    /// `InvalidParameterValue` ("Some of the specified addresses are not assigned to interface
+    /// ..."): an unassign names an IP its interface does not hold; nothing changed. Clients that
+    /// unassign treat it as "already unassigned" when they know they may have unassigned it
+    /// themselves: yunionio/cloudmux `pkg/multicloud/aws/instancenic.go` `UnassignAddress`
+    /// l. 135-161 at dd5b1253884c6b767acffba4577c9f7312b37f38 answers it with success (l. 150-155).
+    /// cilium's operator does not: its `ReleaseIPs` returns the error (node.go:890-895 @ed90dd5).
+    NotAssigned {
+        /// The first listed IP the interface does not hold.
+        ip: Short,
+        /// The interface.
+        eni: Short,
+    },
+    /// No such instance or interface.
     Invalid(String),
     /// The request's fencing token is below the highest the cloud has seen for its lock; nothing
     /// changed (see the module doc: EC2 has no such error).
@@ -197,17 +221,26 @@ pub struct CloudConfig {
     pub capacity: u32,
     /// Addresses in the subnet that all instances share (at most [`MAX_SUBNET_SIZE`]).
     pub subnet_size: u32,
+    /// Requests in a thousand the cloud answers with a transient server error (EC2's
+    /// `InternalError`, a 500, or `Unavailable`, a 503) without applying them, outside any
+    /// fault (see the module doc: the size is assumed).
+    pub internal_errors_per_mille: u32,
 }
 
 impl CloudConfig {
-    /// Interfaces of `capacity` in a subnet of [`DEFAULT_SUBNET_SIZE`].
+    /// Interfaces of `capacity` in a subnet of [`DEFAULT_SUBNET_SIZE`], no transient errors.
     pub fn new(capacity: u32) -> Self {
         CloudConfig {
             capacity,
             subnet_size: DEFAULT_SUBNET_SIZE,
+            internal_errors_per_mille: 0,
         }
     }
 }
+
+/// The label of the generator that draws a cloud's transient server errors (under the run's
+/// seed).
+pub const INTERNAL_ERROR_RNG_LABEL: &str = "cloud-internal-errors";
 
 /// The subnet's `i`-th address (from 0): `10.0.0.4`, `10.0.0.5`, ... `10.0.0.255`, `10.0.1.0`, ...
 pub fn subnet_address(i: u32) -> Short {
@@ -355,7 +388,10 @@ impl State {
             .filter(|i| i.contains_key(eni))
             .ok_or_else(|| CloudError::Invalid(format!("no {instance}/{eni}")))?;
         if let Some(missing) = ips.iter().find(|ip| !ifs[eni].contains(*ip)) {
-            return Err(CloudError::Invalid(format!("{missing} is not on {eni}")));
+            return Err(CloudError::NotAssigned {
+                ip: *missing,
+                eni: *eni,
+            });
         }
         let set = Rc::make_mut(ifs).get_mut(eni).expect("checked above");
         for ip in ips {
@@ -369,6 +405,8 @@ impl State {
 
 struct Shared {
     node: NodeIx,
+    /// Requests in a thousand answered with a transient server error, and their draws.
+    internal_errors: (u32, RefCell<ChaCha8Rng>),
     state: RefCell<State>,
     history: RefCell<stale::History>,
     buckets: RefCell<throttle::Buckets>,
@@ -395,6 +433,10 @@ impl Cloud {
         let subnet = Subnet::of_run(world.seed(), cfg.subnet_size);
         let c = Cloud(Rc::new(Shared {
             node,
+            internal_errors: (
+                cfg.internal_errors_per_mille,
+                RefCell::new(crate::rng::rng_for(world.seed(), INTERNAL_ERROR_RNG_LABEL)),
+            ),
             state: RefCell::new(State::new(cfg, subnet)),
             history: RefCell::new(stale::History::new(crate::rng::rng_for(
                 world.seed(),
@@ -458,6 +500,14 @@ impl Cloud {
                     continue;
                 };
                 let op = req.req.op();
+                if c.internal_error() {
+                    p.emit(Event::CloudInternalError {
+                        op: op.into(),
+                        client: (*caller).into(),
+                    });
+                    reply.send(Err(CloudError::Unavailable));
+                    continue;
+                }
                 let resp = c.handle_sent(&p, &caller, req);
                 if ambiguous {
                     p.emit(Event::CloudAmbiguous {
@@ -470,6 +520,12 @@ impl Cloud {
                 }
             }
         });
+    }
+
+    /// Whether this request gets a transient server error (drawn only when the rate is not 0).
+    fn internal_error(&self) -> bool {
+        let (per_mille, rng) = &self.0.internal_errors;
+        *per_mille > 0 && rng.borrow_mut().random_range(0..1_000) < *per_mille
     }
 
     /// Takes the request's throttling token, checks its fence, if any, then carries it out.

@@ -334,15 +334,24 @@ pub enum Event {
         /// The calling process (`host:pid`).
         client: Text,
     },
-    /// A client's SDK got `RequestLimitExceeded` on attempt `attempt` of an operation, and
-    /// retries after `delay_ms`, or gives up (`None`: attempts or retry quota spent).
+    /// A client's SDK got a retryable error on attempt `attempt` of an operation, and retries
+    /// after `delay_ms`, or gives up (`None`: attempts or retry quota spent).
     CloudRetry {
         /// The request: `assign`, `unassign` or `describe`.
         op: Text,
-        /// The attempt that was throttled (1-based).
+        /// The attempt that failed (1-based).
         attempt: u32,
+        /// The class of its error.
+        cause: crate::cloud::sdk::RetryCause,
         /// The delay before the next attempt, if there is one.
         delay_ms: Option<u64>,
+    },
+    /// A request was answered with a transient server error (`InternalError`), not applied.
+    CloudInternalError {
+        /// The request: `assign`, `unassign` or `describe`.
+        op: Text,
+        /// The calling process (`host:pid`).
+        client: Text,
     },
     /// A request was applied but the caller got no answer.
     CloudAmbiguous {

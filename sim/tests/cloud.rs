@@ -42,6 +42,7 @@ where
             let cfg = CloudConfig {
                 capacity: 10,
                 subnet_size: 20,
+                internal_errors_per_mille: 0,
             };
             let cloud = Cloud::install_with(world, 0, cfg);
             cloud.add_instance("i1", 2);

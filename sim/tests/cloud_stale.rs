@@ -49,6 +49,7 @@ fn run(seed: u64) -> Vec<(u64, usize)> {
             let cfg = CloudConfig {
                 capacity: 10,
                 subnet_size: 20,
+                internal_errors_per_mille: 0,
             };
             let cloud = Cloud::install_with(world, 0, cfg);
             cloud.add_instance("i1", 1);

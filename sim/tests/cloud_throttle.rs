@@ -70,6 +70,7 @@ fn run(
                 CloudConfig {
                     capacity: 10,
                     subnet_size: subnet,
+                    internal_errors_per_mille: 0,
                 },
             );
             cloud.add_instance("i1", 1);
@@ -104,6 +105,7 @@ fn run(
                     op,
                     attempt,
                     delay_ms,
+                    ..
                 } => Some(format!(
                     "{} retry {op} {attempt} {delay_ms:?}",
                     l.t_us / 1000

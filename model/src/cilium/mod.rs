@@ -65,7 +65,8 @@ pub const KIND: &str = "CiliumNode";
 pub struct Switches {
     /// Bug `cilium-no-handshake`.
     pub no_handshake: bool,
-    /// Fix `cilium-hold-unknown-release`: after an unassign whose outcome is unknown (no answer),
+    /// Fix `cilium-hold-unknown-release`: after an unassign whose outcome is unknown (no answer,
+    /// or, after the SDK retried an attempt that got none, the IPs already off the interface),
     /// the IP's handshake state is held (no release, abort or deletion) until a describe that
     /// started after the unassign shows whether the cloud still holds it; gone, it is `released`.
     pub hold_unknown_release: bool,

@@ -113,11 +113,14 @@ impl FaultChoice {
             ),
             CloudAmbiguous => ChoiceFacts::real(
                 &[&k::SERVICE_AMBIGUOUS],
-                &["a cloud API call that times out at the client after the cloud applied it"],
+                &["a cloud API call that times out at the client after the cloud applied it; \
+                   the AWS SDK retries it, so the retry meets the applied state"],
             ),
             CloudDown => ChoiceFacts::real(
                 &[&k::SERVICE_UNAVAILABLE],
-                &["a regional outage of the cloud API, or its endpoint unreachable"],
+                &["a regional outage of the cloud API, or its endpoint unreachable: every call \
+                   refused (503 or a refused connection), which the AWS SDK retries twice within \
+                   6 s"],
             ),
             CloudSlow => ChoiceFacts::real(&[&k::SERVICE_SLOW], &[]),
             CloudStaleReads => ChoiceFacts::real(

@@ -87,7 +87,7 @@ pub static FINDINGS: &[Finding] = &[
         shown_with: &[],
         impact: "A pod is given an IP address the cloud no longer assigns to its node: its traffic is dropped.",
         preconditions: &[
-            "the cloud applies an unassign but its answer is lost (an EC2 API timeout: the cloud-ambiguous fault, which cilium-swarm alone draws)",
+            "the cloud applies an unassign but its answer is lost (an EC2 API timeout: the cloud-ambiguous fault, which cilium-swarm alone draws); the AWS SDK retries it, and the retry gets InvalidParameterValue (the IP is no longer on the interface), which it does not retry, so handleIPRelease still returns an error",
             "the instances API stays ready through the following passes (upstream blocks pool passes after a failed resync)",
             "no API sync writes a cache without X before a pass drops X's state: the instance sync the failed pass triggers fails too (the cloud's answers still lost), and a later pass finds X no longer excess (the node's pods grew)",
             "a pod's sandbox attempt (a new pod's first CNI ADD, or a waiting pod's kubelet retry every 10-15 s) falls between the operator's status write and its spec write, and the random pick among the free IPs takes this one: a few milliseconds apart, or seconds while the API server answers slowly (in the constructed replay, 6 s with 3 s of added latency)",

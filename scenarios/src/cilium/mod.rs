@@ -641,6 +641,7 @@ pub fn run(
             sim::cloud::CloudConfig {
                 capacity: ENI_CAPACITY,
                 subnet_size: o2.subnet_size,
+                internal_errors_per_mille: CLOUD_INTERNAL_ERRORS_PER_MILLE,
             },
         );
         let pod_store = model::cilium::kubelet::PodStore::default();
@@ -702,3 +703,9 @@ mod system;
 use monitor::short;
 pub use monitor::CiliumMonitor;
 pub use system::Cilium;
+
+/// Requests in a thousand the scenarios' cloud answers with a transient `InternalError` or
+/// `Unavailable`, outside any fault (`sim::cloud`, "Transient server errors"). Assumed: EC2
+/// publishes no rate; one in a thousand makes them show in every run's few hundred calls
+/// without making the SDK's three attempts all fail more than once in a billion operations.
+pub const CLOUD_INTERNAL_ERRORS_PER_MILLE: u32 = 1;

@@ -2,7 +2,7 @@
 //! operation through the caller's rate limiter and the AWS SDK's standard retryer (see
 //! [`super::sdk`]).
 
-use super::sdk::{Limiter, RateLimit, Retryer};
+use super::sdk::{retry_cause, Limiter, RateLimit, Retryer};
 use super::{CloudError, Fence, Interfaces, Reply, Request, Response, Sent, REQUEST_TIMEOUT};
 use crate::event::Event;
 use crate::net::Endpoint;
@@ -52,7 +52,8 @@ impl CloudClient {
     }
 
     /// The same client as an SDK client behind a rate limiter of `limit`: each operation waits
-    /// for the limiter once, then makes up to the SDK's attempts while it is throttled.
+    /// for the limiter once, then makes up to the SDK's attempts while its errors are retryable
+    /// ([`super::sdk::retry_cause`]).
     pub fn with_sdk(&self, limit: RateLimit) -> CloudClient {
         let label = format!("{SDK_RNG_LABEL}:{}", self.proc.ident());
         let rng = crate::rng::rng_for(self.proc.world().seed(), &label);
@@ -96,26 +97,32 @@ impl CloudClient {
             self.proc.sleep(wait).await;
         }
         let mut attempt = 1;
+        let mut retried = None;
         loop {
             let reply = self.attempt(req.clone()).await;
-            match &reply {
-                Ok(_) => sdk.retryer.borrow_mut().succeeded(attempt > 1),
-                Err(CloudError::Throttled) => {
-                    let delay = sdk.retryer.borrow_mut().retry_after(attempt);
-                    self.proc.emit(Event::CloudRetry {
-                        op: req.op().into(),
-                        attempt,
-                        delay_ms: delay.map(|d| d.as_millis() as u64),
-                    });
-                    if let Some(d) = delay {
-                        self.proc.sleep(d).await;
-                        attempt += 1;
-                        continue;
-                    }
+            let err = match &reply {
+                Ok(_) => {
+                    sdk.retryer.borrow_mut().succeeded(retried);
+                    return reply;
                 }
-                Err(_) => {}
-            }
-            return reply;
+                Err(e) => e,
+            };
+            let Some(cause) = retry_cause(err) else {
+                return reply;
+            };
+            let delay = sdk.retryer.borrow_mut().retry_after(attempt, cause);
+            self.proc.emit(Event::CloudRetry {
+                op: req.op().into(),
+                attempt,
+                cause,
+                delay_ms: delay.map(|d| d.as_millis() as u64),
+            });
+            let Some(d) = delay else {
+                return reply;
+            };
+            self.proc.sleep(d).await;
+            retried = Some(cause);
+            attempt += 1;
         }
     }
 

@@ -3,9 +3,15 @@
 //!
 //! # The standard retryer
 //!
-//! aws-sdk-go-v2 v1.30.3 (the version cilium vendors at ed90dd5ea4c754a04a8135c6bb9c8afe29b75811;
-//! an EC2 client made with `config.LoadDefaultConfig` gets `retry.NewStandard()`,
-//! `service/ec2/api_client.go` `resolveRetryer` l. 300-320):
+//! aws-sdk-go-v2 v1.30.3 is the version cilium vendors at
+//! ed90dd5ea4c754a04a8135c6bb9c8afe29b75811; an EC2 client made with `config.LoadDefaultConfig`
+//! gets `retry.NewStandard()` (`service/ec2/api_client.go` `resolveRetryer` l. 300-320). The
+//! lines below were read at the nearest stored commits of aws/aws-sdk-go-v2 (docs/citations.md
+//! says which and why): `aws/retry/standard.go` at c213f6605dbc3ee1634aeba46f443c879b199481,
+//! `aws/retry/jitter_backoff.go` as stored in its current form (the same lines as at
+//! 55d15b358798f48ea1fbeae390831bac8755a0ff, where the jitter still added 2^n instead of scaling
+//! it). The lines of `aws/retry/middleware.go` and of `service/ec2/api_client.go` are v1.30.3's
+//! as first cited and remain unchecked: no stored version of either has v1.30.3's layout.
 //!
 //! * at most `DefaultMaxAttempts` = 3 attempts (`aws/retry/standard.go` l. 27-28; standard.go
 //!   read at c213f6605dbc3ee1634aeba46f443c879b199481, see docs/citations.md);
@@ -22,10 +28,35 @@
 //!   read at 55d15b358798f48ea1fbeae390831bac8755a0ff; `handleAttempt` l. 240-251). With 3 attempts the
 //!   cap is never reached: the two delays are below 2 s and 4 s.
 //!
-//! The SDK retries connection errors, 5xx answers and timeouts the same way; the model retries
-//! only throttling so far (an unavailable or silent cloud fails the call at its first attempt).
 //! The SDK draws its jitter from `crypto/rand`; here from a generator derived from the run's
 //! seed and the client's process.
+//!
+//! # What it retries
+//!
+//! Read at the same commit of standard.go, and `aws/retry/retryable_error.go` at
+//! 4f56f56dc75385ba937f0fee08f9abe6df5c1562. `DefaultRetryables` (standard.go l. 79-92) asks,
+//! in order: a cancelled request is not retried (`NoRetryCanceledError`, retryable_error.go
+//! l. 60-77); a connection error is (`RetryableConnectionError`, l. 79-156: a reset connection
+//! l. 119-120, a refused one l. 122-130, a failed dial l. 132-138, and any error whose
+//! `Timeout()` is true l. 145-148); so are the HTTP statuses 500, 502, 503 and 504
+//! (`DefaultRetryableHTTPStatusCodes`, standard.go l. 42-49; `RetryableHTTPStatusCode`,
+//! retryable_error.go l. 158-179) and the throttle codes. Anything else, EC2's 400 answers
+//! among them, is not. The model's errors fall in these classes ([`retry_cause`]):
+//!
+//! * `RequestLimitExceeded` ([`CloudError::Throttled`]): a throttle code;
+//! * a cloud that refuses the request without applying it ([`CloudError::Unavailable`]): EC2's
+//!   `Unavailable` (503) or `InternalError` (500), or a refused connection;
+//! * no answer ([`CloudError::Timeout`]): the client's transport timed out, maybe after the
+//!   cloud applied the request. The SDK retries it as it does any connection error, so the
+//!   retry meets the applied state: an unassign of IPs already unassigned gets
+//!   `InvalidParameterValue` ([`CloudError::NotAssigned`], a 400, not retried), and an assign by
+//!   count assigns as many again (`AssignPrivateIpAddresses` takes no client token), the first
+//!   batch left on the interface for the caller's next describe to find.
+//!
+//! A retry costs [`RETRY_COST`], or [`RETRY_TIMEOUT_COST`] after a timeout: `GetRetryToken`
+//! (standard.go l. 242-257) charges `DefaultRetryTimeoutCost` when an `IsErrorTimeout` check
+//! says so, and `NewStandard` (l. 169-201) installs `DefaultTimeouts` (l. 94-97),
+//! `TimeouterError`, which says so of any error whose `Timeout()` is true.
 //!
 //! # The caller's rate limiter
 //!
@@ -39,8 +70,10 @@
 //! `--limit-ipam-api-burst` (20) (`pkg/defaults/defaults.go` l. 454-458).
 
 use super::tokens::Tokens;
+use super::CloudError;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// `DefaultMaxAttempts`.
@@ -54,8 +87,45 @@ pub const LONGEST_BACKOFFS: Duration = Duration::from_secs((1 << MAX_ATTEMPTS) -
 pub const RETRY_QUOTA: u32 = 500;
 /// `DefaultRetryCost`: what a retry after a non-timeout error takes from the quota.
 pub const RETRY_COST: u32 = 5;
+/// `DefaultRetryTimeoutCost`: what a retry after a timeout takes from the quota.
+pub const RETRY_TIMEOUT_COST: u32 = 10;
 /// `DefaultNoRetryIncrement`: what a successful attempt gives the quota.
 pub const NO_RETRY_INCREMENT: u32 = 1;
+
+/// What a retry after an error of `cause` takes from the quota: a timeout (an error whose
+/// `Timeout()` is true, `DefaultTimeouts`) costs more.
+pub fn retry_cost(cause: RetryCause) -> u32 {
+    match cause {
+        RetryCause::NoAnswer => RETRY_TIMEOUT_COST,
+        RetryCause::Throttled | RetryCause::Unavailable => RETRY_COST,
+    }
+}
+
+/// Why the SDK retries an attempt: the class of `DefaultRetryables` its error falls in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryCause {
+    /// A throttle error code (`RequestLimitExceeded`).
+    Throttled,
+    /// A 5xx answer (`Unavailable`, `InternalError`) or a refused connection: not applied.
+    Unavailable,
+    /// No answer: a transport timeout or a reset connection; the cloud may have applied it.
+    NoAnswer,
+}
+
+/// The class under which the standard retryer retries `e`, or `None` if it does not.
+pub fn retry_cause(e: &CloudError) -> Option<RetryCause> {
+    match e {
+        CloudError::Throttled => Some(RetryCause::Throttled),
+        CloudError::Unavailable => Some(RetryCause::Unavailable),
+        CloudError::Timeout => Some(RetryCause::NoAnswer),
+        CloudError::SubnetFull { .. }
+        | CloudError::InterfaceFull
+        | CloudError::NotAssigned { .. }
+        | CloudError::Invalid(_)
+        | CloudError::Fenced { .. } => None,
+    }
+}
 
 /// The standard retryer's state: the retry quota and the jitter's generator.
 pub struct Retryer {
@@ -79,11 +149,12 @@ impl Retryer {
 
     /// After a retryable failure of attempt `attempt` (1-based): the delay before the next
     /// attempt, with its quota token taken; `None` if the attempts or the quota are spent.
-    pub fn retry_after(&mut self, attempt: u32) -> Option<Duration> {
-        if attempt >= MAX_ATTEMPTS || self.quota < RETRY_COST {
+    pub fn retry_after(&mut self, attempt: u32, cause: RetryCause) -> Option<Duration> {
+        let cost = retry_cost(cause);
+        if attempt >= MAX_ATTEMPTS || self.quota < cost {
             return None;
         }
-        self.quota -= RETRY_COST;
+        self.quota -= cost;
         Some(self.backoff(attempt))
     }
 
@@ -98,9 +169,10 @@ impl Retryer {
         Duration::from_micros((b * ceiling_us as f64) as u64)
     }
 
-    /// A successful attempt: `NoRetryIncrement`, and the retry's cost back if it was one.
-    pub fn succeeded(&mut self, retried: bool) {
-        let back = NO_RETRY_INCREMENT + if retried { RETRY_COST } else { 0 };
+    /// A successful attempt: `NoRetryIncrement`, and, if it was a retry, the cost its retry
+    /// token took (`after`: the cause of the failure it retried).
+    pub fn succeeded(&mut self, after: Option<RetryCause>) {
+        let back = NO_RETRY_INCREMENT + after.map_or(0, retry_cost);
         self.quota = (self.quota + back).min(RETRY_QUOTA);
     }
 }
@@ -149,10 +221,18 @@ mod tests {
     #[test]
     fn sdk_standard_retryer_gives_up_after_three_attempts() {
         let mut r = Retryer::new(ChaCha8Rng::seed_from_u64(1));
-        let first = r.retry_after(1).expect("a second attempt");
-        let second = r.retry_after(2).expect("a third attempt");
+        let first = r
+            .retry_after(1, RetryCause::Throttled)
+            .expect("a second attempt");
+        let second = r
+            .retry_after(2, RetryCause::Throttled)
+            .expect("a third attempt");
         assert!(first < Duration::from_secs(2) && second < Duration::from_secs(4));
-        assert_eq!(r.retry_after(3), None, "no fourth attempt");
+        assert_eq!(
+            r.retry_after(3, RetryCause::Throttled),
+            None,
+            "no fourth attempt"
+        );
         assert_eq!(r.quota(), RETRY_QUOTA - 2 * RETRY_COST);
     }
 
@@ -160,12 +240,53 @@ mod tests {
     fn sdk_retry_quota_runs_out_and_successes_refill_it() {
         let mut r = Retryer::new(ChaCha8Rng::seed_from_u64(2));
         for _ in 0..RETRY_QUOTA / RETRY_COST {
-            assert!(r.retry_after(1).is_some());
+            assert!(r.retry_after(1, RetryCause::Unavailable).is_some());
         }
-        assert_eq!(r.retry_after(1), None, "quota spent");
-        r.succeeded(true);
+        assert_eq!(
+            r.retry_after(1, RetryCause::Unavailable),
+            None,
+            "quota spent"
+        );
+        r.succeeded(Some(RetryCause::Unavailable));
         assert_eq!(r.quota(), RETRY_COST + NO_RETRY_INCREMENT);
-        assert!(r.retry_after(1).is_some());
+        assert!(r.retry_after(1, RetryCause::Throttled).is_some());
+        assert_eq!(
+            r.retry_after(1, RetryCause::NoAnswer),
+            None,
+            "a timeout's retry costs more than is left"
+        );
+    }
+
+    #[test]
+    fn sdk_a_timeout_retry_costs_the_timeout_cost_and_gets_it_back_on_success() {
+        let mut r = Retryer::new(ChaCha8Rng::seed_from_u64(4));
+        r.retry_after(1, RetryCause::NoAnswer).expect("a retry");
+        assert_eq!(r.quota(), RETRY_QUOTA - RETRY_TIMEOUT_COST);
+        r.succeeded(Some(RetryCause::NoAnswer));
+        assert_eq!(
+            r.quota(),
+            RETRY_QUOTA,
+            "its cost back, the increment capped"
+        );
+    }
+
+    #[test]
+    fn sdk_retries_throttles_server_errors_and_lost_answers_but_no_client_error() {
+        use RetryCause::*;
+        let ip = crate::short::Short::new("10.0.0.4").expect("fits");
+        let eni = super::super::eni_name(0);
+        let cases = [
+            (CloudError::Throttled, Some(Throttled)),
+            (CloudError::Unavailable, Some(Unavailable)),
+            (CloudError::Timeout, Some(NoAnswer)),
+            (CloudError::NotAssigned { ip, eni }, None),
+            (CloudError::InterfaceFull, None),
+            (CloudError::SubnetFull { free: 0, wanted: 1 }, None),
+            (CloudError::Invalid("no instance".into()), None),
+        ];
+        for (e, want) in cases {
+            assert_eq!(retry_cause(&e), want, "{e:?}");
+        }
     }
 
     #[test]

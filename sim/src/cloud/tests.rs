@@ -9,6 +9,7 @@ fn state(seed: u64, size: u32, capacity: u32, instances: &[&str]) -> State {
     let cfg = CloudConfig {
         capacity,
         subnet_size: size,
+        internal_errors_per_mille: 0,
     };
     let mut s = State::new(cfg, Subnet::of_run(seed, size));
     for i in instances {

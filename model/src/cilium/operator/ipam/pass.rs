@@ -291,8 +291,12 @@ impl Ipam {
                 Pass::Mutated
             }
             Err(e) => {
-                // The local state stays (node.go:890-895).
-                if e == CloudError::Timeout && self.cfg.switches.hold_unknown_release {
+                // The local state stays (node.go:890-895), whatever the error. That includes
+                // the answer to the SDK's retry of an attempt whose answer was lost after the
+                // cloud applied it: `InvalidParameterValue`, the IPs no longer on the
+                // interface (`sim::cloud::sdk`, "What it retries").
+                let unknown = matches!(e, CloudError::Timeout | CloudError::NotAssigned { .. });
+                if unknown && self.cfg.switches.hold_unknown_release {
                     let now = self.proc.mono_us();
                     if let Some(n) = self.state.borrow_mut().nodes.get_mut(&node) {
                         n.uncertain.extend(ips.iter().map(|ip| (*ip, now)));
