@@ -19,7 +19,7 @@
 //! the cloud or failed syncs that instance and resyncs every node. Maintenance waits for the
 //! instances API to be ready, and after each successful pass for a resync that started after it
 //! (`requireResync`, the read-after-write fence against the cloud's stale view); a failing pass
-//! backs off exponentially, jittered and scaled by the cluster's size, up to 5 min ([`backoff`]).
+//! backs off exponentially, jittered and scaled by the cluster's size, up to 5 min (the `backoff` module).
 //!
 //! Each node's pool maintainer, API sync, instance sync and retry are triggers (`Upsert`,
 //! node_manager.go:319-375 @ed90dd5; `trigger.rs`), each its own task: a resync only triggers the
@@ -58,7 +58,7 @@ use sim::leaderelection::LeaderElector;
 use trigger::Trigger;
 
 /// The longest of the pool maintainer's backoffs after a failed pass (µs): its `Max`, 5 min
-/// (node_manager.go:312-318; [`backoff`]).
+/// (node_manager.go:312-318; the private `backoff` module models the backoff).
 pub const BACKOFF_MAX_US: u64 = backoff::POOL_MAINTAINER_MAX.as_micros() as u64;
 
 /// A CiliumNode as the operator last saw it, each part parsed when first needed (most versions
