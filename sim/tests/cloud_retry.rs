@@ -4,90 +4,36 @@
 //! `InvalidParameterValue`, which is not retried, and the retry of an applied assign by count
 //! assigns as many again. A client error is never retried.
 
-use sim::cloud::sdk::{RateLimit, RetryCause, RETRY_QUOTA, RETRY_TIMEOUT_COST};
-use sim::cloud::{eni_name, Cloud, CloudClient, CloudConfig, CloudError, REQUEST_TIMEOUT};
-use sim::event::{Event, TraceLine};
-use sim::monitor::NullMonitor;
-use sim::runtime::{on_fresh_thread, simulate, SimConfig};
-use sim::world::Host;
-use sim::{Fault, FaultKind, NetSpec, NodeSpec, Proc, Short};
-use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
+mod cloud_common;
+
+use cloud_common::{Body, Setup};
+use sim::cloud::sdk::{RetryCause, RETRY_QUOTA, RETRY_TIMEOUT_COST};
+use sim::cloud::{eni_name, CloudError, REQUEST_TIMEOUT};
+use sim::event::Event;
+use sim::{FaultKind, Short};
 use std::rc::Rc;
 use std::time::Duration;
-
-/// What a test body records: `(true time ms, what happened)`.
-type Log = Rc<RefCell<Vec<(u64, String)>>>;
-type Body = Rc<dyn Fn(CloudClient, Proc, Log) -> Pin<Box<dyn Future<Output = ()>>>>;
 
 /// A run's body log and its cloud events (`ms kind op [detail]`), in order.
 type Outcome = (Vec<(u64, String)>, Vec<String>);
 
-fn node(name: &str) -> NodeSpec {
-    NodeSpec {
-        name: name.into(),
-        offset_us: 0,
-        drift_ppm: 0,
-    }
-}
-
-/// Runs `body` with an SDK client (cilium's default limits) of a cloud of one instance (one
-/// interface of 10, a subnet of 20) answering `per_mille` requests in a thousand with a
-/// transient server error, under `fault` at the cloud from 1 s for `dur_ms`, if any.
+/// Runs `body` with an SDK client of a cloud (a subnet of 20) answering `per_mille` requests in a
+/// thousand with a transient server error, under `fault` at the cloud from 1 s for `dur_ms`, if
+/// any.
 fn run(seed: u64, per_mille: u32, fault: Option<(FaultKind, u64)>, make: fn() -> Body) -> Outcome {
-    on_fresh_thread(move || {
-        let body = make();
-        let log: Log = Rc::new(RefCell::new(Vec::new()));
-        let l2 = log.clone();
-        let schedule = fault
-            .into_iter()
-            .map(|(kind, dur_ms)| Fault {
-                at_ms: 1_000,
-                dur_ms,
-                kind,
-            })
-            .collect();
-        let cfg = SimConfig {
-            seed,
-            nodes: vec![node("cloud"), node("client")],
-            net: NetSpec::fixed(1_000),
-            schedule,
-            fault_window_ms: 120_000,
-            liveness_ms: 1_000,
-            keep_trace: true,
-        };
-        let out = simulate(cfg, Box::new(NullMonitor), move |world| {
-            let cfg = CloudConfig {
-                capacity: 10,
-                subnet_size: 20,
-                internal_errors_per_mille: per_mille,
-            };
-            let cloud = Cloud::install_with(world, 0, cfg);
-            cloud.add_instance("i1", 1);
-            let (log, body) = (l2.clone(), body.clone());
-            world.set_services(
-                1,
-                Rc::new(move |host: &Host| {
-                    let p = host.spawn_process("test");
-                    let c = cloud.client(&p).with_sdk(RateLimit {
-                        milli_qps: 4_000,
-                        burst: 20,
-                    });
-                    p.spawn("body", body(c, p.clone(), log.clone()));
-                }),
-            );
-        });
-        let trace = String::from_utf8(out.trace.expect("kept")).unwrap();
-        let events = trace
-            .lines()
-            .map(|l| serde_json::from_str::<TraceLine>(l).unwrap())
-            .filter_map(|l| describe(l.t_us / 1000, &l.ev))
-            .collect();
-        let log = log.borrow().clone();
-        (log, events)
-    })
-    .expect("run")
+    let setup = Setup {
+        seed,
+        fault,
+        subnet: 20,
+        internal_errors_per_mille: per_mille,
+        sdk: true,
+    };
+    let (log, lines) = cloud_common::run(setup, make);
+    let events = lines
+        .iter()
+        .filter_map(|l| describe(l.t_us / 1000, &l.ev))
+        .collect();
+    (log, events)
 }
 
 /// A cloud event as the tests compare it.

@@ -3,30 +3,15 @@
 //! SDK's standard retryer does and gives up after its attempts, and the typed
 //! `InsufficientFreeAddressesInSubnet` that no client retries.
 
-use sim::cloud::sdk::{RateLimit, MAX_ATTEMPTS};
-use sim::cloud::{eni_name, Cloud, CloudClient, CloudConfig, CloudError};
-use sim::event::{Event, TraceLine};
-use sim::monitor::NullMonitor;
-use sim::runtime::{on_fresh_thread, simulate, SimConfig};
-use sim::world::Host;
-use sim::{Fault, FaultKind, NetSpec, NodeSpec, Proc};
-use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
+mod cloud_common;
+
+use cloud_common::{Body, Setup};
+use sim::cloud::sdk::MAX_ATTEMPTS;
+use sim::cloud::{eni_name, CloudError};
+use sim::event::Event;
+use sim::FaultKind;
 use std::rc::Rc;
 use std::time::Duration;
-
-fn node(name: &str) -> NodeSpec {
-    NodeSpec {
-        name: name.into(),
-        offset_us: 0,
-        drift_ppm: 0,
-    }
-}
-
-/// What a test body records: `(true time ms, what happened)`.
-type Log = Rc<RefCell<Vec<(u64, String)>>>;
-type Body = Rc<dyn Fn(CloudClient, Proc, Log) -> Pin<Box<dyn Future<Output = ()>>>>;
 
 /// Runs `body` with a client (an SDK client of cilium's default limits if `sdk`) of a cloud of
 /// one instance (one interface of 10, a subnet of `subnet` addresses), under a throttling fault
@@ -39,84 +24,35 @@ fn run(
     sdk: bool,
     make: fn() -> Body,
 ) -> (Vec<(u64, String)>, Vec<String>) {
-    on_fresh_thread(move || {
-        let body = make();
-        let log: Log = Rc::new(RefCell::new(Vec::new()));
-        let l2 = log.clone();
-        let schedule = match percent {
-            0 => vec![],
-            _ => vec![Fault {
-                at_ms: 1_000,
-                dur_ms: 59_000,
-                kind: FaultKind::Throttling {
-                    node: "cloud".into(),
-                    percent,
-                },
-            }],
-        };
-        let cfg = SimConfig {
-            seed,
-            nodes: vec![node("cloud"), node("client")],
-            net: NetSpec::fixed(1_000),
-            schedule,
-            fault_window_ms: 120_000,
-            liveness_ms: 1_000,
-            keep_trace: true,
-        };
-        let out = simulate(cfg, Box::new(NullMonitor), move |world| {
-            let cloud = Cloud::install_with(
-                world,
-                0,
-                CloudConfig {
-                    capacity: 10,
-                    subnet_size: subnet,
-                    internal_errors_per_mille: 0,
-                },
-            );
-            cloud.add_instance("i1", 1);
-            let (log, body) = (l2.clone(), body.clone());
-            world.set_services(
-                1,
-                Rc::new(move |host: &Host| {
-                    let p = host.spawn_process("test");
-                    let mut c = cloud.client(&p);
-                    if sdk {
-                        c = c.with_sdk(RateLimit {
-                            milli_qps: 4_000,
-                            burst: 20,
-                        });
-                    }
-                    p.spawn("body", body(c, p.clone(), log.clone()));
-                }),
-            );
-        });
-        let trace = String::from_utf8(out.trace.expect("kept")).unwrap();
-        let lines: Vec<TraceLine> = trace
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let events = lines
-            .iter()
-            .filter_map(|l| match &l.ev {
-                Event::CloudThrottled { op, .. } => {
-                    Some(format!("{} throttled {op}", l.t_us / 1000))
-                }
-                Event::CloudRetry {
-                    op,
-                    attempt,
-                    delay_ms,
-                    ..
-                } => Some(format!(
-                    "{} retry {op} {attempt} {delay_ms:?}",
-                    l.t_us / 1000
-                )),
-                _ => None,
-            })
-            .collect();
-        let log = log.borrow().clone();
-        (log, events)
-    })
-    .expect("run")
+    let fault = (percent > 0).then(|| {
+        let node = "cloud".into();
+        (FaultKind::Throttling { node, percent }, 59_000)
+    });
+    let setup = Setup {
+        seed,
+        fault,
+        subnet,
+        internal_errors_per_mille: 0,
+        sdk,
+    };
+    let (log, lines) = cloud_common::run(setup, make);
+    let events = lines
+        .iter()
+        .filter_map(|l| match &l.ev {
+            Event::CloudThrottled { op, .. } => Some(format!("{} throttled {op}", l.t_us / 1000)),
+            Event::CloudRetry {
+                op,
+                attempt,
+                delay_ms,
+                ..
+            } => Some(format!(
+                "{} retry {op} {attempt} {delay_ms:?}",
+                l.t_us / 1000
+            )),
+            _ => None,
+        })
+        .collect();
+    (log, events)
 }
 
 /// A body that assigns one IP at 2 s (inside the fault) and records the outcome.
