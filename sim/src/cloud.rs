@@ -127,7 +127,8 @@ pub enum CloudError {
     /// unassign treat it as "already unassigned" when they know they may have unassigned it
     /// themselves: yunionio/cloudmux `pkg/multicloud/aws/instancenic.go` `UnassignAddress`
     /// l. 135-161 at dd5b1253884c6b767acffba4577c9f7312b37f38 answers it with success (l. 150-155).
-    /// cilium's operator does not: its `ReleaseIPs` returns the error (node.go:890-895 @ed90dd5).
+    /// cilium's operator does not: `Node.handleIPRelease` returns the error of its
+    /// `ReleaseIPs` call (pkg/ipam/node.go:876, 890-895 @ed90dd5).
     NotAssigned {
         /// The first listed IP the interface does not hold.
         ip: Short,

@@ -61,13 +61,13 @@
 //! # The caller's rate limiter
 //!
 //! cilium's EC2 client calls `helpers.APILimiter.Limit` once before each operation, whatever its
-//! retries (`pkg/aws/ec2/ec2.go` `NewClient` l. 60-72 and each call, e.g.
+//! retries (`pkg/aws/ec2/ec2.go` `NewClient` l. 60-72 @ed90dd5 and each call, e.g.
 //! `AssignPrivateIpAddresses` l. 694-705, at ed90dd5): `pkg/api/helpers/rate_limit.go` `Limit`
 //! (l. 35-53) reserves a token of a `golang.org/x/time/rate` limiter and sleeps for the
 //! reservation's delay. That limiter starts full (`burst` tokens), refills `qps` a second, and a
 //! reservation may take it below zero: the caller then waits until its token has accrued, so
 //! callers queue in order. The operator's limits are its flags `--limit-ipam-api-qps` (4) and
-//! `--limit-ipam-api-burst` (20) (`pkg/defaults/defaults.go` l. 454-458).
+//! `--limit-ipam-api-burst` (20) (`pkg/defaults/defaults.go` l. 454-458 @ed90dd5).
 
 use super::tokens::Tokens;
 use super::CloudError;

@@ -18,7 +18,7 @@
 //! [`super::EtcdError::Unauthenticated`] here. A watch created with such a token is answered
 //! `created` and `canceled` on an open stream that then stays silent
 //! (`server/etcdserver/api/v3rpc/watch.go` lines 287-310): etcd3gw's reader skips the `created`
-//! line and never sees anything else (`etcd3gw/watch.py` `_watch`, lines 21-39). Established
+//! line and never sees anything else (`etcd3gw/watch.py` `_watch`, lines 21-39 at etcd3gw 30567b4c). Established
 //! watches are not re-checked in the model.
 //!
 //! **Clients** keep one token per process, shared by the process's requests (the `requests`

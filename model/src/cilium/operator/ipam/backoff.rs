@@ -181,7 +181,7 @@ mod tests {
 
     /// `TestNewNodeManager` (l. 39-45) checks the wrapper around a scaling function; the one the
     /// node manager uses is `ClusterSizeDependantInterval`, whose doc comment tabulates it for a
-    /// 1-minute base (backoff.go:108-126). Go's values, to the nanosecond.
+    /// 1-minute base (backoff.go:108-127). Go's values, to the nanosecond.
     #[test]
     fn upstream_cilium_backoff_cluster_size_dependant_interval() {
         let table: [(usize, u64); 15] = [
