@@ -99,7 +99,8 @@ fn recorded_rates_cover_every_active_finding_and_re_measure_exactly() {
 }
 
 /// docs/findings/<id>.md is generated from the catalog for every active finding (and only for
-/// them); each recorded shrunk replay has at most 5 faults and still shows its finding.
+/// them); every active finding has a recorded shortest replay, of at most 5 faults, that still
+/// shows that finding and no other (no two active findings share its signature).
 #[test]
 fn finding_reports_are_fresh_and_their_replays_show_the_finding() {
     let reg = builtin();
@@ -114,23 +115,29 @@ fn finding_reports_are_fresh_and_their_replays_show_the_finding() {
             "{} is stale: run .ci/regen-docs",
             path.display()
         );
-        if let Some(r) = finding_report::replay(f) {
-            assert!(
-                r.schedule.len() <= 5,
-                "{}: {} faults",
-                f.id,
-                r.schedule.len()
-            );
-            let out = run_spec(r.spec(reg).expect("the replay file fits its scenario"));
-            let v = out.violation.expect("the shrunk replay still fails");
-            assert!(
-                f.signature.matches(&v),
-                "{}: the shrunk replay shows {}: {}",
-                f.id,
-                v.invariant,
-                v.explanation
-            );
-        }
+        let r = finding_report::replay(f)
+            .unwrap_or_else(|| panic!("{}: no replay in docs/findings/", f.id));
+        assert!(
+            r.schedule.len() <= 5,
+            "{}: {} faults",
+            f.id,
+            r.schedule.len()
+        );
+        let out = run_spec(r.spec(reg).expect("the replay file fits its scenario"));
+        let v = out.violation.expect("the shrunk replay still fails");
+        let matching: Vec<&str> = reg
+            .findings()
+            .filter(|g| g.is_active() && g.signature.matches(&v))
+            .map(|g| g.id)
+            .collect();
+        assert_eq!(
+            matching,
+            vec![f.id],
+            "{}: the shrunk replay shows {}: {}",
+            f.id,
+            v.invariant,
+            v.explanation
+        );
     }
     for entry in std::fs::read_dir(&dir).expect("docs/findings/") {
         let name = entry
