@@ -225,6 +225,15 @@ pub fn finding_for(scenario: &str, v: &Violation) -> Option<&'static Finding> {
     crate::builtin().finding_for(scenario, v)
 }
 
+/// The ids of the active findings whose signature `v` matches: exactly one for a violation a
+/// finding explains, since no two active findings share a signature.
+pub fn matching(v: &Violation) -> Vec<&'static str> {
+    all()
+        .filter(|f| f.is_active() && f.signature.matches(v))
+        .map(|f| f.id)
+        .collect()
+}
+
 /// The findings section of docs/findings.md.
 pub fn markdown() -> String {
     let mut out = String::new();

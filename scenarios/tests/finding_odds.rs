@@ -125,13 +125,8 @@ fn finding_reports_are_fresh_and_their_replays_show_the_finding() {
         );
         let out = run_spec(r.spec(reg).expect("the replay file fits its scenario"));
         let v = out.violation.expect("the shrunk replay still fails");
-        let matching: Vec<&str> = reg
-            .findings()
-            .filter(|g| g.is_active() && g.signature.matches(&v))
-            .map(|g| g.id)
-            .collect();
         assert_eq!(
-            matching,
+            scenarios::findings::matching(&v),
             vec![f.id],
             "{}: the shrunk replay shows {}: {}",
             f.id,

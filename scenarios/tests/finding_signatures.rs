@@ -14,13 +14,8 @@ fn every_pinned_violation_matches_only_its_own_finding() {
             let v = run_spec(RunSpec::from_seed(sc, seed, &[], &with))
                 .violation
                 .unwrap_or_else(|| panic!("{} seed {seed} no longer shows {}", sc.name, f.id));
-            let matching: Vec<&str> = active
-                .iter()
-                .filter(|g| g.signature.matches(&v))
-                .map(|g| g.id)
-                .collect();
             assert_eq!(
-                matching,
+                scenarios::findings::matching(&v),
                 vec![f.id],
                 "{} seed {seed} (pinned for {}): {}: {}",
                 sc.name,

@@ -51,11 +51,11 @@
 //! The model therefore has no periodic resync.
 
 use super::master::Shared;
-use super::ml2::{CallError, Ml2, CALL_TIMEOUT};
+use super::ml2::{Ml2, CALL_TIMEOUT};
 use super::neutron::{Neutron, Table};
 use super::{Switches, MASTER_CHECK_INTERVAL};
 use crate::calico::CalicoEvent;
-use sim::etcd::{Client, EtcdError};
+use sim::etcd::Client;
 use sim::{NodeIx, Proc};
 use std::rc::Rc;
 
@@ -153,13 +153,8 @@ pub(super) struct Resync {
     pub region: String,
 }
 
-/// An etcd error, as the event records it.
-fn etcd_error(e: EtcdError) -> String {
-    format!("{e:?}")
-}
-
-/// A database error, as the event records it.
-fn db_error(e: CallError) -> String {
+/// An etcd or database error, as the event records it.
+fn error_text(e: impl std::fmt::Debug) -> String {
     format!("{e:?}")
 }
 
@@ -179,18 +174,18 @@ impl Resync {
     async fn step(&self, step: Step) -> Result<u32, String> {
         match step {
             Step::Etcd(dir) => {
-                let (rev, _) = self.etcd.status().await.map_err(etcd_error)?;
+                let (rev, _) = self.etcd.status().await.map_err(error_text)?;
                 let prefix = dir.prefix(&self.region);
-                let (kvs, _) = (self.etcd.range(&prefix, true, rev).await).map_err(etcd_error)?;
+                let (kvs, _) = (self.etcd.range(&prefix, true, rev).await).map_err(error_text)?;
                 Ok(kvs.len() as u32)
             }
             Step::Get(table) => {
                 let r = self.db.get_all(table, CALL_TIMEOUT).await;
-                r.map(|()| 0).map_err(db_error)
+                r.map(|()| 0).map_err(error_text)
             }
             Step::Query(table) => {
                 let r = self.db.query(table, CALL_TIMEOUT).await;
-                r.map(|()| 0).map_err(db_error)
+                r.map(|()| 0).map_err(error_text)
             }
         }
     }
