@@ -3,8 +3,25 @@
 
 /// Length of the fault window (ms).
 pub const FAULT_WINDOW_MS: u64 = 600_000;
-/// Length of the liveness phase (ms).
-pub const LIVENESS_MS: u64 = PODS_BOUND_US / 1000 + 30_000;
+/// Length of the liveness phase (ms): the longest liveness bound, and 30 s for the checks after it.
+pub const LIVENESS_MS: u64 = {
+    let bounds = [
+        PODS_BOUND_US,
+        CLEANUP_BOUND_US,
+        ABORT_BOUND_US,
+        EXCESS_BOUND_US,
+        IPAM_GAP_BOUND_US,
+    ];
+    let mut longest = 0;
+    let mut i = 0;
+    while i < bounds.len() {
+        if bounds[i] > longest {
+            longest = bounds[i];
+        }
+        i += 1;
+    }
+    longest / 1000 + 30_000
+};
 /// Interfaces' capacity.
 pub const ENI_CAPACITY: u32 = 10;
 /// One second (µs).
@@ -97,21 +114,31 @@ pub const RECOVERY_US: u64 = if REWATCH_US > TAKEOVER_US {
 /// How long after an IP becomes a release candidate (once the operator and agent work, see
 /// [`RECOVERY_US`]) it is unassigned: the agent's status write shows the pods' IPs (15 s), the
 /// next resync times it (60 s), the release delay (180 s) runs out and the first resync after
-/// it marks it (60 s), the agent answers within its write period (15 s, before the next
-/// resync), the next resync releases it (60 s); 10 s for requests (node.go:797-898,
-/// node_manager.go:231-249).
+/// it marks it (60 s); the marks reach the CiliumNode with the API sync of that resync or, when
+/// that sync ran first, of the next (60 s); the agent answers within its write period (15 s,
+/// before the next resync), the next resync releases it (60 s); 10 s for requests
+/// (node.go:797-898, node_manager.go:231-249 @ed90dd5).
+///
+/// Why a resync may write the marks late: `resyncNode` fires the node's pool maintainer and
+/// its API sync as two triggers at once (node_manager.go:477-520 @ed90dd5), and each trigger
+/// runs its function in its own goroutine, so either may run first. A sync that runs before the
+/// pass that marks finds the status unchanged and writes nothing; the marks wait for the next
+/// resync's sync.
 pub const RELEASE_PIPELINE_US: u64 = AGENT_WRITE_US
     + RESYNC_US
     + model::cilium::RELEASE_DELAY.as_micros() as u64
+    + RESYNC_US
     + RESYNC_US
     + RESYNC_US
     + 10 * S;
 
 // Every liveness bound runs out within the liveness phase (the checks happen in it).
 const _: () = assert!(
-    CLEANUP_BOUND_US < LIVENESS_MS * 1000
+    PODS_BOUND_US < LIVENESS_MS * 1000
+        && CLEANUP_BOUND_US < LIVENESS_MS * 1000
         && EXCESS_BOUND_US < LIVENESS_MS * 1000
         && ABORT_BOUND_US < LIVENESS_MS * 1000
+        && IPAM_GAP_BOUND_US < LIVENESS_MS * 1000
 );
 
 /// Bound of `excess-released` after faults stop: [`RECOVERY_US`] + [`RELEASE_PIPELINE_US`]

@@ -7,7 +7,7 @@
 //! processes (`operator`, `operator-2`, ..) that elect a leader through client-go's Lease; only
 //! the leader runs IPAM (`model::cilium::operator`). Every node starts with `pre-allocate` IPs on
 //! `eni-0`; `cilium-swarm` also sets `max-allocate` on a third of its seeds. 10-minute fault
-//! window; the liveness phase lasts [`PODS_BOUND_US`] + 30 s.
+//! window; the liveness phase lasts [`LIVENESS_MS`]: its longest liveness bound + 30 s.
 //!
 //! Faults aimed at an operator pick one of them at random (it may or may not lead): crashes,
 //! graceful restarts, pauses, cuts from the API server or the cloud, slow API answers, and a
