@@ -96,3 +96,34 @@ fn a_violation_is_never_named_as_a_finding_whose_fix_the_run_has_on() {
         );
     }
 }
+
+/// A stopped agent-status watcher that goes on through its snapshot after a long RabbitMQ outage
+/// can break `master-only-work-legitimate` before `master-only-work-stops`. With a backward clock
+/// step on its host among the faults, it once looked like a stale stamp kept fresh by the step
+/// (`calico-wall-clock-stamp`). calico-swarm seed 6827 is such a run: it must be named the
+/// stopped watcher's, fail the same way with the monotonic stamp, and pass once a stopped watcher
+/// checks before each snapshot key.
+#[test]
+fn a_stopped_watcher_past_the_legitimate_bound_is_not_taken_for_a_clock_step() {
+    let sc = scenario("calico-swarm").expect("built in");
+    let run = |fixes: &[&str]| {
+        let fixes: Vec<String> = fixes.iter().map(|f| f.to_string()).collect();
+        run_spec(RunSpec::from_seed(sc, 6827, &[], &fixes)).violation
+    };
+    for fixes in [&[][..], &["calico-monotonic-stamp"][..]] {
+        let v = run(fixes).unwrap_or_else(|| panic!("seed 6827 with {fixes:?} passes"));
+        assert_eq!(
+            v.invariant, "master-only-work-legitimate",
+            "{}",
+            v.explanation
+        );
+        assert!(v.explanation.contains("clock step -"), "{}", v.explanation);
+        assert_eq!(
+            scenarios::findings::matching(&v),
+            vec!["calico-stopped-watcher-snapshot"],
+            "{fixes:?}: {}",
+            v.explanation
+        );
+    }
+    assert!(run(&["calico-snapshot-checks-stopped"]).is_none());
+}

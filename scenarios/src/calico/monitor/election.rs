@@ -224,6 +224,16 @@ impl CalicoMonitor {
             }
             _ => String::new(),
         };
+        // A stopped watcher still dispatching: said, so that this is told from a stale stamp.
+        let stopped = self
+            .work_after_known_loss(node, pid, worker, in_snapshot, t)
+            .map_or_else(String::new, |late| {
+                format!(
+                    "; it did this master-only work{} {}",
+                    if in_snapshot { " from a snapshot" } else { "" },
+                    late.describe(name)
+                )
+            });
         let overlap = if self.max_overlap_us > 0 {
             format!(
                 "; two hosts did master-only work at the same time for {}",
@@ -237,7 +247,7 @@ impl CalicoMonitor {
             kind: Kind::Safety,
             node: Some(node),
             explanation: format!(
-                "{name}:{pid} ({worker}) did '{action}' at {} true ({} on its clock) believing it was master, but {held}; {other}{pause}{overlap}{}",
+                "{name}:{pid} ({worker}) did '{action}' at {} true ({} on its clock) believing it was master, but {held}; {other}{pause}{stopped}{overlap}{}",
                 secs(t),
                 sim::clock::format_rfc3339(rec.local_us),
                 self.fault_note(node)

@@ -234,6 +234,34 @@ impl CalicoMonitor {
         in_snapshot: bool,
         t: u64,
     ) -> Option<Failure> {
+        let late = self.work_after_known_loss(node, pid, worker, in_snapshot, t)?;
+        let name = &self.names[node as usize];
+        Some(Failure {
+            invariant: crate::calico::invariants::MASTER_ONLY_WORK_STOPS.name,
+            kind: Kind::Safety,
+            node: Some(node),
+            explanation: format!(
+                "{name}:{pid} ({worker}) did master-only work{} at {}, {}{}",
+                if in_snapshot { " from a snapshot" } else { "" },
+                secs(t),
+                late.describe(name),
+                self.fault_note(node)
+            ),
+            measured: Measured::bounded(late.after_us, late.bound_us),
+        })
+    }
+
+    /// Master-only work by `worker` of `node`:`pid` at `t` later than `master-only-work-stops`
+    /// allows after the node knew its mastership had ended (none while its master-only loop was
+    /// stalled or dead: it could not stop its watcher).
+    pub(super) fn work_after_known_loss(
+        &self,
+        node: NodeIx,
+        pid: u32,
+        worker: &str,
+        in_snapshot: bool,
+        t: u64,
+    ) -> Option<LateWork> {
         let c = self.known_lost_since(node)?;
         let bound = match (worker, in_snapshot) {
             ("manager", _) => 0,
@@ -253,21 +281,10 @@ impl CalicoMonitor {
         if self.task_fault_in(node, pid, Some(poller), c, t).is_some() {
             return None;
         }
-        let name = &self.names[node as usize];
-        Some(Failure {
-            invariant: crate::calico::invariants::MASTER_ONLY_WORK_STOPS.name,
-            kind: Kind::Safety,
-            node: Some(node),
-            explanation: format!(
-                "{name}:{pid} ({worker}) did master-only work{} at {}, {} after {name}'s elector knew its mastership had ended at {} (bound {}){}",
-                if in_snapshot { " from a snapshot" } else { "" },
-                secs(t),
-                secs(t - c),
-                secs(c),
-                secs(bound),
-                self.fault_note(node)
-            ),
-            measured: Measured::bounded(t - c, bound),
+        Some(LateWork {
+            known_us: c,
+            after_us: t - c,
+            bound_us: bound,
         })
     }
 
@@ -332,5 +349,29 @@ mod tests {
             to: names(&["h1"]),
         };
         assert!(can_delay_forwarding(&one_way, "h1"));
+    }
+}
+
+/// Master-only work done later than `master-only-work-stops` allows after its host knew its
+/// mastership had ended.
+pub(super) struct LateWork {
+    /// When the host knew (true time, µs).
+    known_us: u64,
+    /// How long after that the work came (µs).
+    after_us: u64,
+    /// The bound it broke (µs).
+    bound_us: u64,
+}
+
+impl LateWork {
+    /// "D after NAME's elector knew its mastership had ended at C (bound B)": the phrase that
+    /// both master-only invariants use for it (the stopped-watcher finding's signature reads it).
+    pub(super) fn describe(&self, name: &str) -> String {
+        format!(
+            "{} after {name}'s elector knew its mastership had ended at {} (bound {})",
+            secs(self.after_us),
+            secs(self.known_us),
+            secs(self.bound_us)
+        )
     }
 }
