@@ -1,6 +1,7 @@
 //! Calico's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
+use super::monitor::KNEW_LOST;
 use crate::findings::{Citation, Finding, Lines, Realism, RetiredFinding, Signature, Status};
 
 const CALICO: &str = "projectcalico/calico";
@@ -54,11 +55,6 @@ fn names_dead(e: &str, tasks: &[&str]) -> bool {
     let dead = dead.split("; ").next().unwrap_or("");
     tasks.iter().any(|t| dead.contains(&format!("{t} of ")))
 }
-
-/// What both master-only invariants say of work done long after its host knew its mastership had
-/// ended (a stopped watcher still dispatching; a stale stamp cannot explain it, since knowing
-/// clears the stamp).
-const KNEW_LOST: &str = "elector knew its mastership had ended";
 
 /// Every Calico finding, active or retired.
 pub static FINDINGS: &[Finding] = &[

@@ -54,6 +54,8 @@ pub(crate) use sim::units::show_secs as secs;
 use sim::{Failure, FaultKind, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub(crate) use stability::KNEW_LOST;
+
 mod duties;
 mod election;
 mod faults;

@@ -327,6 +327,34 @@ impl CalicoMonitor {
     }
 }
 
+/// What both master-only invariants say of work done long after its host knew its mastership had
+/// ended: a stopped watcher still dispatching (a stale stamp cannot explain it, since knowing
+/// clears the stamp). The stopped-watcher finding's signature reads it.
+pub(crate) const KNEW_LOST: &str = "elector knew its mastership had ended";
+
+/// Master-only work done later than `master-only-work-stops` allows after its host knew its
+/// mastership had ended.
+pub(super) struct LateWork {
+    /// When the host knew (true time, µs).
+    known_us: u64,
+    /// How long after that the work came (µs).
+    after_us: u64,
+    /// The bound it broke (µs).
+    bound_us: u64,
+}
+
+impl LateWork {
+    /// "D after NAME's elector knew its mastership had ended at C (bound B)".
+    pub(super) fn describe(&self, name: &str) -> String {
+        format!(
+            "{} after {name}'s {KNEW_LOST} at {} (bound {})",
+            secs(self.after_us),
+            secs(self.known_us),
+            secs(self.bound_us)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,29 +377,5 @@ mod tests {
             to: names(&["h1"]),
         };
         assert!(can_delay_forwarding(&one_way, "h1"));
-    }
-}
-
-/// Master-only work done later than `master-only-work-stops` allows after its host knew its
-/// mastership had ended.
-pub(super) struct LateWork {
-    /// When the host knew (true time, µs).
-    known_us: u64,
-    /// How long after that the work came (µs).
-    after_us: u64,
-    /// The bound it broke (µs).
-    bound_us: u64,
-}
-
-impl LateWork {
-    /// "D after NAME's elector knew its mastership had ended at C (bound B)": the phrase that
-    /// both master-only invariants use for it (the stopped-watcher finding's signature reads it).
-    pub(super) fn describe(&self, name: &str) -> String {
-        format!(
-            "{} after {name}'s elector knew its mastership had ended at {} (bound {})",
-            secs(self.after_us),
-            secs(self.known_us),
-            secs(self.bound_us)
-        )
     }
 }
