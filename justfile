@@ -15,6 +15,12 @@ test-all: test
     cargo test -p sim --test etcd_conformance -- --ignored
     cargo test -p scenarios --test reports -- --ignored
 
+# Check that drawn violations (seeds 0-1,999 of every scenario, and of each finding's scenario
+# with its switches) each match exactly one finding: after changing a signature or a monitor's
+# message. Takes minutes.
+check-signatures:
+    cargo test --release -p scenarios --test finding_signatures -- --ignored
+
 # Explore a scenario (default: the main job), e.g. `just explore calico-split-brain --seeds 5000`.
 explore scenario="calico-silent-task-death" *args="":
     cargo run --release --bin faultline -- explore {{scenario}} {{args}}

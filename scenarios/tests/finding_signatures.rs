@@ -127,3 +127,48 @@ fn a_stopped_watcher_past_the_legitimate_bound_is_not_taken_for_a_clock_step() {
     }
     assert!(run(&["calico-snapshot-checks-stopped"]).is_none());
 }
+
+/// No violation in a range of drawn seeds matches two active findings, and none matches no
+/// finding (other than one whose fix the run has on): every scenario with no switch, and each
+/// finding's scenario with its `shown_with` switches, seeds 0-1,999. (The pinned and replay tests check chosen runs; this reads runs
+/// nobody chose.) Takes minutes: `cargo test --release -p scenarios --test finding_signatures
+/// -- --ignored`.
+#[test]
+#[ignore]
+fn drawn_violations_match_exactly_one_finding() {
+    let mut runs: Vec<(&str, Vec<String>)> = scenarios::builtin()
+        .scenarios()
+        .iter()
+        .map(|sc| (sc.name, Vec::new()))
+        .collect();
+    for f in all().filter(|f| f.is_active() && !f.shown_with.is_empty()) {
+        let with: Vec<String> = f.shown_with.iter().map(|w| w.to_string()).collect();
+        if !runs.contains(&(f.scenario, with.clone())) {
+            runs.push((f.scenario, with));
+        }
+    }
+    let mut wrong = Vec::new();
+    for (name, fixes) in &runs {
+        let sc = scenario(name).expect("built in");
+        for seed in 0..2000 {
+            let Some(v) = run_spec(RunSpec::from_seed(sc, seed, &[], fixes)).violation else {
+                continue;
+            };
+            // A finding whose fix the run has on cannot be what it shows.
+            let fixed = |id: &&str| {
+                all().any(|f| f.id == *id && f.fix.is_some_and(|x| fixes.iter().any(|w| w == x)))
+            };
+            let m: Vec<_> = scenarios::findings::matching(&v)
+                .into_iter()
+                .filter(|id| !fixed(id))
+                .collect();
+            if m.len() != 1 {
+                wrong.push(format!(
+                    "{name} {seed} {fixes:?}: {} matches {m:?}",
+                    v.invariant
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -1,7 +1,7 @@
 //! Calico's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
-use super::monitor::KNEW_LOST;
+use super::monitor::{AGENT_VIEW_WRONG, KNEW_LOST};
 use crate::findings::{Citation, Finding, Lines, Realism, RetiredFinding, Signature, Status};
 
 const CALICO: &str = "projectcalico/calico";
@@ -49,11 +49,30 @@ const OTHER_THAN_STAMP_REMEDIES: &[&str] = &[
 
 /// The dead-task note of a violation names one of these tasks.
 fn names_dead(e: &str, tasks: &[&str]) -> bool {
-    let Some((_, dead)) = e.split_once("silently dead tasks on") else {
+    tasks.iter().any(|t| dead_in(e, t).is_some())
+}
+
+/// The list of a monitor's explanation after `heading` (up to the next "; "), if it has one.
+fn note_list<'a>(e: &'a str, heading: &str) -> Option<&'a str> {
+    let (_, list) = e.split_once(heading)?;
+    list.split("; ").next()
+}
+
+/// The process ("h3:1006") whose `task` the explanation lists as silently dead, if it does.
+fn dead_in<'a>(e: &'a str, task: &str) -> Option<&'a str> {
+    let dead = note_list(e, "silently dead tasks on")?;
+    let (_, rest) = dead.split_once(&format!("{task} of "))?;
+    rest.split(' ').next()
+}
+
+/// Whether the explanation lists the watch canceller of `task`'s watcher in `process` (any
+/// process if none) among the greenlets ended by an exception.
+fn canceller_ended(e: &str, task: &str, process: Option<&str>) -> bool {
+    let Some(raised) = note_list(e, "greenlets ended by an exception on") else {
         return false;
     };
-    let dead = dead.split("; ").next().unwrap_or("");
-    tasks.iter().any(|t| dead.contains(&format!("{t} of ")))
+    let canceller = format!("{task}-watch-canceller of {}", process.unwrap_or(""));
+    raised.contains(&canceller)
 }
 
 /// Every Calico finding, active or retired.
@@ -121,8 +140,11 @@ pub static FINDINGS: &[Finding] = &[
         seeds: &[530, 2290],
         signature: Signature {
             invariants: &["agent-view-converges"],
-            describe: "the master's agent-status loop is silently dead",
-            test: |e| names_dead(e, &["agent-status"]),
+            describe: "the master's agent-status loop is silently dead, and its process's agent-status watch canceller did not end on an exception (that hangs the watcher first: the canceller finding)",
+            test: |e| {
+                dead_in(e, "agent-status")
+                    .is_some_and(|p| !canceller_ended(e, "agent-status", Some(p)))
+            },
         },
         summary: "watch_status_updates restarts a watcher whose greenlet died (line 710), but nothing restarts watch_status_updates itself, spawned once per worker process (lines 651-653, 667-669). When it is already dead on the host that wins the key, or its watcher dies after it, no watcher runs there: Felix reports stop reaching Neutron, which shows every agent down until neutron-server is restarted. (If it dies while its watcher runs, the watcher goes on: see calico-dead-status-loop-keeps-watching.) PR 12456's watchdog, which would restart the process, was not merged (PR 13024 argues that the loop it targeted is gone and that is_master()'s time check catches a stale elector).",
         upstream: &[
@@ -150,9 +172,14 @@ pub static FINDINGS: &[Finding] = &[
                 "port-status-converges",
                 "status-watch-round-trips",
             ],
-            describe: "the master's watch canceller ended on an exception (and no diverged port was written last by a former master or overtook a newer write)",
+            describe: "the master's watch canceller ended on an exception, the agent-status watcher's for Neutron's view of the agents (and no diverged port was written last by a former master or overtook a newer write)",
             test: |e| {
-                e.contains("watch-canceller of")
+                // Agent reports travel through the agent-status watcher alone.
+                let ended = match e.contains(AGENT_VIEW_WRONG) {
+                    true => canceller_ended(e, "agent-status", None),
+                    false => e.contains("watch-canceller of"),
+                };
+                ended
                     && !e.contains("written last by a host that is not the master")
                     && !e.contains("it overtook a newer write")
             },

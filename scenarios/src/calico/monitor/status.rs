@@ -18,6 +18,10 @@ use model::calico::CalicoEvent;
 use sim::event::{Event, Record};
 use sim::{Failure, Kind, Measured, NodeIx};
 
+/// What `agent-view-converges` says when it fails (the canceller finding's signature reads it:
+/// agent reports travel through the agent-status watcher alone).
+pub(crate) const AGENT_VIEW_WRONG: &str = "Neutron's view of the agents is wrong";
+
 impl CalicoMonitor {
     /// The status path's events (the watcher's, the port writers' and Neutron's).
     pub(super) fn on_status_event(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
@@ -338,7 +342,7 @@ impl CalicoMonitor {
             kind: Kind::Liveness,
             node,
             explanation: format!(
-                "{} after faults stopped, Neutron's view of the agents is wrong: {}; {}{}",
+                "{} after faults stopped, {AGENT_VIEW_WRONG}: {}; {}{}",
                 secs(AGENT_VIEW_BOUND_US),
                 wrong.join(", "),
                 self.describe_master_state(),
