@@ -71,8 +71,12 @@ fn canceller_ended(e: &str, task: &str, process: Option<&str>) -> bool {
     let Some(raised) = note_list(e, "greenlets ended by an exception on") else {
         return false;
     };
-    let canceller = format!("{task}-watch-canceller of {}", process.unwrap_or(""));
-    raised.contains(&canceller)
+    let canceller = format!("{task}-watch-canceller of ");
+    match process {
+        // Each entry reads "<task> of <process> at <time> (<error>)".
+        Some(p) => raised.contains(&format!("{canceller}{p} at ")),
+        None => raised.contains(&canceller),
+    }
 }
 
 /// Every Calico finding, active or retired.
@@ -146,7 +150,7 @@ pub static FINDINGS: &[Finding] = &[
                     .is_some_and(|p| !canceller_ended(e, "agent-status", Some(p)))
             },
         },
-        summary: "watch_status_updates restarts a watcher whose greenlet died (line 710), but nothing restarts watch_status_updates itself, spawned once per worker process (lines 651-653, 667-669). When it is already dead on the host that wins the key, or its watcher dies after it, no watcher runs there: Felix reports stop reaching Neutron, which shows every agent down until neutron-server is restarted. (If it dies while its watcher runs, the watcher goes on: see calico-dead-status-loop-keeps-watching.) When the watch canceller of that process's agent-status watcher has also ended on an exception, the watcher hangs whatever the loop does, and the run is calico-watch-canceller-dies's: calico-swarm seed 1793, with no fix on, has h3's canceller end at 485.4 s on a timeout, Felix reports stop reaching Neutron at 550 s and the loop die at 558.6 s (with calico-canceller-catches-all on, the dead loop alone still fails it). PR 12456's watchdog, which would restart the process, was not merged (PR 13024 argues that the loop it targeted is gone and that is_master()'s time check catches a stale elector).",
+        summary: "watch_status_updates restarts a watcher whose greenlet died (line 710), but nothing restarts watch_status_updates itself, spawned once per worker process (lines 651-653, 667-669). When it is already dead on the host that wins the key, or its watcher dies after it, no watcher runs there: Felix reports stop reaching Neutron, which shows every agent down until neutron-server is restarted. (If it dies while its watcher runs, the watcher goes on: see calico-dead-status-loop-keeps-watching.) When the watch canceller of that process's agent-status watcher has also ended on an exception while the watcher still runs, the watcher hangs whatever the loop does, and the run is calico-watch-canceller-dies's: calico-swarm seed 1793, with no fix on, has h3's canceller end at 485.4 s on a timeout, Felix reports stop reaching Neutron at 550 s and the loop die at 558.6 s (with calico-canceller-catches-all on, the dead loop alone still fails it). A canceller whose watcher was stopped since holds nothing up: in seed 3866 h3's canceller ends at 85.2 s, h3 loses mastership and stops its watchers at 95 s, the loop dies at 125.3 s, and h3, master again from 150.3 s, runs no agent-status watcher: this finding. PR 12456's watchdog, which would restart the process, was not merged (PR 13024 argues that the loop it targeted is gone and that is_master()'s time check catches a stale elector).",
         upstream: &[
             calico(DRIVER, "CalicoMechanismDriver.watch_status_updates", "678-728"),
             calico(DRIVER, "CalicoMechanismDriver._init_start_agent_status_watcher", "651-653"),
@@ -172,12 +176,13 @@ pub static FINDINGS: &[Finding] = &[
                 "port-status-converges",
                 "status-watch-round-trips",
             ],
-            describe: "the master's watch canceller ended on an exception, the agent-status watcher's for Neutron's view of the agents (and no diverged port was written last by a former master or overtook a newer write)",
+            describe: "the master's watch canceller ended on an exception (for agent-view-converges, the agent-status watcher's canceller), and no diverged port was written last by a former master or overtook a newer write",
             test: |e| {
                 // Agent reports travel through the agent-status watcher alone.
-                let ended = match e.contains(AGENT_VIEW_WRONG) {
-                    true => canceller_ended(e, "agent-status", None),
-                    false => e.contains("watch-canceller of"),
+                let ended = if e.contains(AGENT_VIEW_WRONG) {
+                    canceller_ended(e, "agent-status", None)
+                } else {
+                    e.contains("watch-canceller of")
                 };
                 ended
                     && !e.contains("written last by a host that is not the master")

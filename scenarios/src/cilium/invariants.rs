@@ -107,7 +107,7 @@ pub const PODS_GET_IPS: Invariant = Invariant::liveness(
 /// Excess IPs are released after faults stop.
 pub const EXCESS_RELEASED: Invariant = Invariant::liveness(
     "excess-released",
-    "the informers' re-watch or a Lease take-over, then the agent's status write, a resync to time the IP, the release delay, a resync to mark it, a resync to release it, and 10 s for requests; counted from the later of faults stopping, the IP entering the excess, the last change of the node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls",
+    "the informers' re-watch or a Lease take-over, then the agent's status write, a resync to time the IP, the release delay, a resync to mark it, a resync for the marks' write (that resync's API sync may run before its pass), a resync to release it, and 10 s for requests; counted from the later of faults stopping, the IP entering the excess, the last change of the node's addresses, and the maintainer's longest backoff after the last fault that could fail the operator's cloud calls",
     "an IP that stays among its node's release candidates (upstream's excess count and pick, computed by the monitor from the cloud's assignments and the pods' IPs) is unassigned within the bound",
 )
 .bound_us(EXCESS_BOUND_US)

@@ -224,7 +224,8 @@ impl CalicoMonitor {
             }
             _ => String::new(),
         };
-        // A stopped watcher still dispatching: said, so that this is told from a stale stamp.
+        // Work long after the host knew it had lost (a stopped watcher still dispatching, or
+        // the manager's compaction): said, so that it can be told apart from a stale stamp.
         let stopped = self
             .work_after_known_loss(node, pid, worker, in_snapshot, t)
             .map_or_else(String::new, |late| {

@@ -5,7 +5,7 @@
 //! Reads (observations only): faults starting (and, in `mod.rs`, ending), the liveness phase,
 //! node pauses, crashes and boots, processes starting and exiting, silently dead and finished
 //! tasks (the world's events), and the model's `CalicoWatcherRaised` and `CalicoWatchdogExit`
-//! events. A watchdog exit is justified only by a death the monitor saw (a `TaskDeath`, or an
+//! events, and its `CalicoWatcher` stops (a stopped watcher's ended canceller leaves the note). A watchdog exit is justified only by a death the monitor saw (a `TaskDeath`, or an
 //! exception the task raised). Calls no model function.
 
 use super::{secs, CalicoMonitor, Obligation};
@@ -231,6 +231,14 @@ impl CalicoMonitor {
         if name == "neutron-server/manager" && *status == (ExitStatus::Code { code: 1 }) {
             self.reach("elector-exit-on-unexpected-error");
         }
+    }
+
+    /// `worker`'s status watcher on `node` was stopped (its host no longer master, or it died):
+    /// the end of its watch canceller holds nothing up any more (the next watcher has its own),
+    /// so the fault note stops naming it.
+    pub(super) fn forget_canceller(&mut self, node: NodeIx, worker: &str) {
+        let canceller = format!("{worker}-watch-canceller");
+        self.raised[node as usize].retain(|(_, _, task, _)| *task != canceller);
     }
 
     /// Greenlets ending on an exception (for the fault note) and the watchdog's restarts

@@ -329,7 +329,8 @@ impl CalicoMonitor {
 
 /// What both master-only invariants say of work done long after its host knew its mastership had
 /// ended: a stopped watcher still dispatching (a stale stamp cannot explain it, since knowing
-/// clears the stamp). The stopped-watcher finding's signature reads it.
+/// clears the stamp). The stopped-watcher finding's signature claims such work, and the
+/// wall-clock finding's leaves it alone.
 pub(crate) const KNEW_LOST: &str = "elector knew its mastership had ended";
 
 /// Master-only work done later than `master-only-work-stops` allows after its host knew its

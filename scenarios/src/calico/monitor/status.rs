@@ -54,6 +54,13 @@ impl CalicoMonitor {
                 self.agent_snapshot.remove(&(node, *watcher));
                 None
             }
+            CalicoEvent::CalicoWatcher {
+                worker,
+                running: false,
+            } => {
+                self.forget_canceller(node, worker);
+                None
+            }
             // Each StatusWatcher instance has its own limiter and de-duplication map (status.py
             // lines 93, 101 at 87c15906).
             CalicoEvent::CalicoWatcher {
