@@ -143,7 +143,7 @@ mod tests {
     use sim::Kind;
 
     /// Every liveness bound of the catalog runs out within the liveness phase (the checks happen
-    /// in it): a new bound left out of `LIVENESS_MS`'s list fails here.
+    /// in it): a new bound longer than the phase, left out of `LIVENESS_MS`'s list, fails here.
     #[test]
     fn every_liveness_bound_ends_inside_the_liveness_phase() {
         for inv in super::super::invariants::INVARIANTS {
