@@ -1,7 +1,7 @@
 //! Calico's findings: violations of the default (upstream) logic, with the upstream code that
 //! produces each, and the retired ones with their reasons.
 
-use super::monitor::{AGENT_VIEW_WRONG, KNEW_LOST};
+use super::monitor::{AGENT_VIEW_WRONG, KNEW_LOST, PORTS_WRONG};
 use crate::findings::{Citation, Finding, Lines, Realism, RetiredFinding, Signature, Status};
 
 const CALICO: &str = "projectcalico/calico";
@@ -176,13 +176,16 @@ pub static FINDINGS: &[Finding] = &[
                 "port-status-converges",
                 "status-watch-round-trips",
             ],
-            describe: "the master's watch canceller ended on an exception (for agent-view-converges, the agent-status watcher's canceller), and no diverged port was written last by a former master or overtook a newer write",
+            describe: "the master's watch canceller ended on an exception (for agent-view-converges the agent-status watcher's, for port-status-converges the endpoint-status watcher's), and no diverged port was written last by a former master or overtook a newer write",
             test: |e| {
-                // Agent reports travel through the agent-status watcher alone.
+                // Agent reports travel through the agent-status watcher alone, port statuses
+                // through the endpoint-status watcher; round trips through either.
                 let ended = if e.contains(AGENT_VIEW_WRONG) {
                     canceller_ended(e, "agent-status", None)
+                } else if e.contains(PORTS_WRONG) {
+                    canceller_ended(e, "endpoint-status", None)
                 } else {
-                    e.contains("watch-canceller of")
+                    canceller_ended(e, "", None)
                 };
                 ended
                     && !e.contains("written last by a host that is not the master")
@@ -318,7 +321,7 @@ pub static FINDINGS: &[Finding] = &[
                 let stale_port = e.contains("written last by the master")
                     && e.contains("after Felix's status had changed: a stale cache")
                     && !e.contains("it overtook a newer write")
-                    && !e.contains("watch-canceller of");
+                    && !canceller_ended(e, "endpoint-status", None);
                 stale_port || (e.contains("master-only work from a snapshot") && e.contains(KNEW_LOST))
             },
         },

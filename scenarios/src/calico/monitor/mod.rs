@@ -55,7 +55,7 @@ use sim::{Failure, FaultKind, Monitor, NodeIx};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(crate) use stability::KNEW_LOST;
-pub(crate) use status::AGENT_VIEW_WRONG;
+pub(crate) use status::{AGENT_VIEW_WRONG, PORTS_WRONG};
 
 mod duties;
 mod election;

@@ -22,6 +22,10 @@ use sim::{Failure, Kind, Measured, NodeIx};
 /// agent reports travel through the agent-status watcher alone).
 pub(crate) const AGENT_VIEW_WRONG: &str = "Neutron's view of the agents is wrong";
 
+/// What `port-status-converges` says when it fails (read by the same signature: port statuses
+/// travel through the endpoint-status watcher alone).
+pub(crate) const PORTS_WRONG: &str = "with a status other than Felix's settled one";
+
 impl CalicoMonitor {
     /// The status path's events (the watcher's, the port writers' and Neutron's).
     pub(super) fn on_status_event(&mut self, rec: &Record, e: &CalicoEvent) -> Option<Failure> {
@@ -378,7 +382,7 @@ impl CalicoMonitor {
             kind: Kind::Liveness,
             node,
             explanation: format!(
-                "{} after faults stopped, Neutron shows {} port(s) with a status other than Felix's settled one: {}; {}{}",
+                "{} after faults stopped, Neutron shows {} port(s) {PORTS_WRONG}: {}; {}{}",
                 secs(AGENT_VIEW_BOUND_US),
                 diverged.len(),
                 diverged.join("; "),
