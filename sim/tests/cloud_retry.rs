@@ -244,5 +244,7 @@ fn ec2_a_client_error_is_not_retried() {
 fn ec2_retry_classes_are_named_in_the_trace() {
     let (_, events) = run(1, 1_000, None, || assign_at_2s(1));
     let cause = format!("{:?}", RetryCause::Unavailable);
-    assert!(of(&events, "retry").iter().all(|r| r.contains(&cause)));
+    let retries = of(&events, "retry");
+    assert!(!retries.is_empty(), "{events:?}");
+    assert!(retries.iter().all(|r| r.contains(&cause)), "{retries:?}");
 }

@@ -5,23 +5,20 @@
 pub const FAULT_WINDOW_MS: u64 = 600_000;
 /// Length of the liveness phase (ms): the longest liveness bound, and 30 s for the checks after it.
 pub const LIVENESS_MS: u64 = {
-    let bounds = [
-        PODS_BOUND_US,
-        CLEANUP_BOUND_US,
-        ABORT_BOUND_US,
-        EXCESS_BOUND_US,
-        IPAM_GAP_BOUND_US,
-    ];
-    let mut longest = 0;
-    let mut i = 0;
-    while i < bounds.len() {
-        if bounds[i] > longest {
-            longest = bounds[i];
-        }
-        i += 1;
-    }
+    let longest = max_us(
+        max_us(PODS_BOUND_US, CLEANUP_BOUND_US),
+        max_us(max_us(ABORT_BOUND_US, EXCESS_BOUND_US), IPAM_GAP_BOUND_US),
+    );
     longest / 1000 + 30_000
 };
+/// The longer of two durations (µs), in constant expressions.
+const fn max_us(a: u64, b: u64) -> u64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
 /// Interfaces' capacity.
 pub const ENI_CAPACITY: u32 = 10;
 /// One second (µs).
@@ -78,11 +75,7 @@ pub const PODS_BOUND_US: u64 = {
 /// entry once the pool lost the IP); 20 s for the requests between.
 pub const CLEANUP_BOUND_US: u64 = {
     let operator = TAKEOVER_US + BACKOFF_US + RESYNC_US;
-    let slowest = if REWATCH_US > operator {
-        REWATCH_US
-    } else {
-        operator
-    };
+    let slowest = max_us(REWATCH_US, operator);
     slowest + AGENT_WRITE_US + 20 * S
 };
 
@@ -95,21 +88,13 @@ pub const CLEANUP_BOUND_US: u64 = {
 /// whose write drops the entry; 20 s for the requests between.
 pub const ABORT_BOUND_US: u64 = {
     let operator = TAKEOVER_US + BACKOFF_US;
-    let slowest = if REWATCH_US > operator {
-        REWATCH_US
-    } else {
-        operator
-    };
+    let slowest = max_us(REWATCH_US, operator);
     slowest + AGENT_WRITE_US + RESYNC_US + 20 * S
 };
 
 /// After faults stop, the operator and the agent act on current state within this: the longer of
 /// a Lease take-over and an informer's re-watch.
-pub const RECOVERY_US: u64 = if REWATCH_US > TAKEOVER_US {
-    REWATCH_US
-} else {
-    TAKEOVER_US
-};
+pub const RECOVERY_US: u64 = max_us(REWATCH_US, TAKEOVER_US);
 
 /// How long after an IP becomes a release candidate (once the operator and agent work, see
 /// [`RECOVERY_US`]) it is unassigned: the agent's status write shows the pods' IPs (15 s), the

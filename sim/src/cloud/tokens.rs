@@ -3,7 +3,7 @@
 //! ([`super::sdk::Limiter`]). Tokens are kept in millionths, so refills stay exact in integers.
 
 /// Millionths of a token in one token.
-pub(super) const UNIT: i64 = 1_000_000;
+const UNIT: i64 = 1_000_000;
 
 /// A count of tokens that refills at a rate up to a cap; it may go below zero (a limiter's
 /// reservations that wait).

@@ -237,8 +237,8 @@ impl CalicoMonitor {
     /// the end of its watch canceller holds nothing up any more (the next watcher has its own),
     /// so the fault note stops naming it.
     pub(super) fn forget_canceller(&mut self, node: NodeIx, worker: &str) {
-        let canceller = format!("{worker}-watch-canceller");
-        self.raised[node as usize].retain(|(_, _, task, _)| *task != canceller);
+        self.raised[node as usize]
+            .retain(|(_, _, task, _)| task.strip_suffix("-watch-canceller") != Some(worker));
     }
 
     /// Greenlets ending on an exception (for the fault note) and the watchdog's restarts
