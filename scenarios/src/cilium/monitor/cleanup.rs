@@ -246,14 +246,15 @@ impl CiliumMonitor {
             if !self.all_tasks_run(i) {
                 continue;
             }
+            // Released entries for IPs the cloud gives the node again (cheap test first).
             let released = v
                 .agent_state
                 .iter()
-                .filter(|(_, (s, _))| s.as_str() == RELEASED);
+                .filter(|(ip, (s, _))| s.as_str() == RELEASED && v.assigned.contains_key(*ip));
             for (ip, _) in released {
                 let back = self.assigned.last(self.names[i], *ip).unwrap_or(0);
                 let since = back.max(l);
-                if v.assigned.contains_key(ip) && now_us >= since + PODS_BOUND_US {
+                if now_us >= since + PODS_BOUND_US {
                     longest = longest.max(now_us - since);
                     // By the monitor's own count: is the IP on its node's release list again?
                     let again = match self.progress.not_candidate_since(i, ip) {
